@@ -1,0 +1,130 @@
+package sa
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Dir is the direction of an SA or policy, as ip xfrm names it.
+type Dir uint8
+
+const (
+	DirIn  Dir = 1 // inbound: packets we open
+	DirOut Dir = 2 // outbound: packets we seal
+)
+
+func (d Dir) String() string {
+	switch d {
+	case DirIn:
+		return "in"
+	case DirOut:
+		return "out"
+	}
+	return "invalid"
+}
+
+// Mode is the ESP mode of an SA.
+type Mode uint8
+
+const (
+	// ModeTunnel carries a whole inner IP packet (next header 4 or 41).
+	ModeTunnel Mode = 1
+	// ModeTransport carries the payload of an IP packet whose header the
+	// outer header stands for.
+	ModeTransport Mode = 2
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeTunnel:
+		return "tunnel"
+	case ModeTransport:
+		return "transport"
+	}
+	return "invalid"
+}
+
+// Algorithm is one transform with its key, named as Linux names it:
+// "rfc4106(gcm(aes))", "rfc7539esp(chacha20,poly1305)", "cbc(aes)",
+// "ecb(cipher_null)", "hmac(sha256)".
+type Algorithm struct {
+	Name string
+	// Key is the key material as ip xfrm takes it: for the AEADs, the
+	// cipher key followed by the 4-byte salt.
+	Key []byte
+	// Bits is icv_bits for an AEAD, trunc_bits for an authentication
+	// algorithm; 0 means the default (128).
+	Bits int
+}
+
+// Encap is ESP in UDP (RFC 3948). A nil *Encap means raw ESP (IP protocol 50).
+type Encap struct {
+	SrcPort, DstPort uint16
+}
+
+// Lifetime holds the soft and hard limits of an SA. Zero means no limit.
+// Soft expiry raises an event and the SA keeps working; hard expiry stops
+// the SA (XfrmInStateExpired / XfrmOutStateExpired).
+type Lifetime struct {
+	SoftBytes, HardBytes     uint64
+	SoftPackets, HardPackets uint64
+	SoftAdd, HardAdd         time.Duration // since the SA was added
+}
+
+// Selector limits which inner packets an SA or policy covers. A zero
+// (invalid) prefix matches every address of either family.
+type Selector struct {
+	Src, Dst netip.Prefix
+}
+
+// Config describes an SA, as `ip xfrm state add` does. It is what the
+// config file and the control socket produce and what New consumes.
+type Config struct {
+	Src, Dst netip.Addr // outer addresses
+	SPI      uint32
+	Dir      Dir
+	Mode     Mode
+	IfID     uint32
+
+	// Exactly one of AEAD, or Enc with Auth, is set.
+	AEAD *Algorithm
+	Enc  *Algorithm
+	Auth *Algorithm
+
+	Encap        *Encap
+	ReplayWindow uint32 // packets; 0 disables anti-replay (inbound only)
+	ESN          bool
+	Lifetime     Lifetime
+	// Selector, for an outbound SA, restricts it to the inner packets it
+	// matches; zero means all that is routed into the interface.
+	Selector Selector
+}
+
+// Action is what a policy does with the packets it matches.
+type Action uint8
+
+const (
+	ActionAllow Action = 1
+	ActionBlock Action = 2
+)
+
+func (a Action) String() string {
+	switch a {
+	case ActionAllow:
+		return "allow"
+	case ActionBlock:
+		return "block"
+	}
+	return "invalid"
+}
+
+// Policy is an SPD entry, as `ip xfrm policy add` with an if_id. When an
+// interface has policies in a direction, the first one that matches a packet
+// decides; a packet no policy matches is blocked (fail closed). When it has
+// none, all that is routed into the interface may use its SAs.
+type Policy struct {
+	Dir      Dir
+	IfID     uint32
+	Selector Selector
+	Action   Action
+}

@@ -1,0 +1,43 @@
+package sa
+
+// Headroom is the space a buffer must have before a packet that is sealed
+// or opened in place: the ESP header and the largest IV on Seal, and room to
+// rebuild an IPv6 header in front of the payload on a transport-mode Open.
+const Headroom = 64
+
+// Tailroom is the space a buffer must have after a packet that is sealed in
+// place: the largest padding (a cipher block, 16 bytes), the pad length and
+// next header bytes, and the largest ICV (16 bytes).
+const Tailroom = 16 + 2 + 16
+
+// Packet is one packet of a batch. It names Buf[Off:Off+Len]; Buf belongs to
+// the caller, and Seal and Open rewrite it in place and move Off and Len.
+//
+// The zero value is not usable: set Buf, Off and Len. A Packet may be reused
+// for the next batch; Seal and Open reset every field they report.
+type Packet struct {
+	Buf []byte
+	Off int
+	Len int
+
+	// Proto is the IP protocol the ESP payload carries (the next header):
+	// 4 or 41 in tunnel mode, the transport protocol in transport mode.
+	// Set by Open.
+	Proto uint8
+
+	// Drop is CounterNone when the packet passed, otherwise the counter it
+	// was counted in (DroppedDummy for a next header 59 packet, which is
+	// dropped silently). The caller forwards only packets with CounterNone.
+	Drop Counter
+
+	// SA is the SA that sealed or opened the packet, or nil.
+	SA *SA
+
+	// scratch holds the nonce, AAD and MAC of this packet, so that the
+	// crypto interfaces get slices of memory already on the heap and the
+	// seal and open paths do not allocate.
+	scratch [64]byte
+}
+
+// Data returns the packet's bytes, Buf[Off:Off+Len].
+func (p *Packet) Data() []byte { return p.Buf[p.Off : p.Off+p.Len] }
