@@ -1,0 +1,5 @@
+//go:build !race
+
+package underlay
+
+const raceEnabled = false
