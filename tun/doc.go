@@ -1,0 +1,27 @@
+// Package tun opens the TUN devices that carry ipsecd's cleartext side: one
+// network interface with one or more queues, through
+// golang.zx2c4.com/wireguard/tun with offloads on (virtio-net header, TSO and
+// USO super-packets split on read, TCP and UDP GRO coalescing on write,
+// batches of up to 128 packets).
+//
+// Multiqueue: wireguard/tun has none, so Open creates the device with
+// IFF_MULTI_QUEUE and attaches N file descriptors to it. The kernel spreads
+// flows over the queues by hash, so each flow is read from one queue: this
+// is ipsecd's emulation of RSS, one worker per queue. Queue 0 is wrapped as
+// wireguard's CreateTUNFromFile does (monitored for link events), queues
+// 1..N-1 with CreateUnmonitoredTUNFromFD; both set TUNSETOFFLOAD from the
+// IFF_VNET_HDR flag, so every queue has offloads.
+//
+// The link is configured over rtnetlink (MTU, up, addresses, routes), with
+// no `ip` subprocess. A Device keeps the netlink socket it opened in the
+// network namespace it was created in, so it can be reconfigured and removed
+// from any goroutine later, whatever namespace that goroutine's thread is in.
+//
+// Buffers and offsets: Read and Write on a Queue take a batch and an offset;
+// Write needs an offset of at least MinOffset bytes, where the virtio-net
+// header is put. A Queue's Read must not be called from two goroutines at
+// once (it would serialise); Write is serialised per queue inside
+// wireguard/tun and is safe from several goroutines.
+//
+// Linux only; elsewhere Open returns ErrNotSupported.
+package tun

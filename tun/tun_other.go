@@ -1,0 +1,37 @@
+//go:build !linux
+
+package tun
+
+import (
+	"net/netip"
+	"os"
+)
+
+// Device is one TUN network interface and its queues; Linux only.
+type Device struct{}
+
+// Options are the less common choices of OpenOptions.
+type Options struct {
+	Monitor bool
+}
+
+// OpenOptions returns ErrNotSupported.
+func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
+	return nil, ErrNotSupported
+}
+
+// Open returns ErrNotSupported: TUN multiqueue and offloads are Linux only.
+func Open(name string, mtu, queues int) (*Device, error) { return nil, ErrNotSupported }
+
+func (d *Device) Name() string                       { return "" }
+func (d *Device) Index() int                         { return 0 }
+func (d *Device) Queues() []Queue                    { return nil }
+func (d *Device) File(q int) *os.File                { return nil }
+func (d *Device) BatchSize() int                     { return 1 }
+func (d *Device) SetLink(mtu int, up bool) error     { return ErrNotSupported }
+func (d *Device) SetMTU(mtu int) error               { return ErrNotSupported }
+func (d *Device) AddAddress(p netip.Prefix) error    { return ErrNotSupported }
+func (d *Device) RemoveAddress(p netip.Prefix) error { return ErrNotSupported }
+func (d *Device) AddRoute(p netip.Prefix) error      { return ErrNotSupported }
+func (d *Device) RemoveRoute(p netip.Prefix) error   { return ErrNotSupported }
+func (d *Device) Close() error                       { return nil }

@@ -1,0 +1,115 @@
+package xfrmif
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/ipsecd/ipsecd/tun"
+)
+
+// DefaultMTU is the MTU of an interface whose Config leaves it 0: 1500
+// less the worst ESP-in-UDP-over-IPv6 overhead of common suites, rounded.
+const DefaultMTU = 1400
+
+// Config describes one xfrm interface, as the config file's interfaces
+// entries do. The zero MTU means DefaultMTU and zero Queues means 1.
+type Config struct {
+	Name      string
+	IfID      uint32
+	MTU       int
+	Addresses []netip.Prefix // the interface's own addresses, 10.10.0.1/24
+	Routes    []netip.Prefix // prefixes routed into the interface
+	Queues    int
+}
+
+// ErrInvalidConfig is wrapped by Validate's errors: the config must be
+// fixed; nothing was changed.
+var ErrInvalidConfig = errors.New("xfrmif: invalid interface config")
+
+func (c Config) withDefaults() Config {
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	return c
+}
+
+// Validate checks one Config on its own.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: interface %q: %s: %s", ErrInvalidConfig, c.Name, field, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Name == "":
+		return bad("name", "empty")
+	case len(c.Name) > 15:
+		return bad("name", "longer than 15 bytes")
+	case c.IfID == 0:
+		return bad("if_id", "must be non-zero")
+	case c.MTU < 68 || c.MTU > tun.MaxPacketSize:
+		return bad("mtu", "%d not in 68..65535", c.MTU)
+	case c.Queues < 1 || c.Queues > tun.MaxQueues:
+		return bad("queues", "%d not in 1..%d", c.Queues, tun.MaxQueues)
+	}
+	for _, p := range c.Addresses {
+		if !p.IsValid() {
+			return bad("addresses", "invalid prefix")
+		}
+		if p.Addr().Is6() && c.MTU < 1280 {
+			return bad("mtu", "%d below 1280 with IPv6 address %v", c.MTU, p)
+		}
+	}
+	for _, p := range c.Routes {
+		if !p.IsValid() {
+			return bad("routes", "invalid prefix")
+		}
+	}
+	return nil
+}
+
+// ValidateAll checks a set of interfaces: each valid, names and if_ids
+// unique.
+func ValidateAll(cfgs []Config) error {
+	names := make(map[string]bool, len(cfgs))
+	ids := make(map[uint32]bool, len(cfgs))
+	for _, c := range cfgs {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		if names[c.Name] {
+			return fmt.Errorf("%w: interface %q: name: used twice", ErrInvalidConfig, c.Name)
+		}
+		if ids[c.IfID] {
+			return fmt.Errorf("%w: interface %q: if_id: %d used twice", ErrInvalidConfig, c.Name, c.IfID)
+		}
+		names[c.Name], ids[c.IfID] = true, true
+	}
+	return nil
+}
+
+func (c Config) clone() Config {
+	c.Addresses = slices.Clone(c.Addresses)
+	c.Routes = slices.Clone(c.Routes)
+	return c
+}
+
+// diff returns what is in want and not in have, and what is in have and
+// not in want.
+func diff(have, want []netip.Prefix) (add, remove []netip.Prefix) {
+	for _, p := range want {
+		if !slices.Contains(have, p) {
+			add = append(add, p)
+		}
+	}
+	for _, p := range have {
+		if !slices.Contains(want, p) {
+			remove = append(remove, p)
+		}
+	}
+	return add, remove
+}

@@ -1,0 +1,270 @@
+package xfrmif
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ipsecd/ipsecd/tun"
+)
+
+// Link is what an Interface needs from the device under it: its queues and
+// its configuration. *tun.Device is one; a netstack NIC or a test double
+// can be another.
+type Link interface {
+	// Queues returns the link's queues; the Interface does not modify the
+	// slice. Their number does not change.
+	Queues() []tun.Queue
+	SetMTU(mtu int) error
+	AddAddress(p netip.Prefix) error
+	RemoveAddress(p netip.Prefix) error
+	AddRoute(p netip.Prefix) error
+	RemoveRoute(p netip.Prefix) error
+	// Close removes the link; blocked reads return an error matching
+	// os.ErrClosed.
+	Close() error
+}
+
+// ErrClosed is returned by Write and configuration methods of a closed
+// Interface.
+var ErrClosed = errors.New("xfrmif: interface closed")
+
+// Interface is one xfrm interface. Name, IfID and the number of queues are
+// fixed; the MTU, addresses and routes change with Reconfigure. Safe for
+// concurrent use.
+type Interface struct {
+	name   string
+	ifID   uint32
+	link   Link
+	queues []tun.Queue
+	shards []statShard  // one per queue, summed by Stats
+	wmu    []paddedLock // one per queue, taken by Write
+	next   atomic.Uint32
+	mtu    atomic.Int64
+	closed atomic.Bool
+
+	// mu guards: cfg (the applied MTU, addresses and routes).
+	mu  sync.Mutex
+	cfg Config
+}
+
+type paddedLock struct {
+	sync.Mutex
+	_ [64 - 8]byte
+}
+
+// Create opens a TUN device for cfg in the network namespace of the
+// calling thread and configures it: MTU, up, addresses, routes.
+func Create(cfg Config) (*Interface, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	dev, err := tun.Open(cfg.Name, cfg.MTU, cfg.Queues)
+	if err != nil {
+		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
+	}
+	// tun.Open set the MTU and brought the link up.
+	return newInterface(cfg, dev, cfg.MTU)
+}
+
+// NewInterface makes an Interface of cfg over link and applies cfg's MTU,
+// addresses and routes to it. The Interface owns link from then on, also
+// when NewInterface fails.
+func NewInterface(cfg Config, link Link) (*Interface, error) {
+	return newInterface(cfg, link, 0)
+}
+
+// newInterface is NewInterface for a link whose MTU is already mtu.
+func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
+	if err := cfg.Validate(); err != nil {
+		link.Close()
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	qs := link.Queues()
+	if len(qs) == 0 {
+		link.Close()
+		return nil, fmt.Errorf("xfrmif: %s: link has no queues", cfg.Name)
+	}
+	ifc := &Interface{
+		name:   cfg.Name,
+		ifID:   cfg.IfID,
+		link:   link,
+		queues: qs,
+		shards: make([]statShard, len(qs)),
+		wmu:    make([]paddedLock, len(qs)),
+	}
+	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu}
+	ifc.mtu.Store(int64(mtu))
+	if err := ifc.Reconfigure(cfg); err != nil {
+		ifc.Close()
+		return nil, err
+	}
+	return ifc, nil
+}
+
+// Reconfigure applies cfg's MTU, addresses and routes, changing only what
+// differs from what is applied. Name, IfID and Queues must be unchanged
+// (a new Interface is needed for those). On error, what was applied stays
+// applied and the next Reconfigure retries the rest.
+func (ifc *Interface) Reconfigure(cfg Config) error {
+	cfg = cfg.withDefaults()
+	if cfg.Name != ifc.name || cfg.IfID != ifc.ifID || cfg.Queues != len(ifc.queues) {
+		return fmt.Errorf("xfrmif: %s: reconfigure cannot change name, if_id or queues", ifc.name)
+	}
+	ifc.mu.Lock()
+	defer ifc.mu.Unlock()
+	if ifc.closed.Load() {
+		return ErrClosed
+	}
+	var errs []error
+	if cfg.MTU != ifc.cfg.MTU {
+		if err := ifc.link.SetMTU(cfg.MTU); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.MTU = cfg.MTU
+			ifc.mtu.Store(int64(cfg.MTU))
+		}
+	}
+	add, remove := diff(ifc.cfg.Routes, cfg.Routes)
+	for _, p := range remove {
+		if err := ifc.link.RemoveRoute(p); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.Routes = slices.DeleteFunc(ifc.cfg.Routes, func(q netip.Prefix) bool { return q == p })
+		}
+	}
+	addAddr, removeAddr := diff(ifc.cfg.Addresses, cfg.Addresses)
+	for _, p := range removeAddr {
+		if err := ifc.link.RemoveAddress(p); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.Addresses = slices.DeleteFunc(ifc.cfg.Addresses, func(q netip.Prefix) bool { return q == p })
+		}
+	}
+	for _, p := range addAddr {
+		if err := ifc.link.AddAddress(p); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.Addresses = append(ifc.cfg.Addresses, p)
+		}
+	}
+	// Routes last: an IPv6 route needs the link up, and a route may use
+	// a source from the addresses.
+	for _, p := range add {
+		if err := ifc.link.AddRoute(p); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.Routes = append(ifc.cfg.Routes, p)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Name is the interface's name.
+func (ifc *Interface) Name() string { return ifc.name }
+
+// IfID is the interface's xfrm if_id.
+func (ifc *Interface) IfID() uint32 { return ifc.ifID }
+
+// MTU is the applied MTU.
+func (ifc *Interface) MTU() int { return int(ifc.mtu.Load()) }
+
+// Config returns the applied configuration (a copy).
+func (ifc *Interface) Config() Config {
+	ifc.mu.Lock()
+	defer ifc.mu.Unlock()
+	return ifc.cfg.clone()
+}
+
+// Addresses returns the applied addresses (a copy).
+func (ifc *Interface) Addresses() []netip.Prefix { return ifc.Config().Addresses }
+
+// Routes returns the applied routes (a copy).
+func (ifc *Interface) Routes() []netip.Prefix { return ifc.Config().Routes }
+
+// Link returns the link under the interface.
+func (ifc *Interface) Link() Link { return ifc.link }
+
+// NumQueues is the number of queues, each read by one RunQueue.
+func (ifc *Interface) NumQueues() int { return len(ifc.queues) }
+
+// Write delivers inbound cleartext packets bufs[i][offset:] out of the
+// interface (to the kernel, for a TUN). offset must be at least
+// tun.MinOffset; the bytes before it are overwritten, and Write may
+// lengthen some bufs[i] within their capacity to coalesce packets (GRO),
+// so spare capacity lets it coalesce. The caller keeps the buffers.
+//
+// Write picks a queue that no other Write holds, so concurrent Writes do
+// not wait for each other up to the number of queues. The packets are
+// counted as received (rx), or as rx drops if the interface is closed.
+func (ifc *Interface) Write(bufs [][]byte, offset int) (int, error) {
+	n := uint32(len(ifc.queues))
+	start := ifc.next.Add(1) % n
+	for i := range n {
+		q := (start + i) % n
+		if ifc.wmu[q].TryLock() {
+			defer ifc.wmu[q].Unlock()
+			return ifc.writeLocked(int(q), bufs, offset)
+		}
+	}
+	ifc.wmu[start].Lock()
+	defer ifc.wmu[start].Unlock()
+	return ifc.writeLocked(int(start), bufs, offset)
+}
+
+// WriteQueue is Write through queue q, for a caller that keeps to one
+// queue (a worker writing back on the queue it reads).
+func (ifc *Interface) WriteQueue(q int, bufs [][]byte, offset int) (int, error) {
+	ifc.wmu[q].Lock()
+	defer ifc.wmu[q].Unlock()
+	return ifc.writeLocked(q, bufs, offset)
+}
+
+func (ifc *Interface) writeLocked(q int, bufs [][]byte, offset int) (int, error) {
+	s := &ifc.shards[q]
+	if len(bufs) == 0 {
+		return 0, nil
+	}
+	if offset < tun.MinOffset {
+		s.rxErrors.Add(uint64(len(bufs)))
+		return 0, fmt.Errorf("xfrmif: %s: write offset %d, want at least %d", ifc.name, offset, tun.MinOffset)
+	}
+	if ifc.closed.Load() {
+		s.rxDrops.Add(uint64(len(bufs)))
+		return 0, ErrClosed
+	}
+	var bytes uint64
+	for _, b := range bufs {
+		bytes += uint64(len(b) - offset)
+	}
+	npkts := len(bufs) // before GRO changes lengths' meaning
+	n, err := ifc.queues[q].Write(bufs, offset)
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) {
+			s.rxDrops.Add(uint64(npkts))
+			return n, ErrClosed
+		}
+		// wireguard/tun joins per-packet errors; the batch is counted
+		// as one error.
+		s.rxErrors.Add(1)
+		return n, fmt.Errorf("xfrmif: %s: write: %w", ifc.name, err)
+	}
+	s.rxPackets.Add(uint64(npkts))
+	s.rxBytes.Add(bytes)
+	return n, nil
+}
+
+// Close removes the link. Writes after Close return ErrClosed and RunQueue
+// returns. Close is idempotent.
+func (ifc *Interface) Close() error {
+	if ifc.closed.Swap(true) {
+		return nil
+	}
+	return ifc.link.Close()
+}

@@ -1,0 +1,231 @@
+package xfrmif
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/tun"
+	"github.com/ipsecd/ipsecd/tun/netnstest"
+)
+
+// udp4 builds an IPv4 UDP packet with a zero (absent) UDP checksum.
+func udp4(src, dst netip.AddrPort, payload []byte) []byte {
+	p := make([]byte, 28+len(payload))
+	p[0] = 0x45
+	binary.BigEndian.PutUint16(p[2:], uint16(len(p)))
+	p[8], p[9] = 64, 17
+	copy(p[12:], src.Addr().AsSlice())
+	copy(p[16:], dst.Addr().AsSlice())
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(p[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	binary.BigEndian.PutUint16(p[10:], ^uint16(sum))
+	binary.BigEndian.PutUint16(p[20:], src.Port())
+	binary.BigEndian.PutUint16(p[22:], dst.Port())
+	binary.BigEndian.PutUint16(p[24:], uint16(8+len(payload)))
+	copy(p[28:], payload)
+	return p
+}
+
+// TestCreateTUN creates a 2-queue interface in a namespace, reads routed
+// traffic with RunQueue, writes inbound traffic with Write, and stops the
+// workers by context and by Close.
+func TestCreateTUN(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	cfg := Config{
+		Name: "ipsec1", IfID: 1, MTU: 1400, Queues: 2,
+		Addresses: prefixes("192.0.2.1/24", "2001:db8:1::1/64"),
+		Routes:    prefixes("198.51.100.0/24", "2001:db8:2::/64"),
+	}
+	var ifc *Interface
+	var conn *net.UDPConn
+	err := ns.Do(func() (err error) {
+		if ifc, err = Create(cfg); err != nil {
+			return err
+		}
+		conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IP{192, 0, 2, 1}})
+		return err
+	})
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if out := ns.IP(t, "-6", "route", "show", "dev", "ipsec1"); !strings.Contains(out, "2001:db8:2::/64") {
+		t.Errorf("IPv6 route missing: %s", out)
+	}
+
+	// Outbound: datagrams routed into the interface come out of RunQueue.
+	const headroom = 64
+	got := make(chan []byte, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, ifc.NumQueues())
+	for q := range ifc.NumQueues() {
+		go func() {
+			done <- ifc.RunQueue(ctx, q, QueueBuffers{Headroom: headroom, Tailroom: 32, PacketSize: 2000},
+				func(bufs [][]byte, sizes []int, n int) {
+					for i := range n {
+						got <- bytes.Clone(bufs[i][headroom : headroom+sizes[i]])
+					}
+				})
+		}()
+	}
+	dst := netip.MustParseAddrPort("198.51.100.9:7")
+	for i := range 5 {
+		if _, err := conn.WriteToUDPAddrPort(fmt.Appendf(nil, "out %d", i), dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for n := 0; n < 5; {
+		select {
+		case p := <-got:
+			if len(p) < 28 || p[9] != 17 || !bytes.HasPrefix(p[28:], []byte("out ")) {
+				continue // not ours (IPv6 router solicitation)
+			}
+			n++
+		case <-time.After(2 * time.Second):
+			t.Fatalf("read %d of 5 datagrams", n)
+		}
+	}
+
+	// Inbound: Write delivers to the socket.
+	local := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	src := netip.MustParseAddrPort("198.51.100.9:4500")
+	var bufs [][]byte
+	for i := range 3 {
+		bufs = append(bufs, append(make([]byte, headroom), udp4(src, local, fmt.Appendf(nil, "in %d", i))...))
+	}
+	if _, err := ifc.Write(bufs, headroom); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 100)
+	for i := range 3 {
+		n, _, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+		if want := fmt.Sprintf("in %d", i); string(buf[:n]) != want {
+			t.Errorf("got %q, want %q", buf[:n], want)
+		}
+	}
+	st := ifc.Stats()
+	if st.RxPackets != 3 || st.TxPackets < 5 {
+		t.Errorf("Stats = %+v, want 3 rx and at least 5 tx packets", st)
+	}
+
+	// Cancelling the context releases the blocked reads.
+	cancel()
+	for range ifc.NumQueues() {
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("RunQueue after cancel = %v, want context.Canceled", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("RunQueue did not return after cancel")
+		}
+	}
+	// Close stops a running RunQueue too.
+	go func() {
+		done <- ifc.RunQueue(context.Background(), 0, QueueBuffers{Headroom: tun.MinOffset, PacketSize: 1500}, func([][]byte, []int, int) {})
+	}()
+	time.Sleep(10 * time.Millisecond)
+	if err := ifc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunQueue after Close = %v, want nil", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("RunQueue did not return after Close")
+	}
+	if out := ns.IP(t, "link", "show"); strings.Contains(out, "ipsec1") {
+		t.Errorf("ipsec1 still exists after Close: %s", out)
+	}
+}
+
+// TestSyncTUN starts many real interfaces with Sync, as the daemon does,
+// reloads with changes and times it.
+func TestSyncTUN(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 100
+	}
+	ns := netnstest.New(t, "xfrmif")
+	var r Registry
+	t.Cleanup(func() { r.Close() })
+	cfgs := make([]Config, n)
+	for i := range cfgs {
+		cfgs[i] = Config{
+			Name: fmt.Sprintf("ipsec%d", i), IfID: uint32(i + 1), MTU: 1400,
+			Addresses: []netip.Prefix{
+				netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 1}), 24),
+				netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, byte(i >> 8), byte(i), 15: 1}), 64),
+			},
+			Routes: []netip.Prefix{
+				netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 128 + byte(i>>8), byte(i), 0}), 24),
+				netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, byte(i >> 8), byte(i)}), 64),
+			},
+		}
+	}
+	var res SyncResult
+	start := time.Now()
+	err := ns.Do(func() (err error) { res, err = r.Sync(cfgs); return err })
+	started := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Added) != n || r.Len() != n {
+		t.Fatalf("added %d, Len %d, want %d", len(res.Added), r.Len(), n)
+	}
+	if out := ns.IP(t, "-4", "route", "show", "dev", fmt.Sprintf("ipsec%d", n-1)); !strings.Contains(out, cfgs[n-1].Routes[0].String()) {
+		t.Errorf("last interface's route missing: %q", out)
+	}
+
+	// Reload: drop the last tenth, move one interface's route, keep the rest.
+	next := append([]Config(nil), cfgs[:n-n/10]...)
+	next[0].Routes = prefixes("203.0.113.0/24")
+	start = time.Now()
+	err = ns.Do(func() (err error) { res, err = r.Sync(next); return err })
+	reloaded := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != n/10 || len(res.Reconfigured) != 1 || len(res.Unchanged) != len(next)-1 {
+		t.Errorf("reload: %d removed, %d reconfigured, %d unchanged; want %d, 1, %d",
+			len(res.Removed), len(res.Reconfigured), len(res.Unchanged), n/10, len(next)-1)
+	}
+	if out := ns.IP(t, "-4", "route", "show", "dev", "ipsec0"); !strings.Contains(out, "203.0.113.0/24") || strings.Contains(out, cfgs[0].Routes[0].String()) {
+		t.Errorf("ipsec0 routes after reload: %q", out)
+	}
+	start = time.Now()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed := time.Since(start)
+	t.Logf("%d interfaces (2 addresses, 2 routes each): start %v (%v each), reload removing %d %v, close %v (%v each)",
+		n, started, started/time.Duration(n), n/10, reloaded, closed, closed/time.Duration(len(next)))
+	if !raceEnabled && started > 5*time.Second*time.Duration(n)/1000 {
+		t.Errorf("start took %v, want under %v", started, 5*time.Second*time.Duration(n)/1000)
+	}
+	if out := ns.IP(t, "link", "show"); strings.Count(out, "ipsec") != 0 {
+		t.Errorf("interfaces left after Close")
+	}
+}

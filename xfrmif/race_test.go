@@ -1,0 +1,5 @@
+//go:build race
+
+package xfrmif
+
+const raceEnabled = true

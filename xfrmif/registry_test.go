@@ -1,0 +1,349 @@
+package xfrmif
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRegistryAddLookupRemove(t *testing.T) {
+	var r Registry
+	if got := r.Lookup(1); got != nil {
+		t.Fatalf("empty Lookup(1) = %v, want nil", got)
+	}
+	a, b := mustFake(t, "ipsec1", 1), mustFake(t, "ipsec2", 2)
+	if err := r.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		ifc  *Interface
+	}{
+		{"same if_id", mustFake(t, "ipsec9", 1)},
+		{"same name", mustFake(t, "ipsec2", 9)},
+	} {
+		if err := r.Add(tt.ifc); !errors.Is(err, ErrExists) {
+			t.Errorf("%s: Add = %v, want ErrExists", tt.name, err)
+		}
+	}
+	if got := r.Lookup(1); got != a {
+		t.Errorf("Lookup(1) = %v, want ipsec1", got)
+	}
+	if got := r.Lookup(2); got != b {
+		t.Errorf("Lookup(2) = %v, want ipsec2", got)
+	}
+	if got := r.Lookup(3); got != nil {
+		t.Errorf("Lookup(3) = %v, want nil", got)
+	}
+	if got := r.Remove(1); got != a {
+		t.Errorf("Remove(1) = %v, want ipsec1", got)
+	}
+	if got := r.Lookup(1); got != nil {
+		t.Errorf("Lookup(1) after Remove = %v, want nil", got)
+	}
+	if got := r.Remove(1); got != nil {
+		t.Errorf("second Remove(1) = %v, want nil", got)
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("Len = %d, want 1", got)
+	}
+}
+
+// TestRegistryConcurrent looks interfaces up from several goroutines while
+// others are added and removed; run with -race.
+func TestRegistryConcurrent(t *testing.T) {
+	var r Registry
+	const stable, churn = 100, 100
+	for i := range stable {
+		if err := r.Add(mustFake(t, fmt.Sprintf("s%d", i), uint32(i+1))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var lookups atomic.Int64
+	for w := range 4 {
+		wg.Go(func() {
+			n := 0
+			for !stop.Load() {
+				id := uint32(n%(stable+churn) + 1)
+				ifc := r.Lookup(id)
+				if id <= stable && ifc == nil {
+					t.Errorf("worker %d: Lookup(%d) = nil for a stable interface", w, id)
+					return
+				}
+				if ifc != nil && ifc.IfID() != id {
+					t.Errorf("worker %d: Lookup(%d) returned if_id %d", w, id, ifc.IfID())
+					return
+				}
+				n++
+			}
+			lookups.Add(int64(n))
+		})
+	}
+	for round := range 20 {
+		for i := range churn {
+			id := uint32(stable + i + 1)
+			if err := r.Add(mustFake(t, fmt.Sprintf("c%d", i), id)); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		for i := range churn {
+			r.Remove(uint32(stable + i + 1))
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if r.Len() != stable {
+		t.Errorf("Len = %d, want %d", r.Len(), stable)
+	}
+	t.Logf("%d lookups during 4,000 adds and removes", lookups.Load())
+}
+
+func registryOf(tb testing.TB, n int) *Registry {
+	var r Registry
+	ifcs := make([]*Interface, n)
+	for i := range ifcs {
+		// Interfaces need no link to be looked up.
+		ifcs[i] = &Interface{name: fmt.Sprintf("x%d", i), ifID: uint32(i + 1)}
+	}
+	if err := r.AddAll(ifcs...); err != nil {
+		tb.Fatal(err)
+	}
+	return &r
+}
+
+func TestLookupAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	for _, n := range []int{1, 1000, 100000} {
+		r := registryOf(t, n)
+		id := uint32(n/2 + 1)
+		if got := testing.AllocsPerRun(1000, func() {
+			if r.Lookup(id) == nil {
+				panic("missing")
+			}
+			r.Lookup(0)
+		}); got != 0 {
+			t.Errorf("%d interfaces: Lookup allocates %v times, want 0", n, got)
+		}
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	for _, n := range []int{1, 1000, 100000} {
+		b.Run(fmt.Sprintf("interfaces=%d", n), func(b *testing.B) {
+			r := registryOf(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := uint32(0)
+				for pb.Next() {
+					i = i*1664525 + 1013904223 // spread over the table
+					if r.Lookup(i%uint32(n)+1) == nil {
+						panic("missing")
+					}
+				}
+			})
+		})
+	}
+}
+
+func prefixes(ss ...string) []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range ss {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}
+
+func TestSync(t *testing.T) {
+	r, link := fakeRegistry()
+	first := []Config{
+		{Name: "keep", IfID: 1, Addresses: prefixes("192.0.2.1/24"), Routes: prefixes("198.51.100.0/24")},
+		{Name: "change", IfID: 2, MTU: 1400, Addresses: prefixes("192.0.2.65/26", "2001:db8:1::1/64")},
+		{Name: "gone", IfID: 3},
+		{Name: "requeue", IfID: 4, Queues: 1},
+		{Name: "renumber", IfID: 5},
+	}
+	res, err := r.Sync(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"change", "gone", "keep", "renumber", "requeue"}; !slices.Equal(res.Added, want) {
+		t.Errorf("first Sync added %v, want %v", res.Added, want)
+	}
+	keep, change := r.Lookup(1), r.Lookup(2)
+	keepLink, changeLink, goneLink := link("keep"), link("change"), link("gone")
+	callsBefore := keepLink.calls
+
+	second := []Config{
+		first[0],
+		{Name: "change", IfID: 2, MTU: 1300, Addresses: prefixes("192.0.2.65/26"), Routes: prefixes("203.0.113.0/24")},
+		{Name: "requeue", IfID: 4, Queues: 2},
+		{Name: "renumber", IfID: 6},
+		{Name: "new", IfID: 7},
+	}
+	res, err = r.Sync(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"added", res.Added, []string{"new", "renumber"}},
+		{"removed", res.Removed, []string{"gone", "renumber"}},
+		{"reconfigured", res.Reconfigured, []string{"change"}},
+		{"replaced", res.Replaced, []string{"requeue"}},
+		{"unchanged", res.Unchanged, []string{"keep"}},
+	} {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.what, tt.got, tt.want)
+		}
+	}
+	if r.Lookup(1) != keep || r.Lookup(2) != change {
+		t.Error("kept interfaces were replaced, want the same *Interface")
+	}
+	if keepLink.calls != callsBefore || keepLink.isClosed() {
+		t.Errorf("unchanged interface touched: %d calls, closed %v", keepLink.calls-callsBefore, keepLink.isClosed())
+	}
+	if !goneLink.isClosed() {
+		t.Error("removed interface's link not closed")
+	}
+	if r.Lookup(3) != nil || r.Lookup(5) != nil {
+		t.Error("removed if_ids still published")
+	}
+	if got := r.Lookup(4); got == nil || got.NumQueues() != 2 {
+		t.Errorf("requeue: %v, want 2 queues", got)
+	}
+	if got := r.Lookup(6); got == nil || got.Name() != "renumber" {
+		t.Errorf("Lookup(6) = %v, want renumber", got)
+	}
+	if changeLink.mtu != 1300 || !slices.Equal(changeLink.addrs, prefixes("192.0.2.65/26")) || !slices.Equal(changeLink.routes, prefixes("203.0.113.0/24")) {
+		t.Errorf("change: link has mtu %d addrs %v routes %v", changeLink.mtu, changeLink.addrs, changeLink.routes)
+	}
+	if got := change.Config(); got.MTU != 1300 || len(got.Addresses) != 1 || len(got.Routes) != 1 {
+		t.Errorf("change: Config() = %+v", got)
+	}
+
+	// An invalid set changes nothing.
+	bad := append(slices.Clone(second), Config{Name: "dup", IfID: 1})
+	if _, err := r.Sync(bad); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Sync with a duplicate if_id = %v, want ErrInvalidConfig", err)
+	}
+	if r.Len() != len(second) {
+		t.Errorf("Len after refused Sync = %d, want %d", r.Len(), len(second))
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 0 || !keepLink.isClosed() {
+		t.Error("Close left interfaces")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"minimal", Config{Name: "ipsec1", IfID: 1}, true},
+		{"no name", Config{IfID: 1}, false},
+		{"long name", Config{Name: "ipsec0123456789ab", IfID: 1}, false},
+		{"if_id 0", Config{Name: "ipsec1"}, false},
+		{"mtu 40", Config{Name: "ipsec1", IfID: 1, MTU: 40}, false},
+		{"ipv6 under 1280", Config{Name: "ipsec1", IfID: 1, MTU: 1200, Addresses: prefixes("2001:db8::1/64")}, false},
+		{"257 queues", Config{Name: "ipsec1", IfID: 1, Queues: 257}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if (err == nil) != tt.ok {
+				t.Errorf("Validate() = %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestRunQueueAndWrite(t *testing.T) {
+	l := newFakeLink(2)
+	ifc, err := NewInterface(Config{Name: "ipsec1", IfID: 1, Queues: 2}, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 8)
+	done := make(chan error, 1)
+	go func() {
+		done <- ifc.RunQueue(context.Background(), 1, QueueBuffers{Headroom: 64, Tailroom: 32, PacketSize: 1500},
+			func(bufs [][]byte, sizes []int, n int) {
+				for i := range n {
+					if cap(bufs[i])-64-sizes[i] < 32 {
+						t.Errorf("tailroom %d, want >= 32", cap(bufs[i])-64-sizes[i])
+					}
+					got <- string(bufs[i][64 : 64+sizes[i]])
+				}
+				bufs[0] = bufs[0][:1] // RunQueue must undo this
+			})
+	}()
+	q1 := l.queues[1].(*fakeQueue)
+	q1.in <- []byte("one")
+	q1.in <- []byte("two")
+	for _, want := range []string{"one", "two"} {
+		select {
+		case s := <-got:
+			if s != want {
+				t.Errorf("handled %q, want %q", s, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no packet handled")
+		}
+	}
+
+	// Concurrent writes spread over the queues and are all counted.
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for range 100 {
+				buf := append(make([]byte, 16), fmt.Sprint("w", w)...)
+				if _, err := ifc.Write([][]byte{buf, buf}, 16); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := ifc.Stats()
+	if st.RxPackets != 800 || st.TxPackets != 2 || st.TxBytes != 6 {
+		t.Errorf("Stats = %+v, want 800 rx and 2 tx packets (6 bytes)", st)
+	}
+	if _, err := ifc.Write([][]byte{make([]byte, 20)}, 4); err == nil {
+		t.Error("Write at offset 4 succeeded, want an error (offset < tun.MinOffset)")
+	}
+
+	if err := ifc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("RunQueue after Close = %v, want nil", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("RunQueue did not return after Close")
+	}
+	if _, err := ifc.Write([][]byte{make([]byte, 20)}, 10); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after Close = %v, want ErrClosed", err)
+	}
+}

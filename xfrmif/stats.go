@@ -1,0 +1,52 @@
+package xfrmif
+
+import "sync/atomic"
+
+// Stats are an interface's counters, as `ip -s link` shows them. rx is
+// what comes out of the interface to the host (opened ESP, delivered by
+// Write); tx is what the host sends into it (read by RunQueue, to be
+// sealed).
+type Stats struct {
+	RxPackets, RxBytes, RxErrors, RxDrops uint64
+	TxPackets, TxBytes, TxErrors, TxDrops uint64
+}
+
+// statShard is one queue's counters, alone on its cache lines so that
+// workers on different queues never share one.
+type statShard struct {
+	_                                     [64]byte
+	rxPackets, rxBytes, rxErrors, rxDrops atomic.Uint64
+	txPackets, txBytes, txErrors, txDrops atomic.Uint64
+}
+
+// Stats sums the counters of every queue. Each counter is exact, but they
+// are read one at a time, not as one snapshot.
+func (ifc *Interface) Stats() Stats {
+	var st Stats
+	for i := range ifc.shards {
+		s := &ifc.shards[i]
+		st.RxPackets += s.rxPackets.Load()
+		st.RxBytes += s.rxBytes.Load()
+		st.RxErrors += s.rxErrors.Load()
+		st.RxDrops += s.rxDrops.Load()
+		st.TxPackets += s.txPackets.Load()
+		st.TxBytes += s.txBytes.Load()
+		st.TxErrors += s.txErrors.Load()
+		st.TxDrops += s.txDrops.Load()
+	}
+	return st
+}
+
+// CountTxDrops counts n packets read from queue q that were dropped (no
+// policy or SA, policy block, seal failure): the worker's verdict.
+func (ifc *Interface) CountTxDrops(q, n int) { ifc.shards[q].txDrops.Add(uint64(n)) }
+
+// CountTxErrors counts n transmit errors on queue q (underlay send
+// failures).
+func (ifc *Interface) CountTxErrors(q, n int) { ifc.shards[q].txErrors.Add(uint64(n)) }
+
+// CountRxDrops counts n inbound packets for this interface dropped before
+// Write (inner policy check failed, no room).
+func (ifc *Interface) CountRxDrops(q, n int) {
+	ifc.shards[q%len(ifc.shards)].rxDrops.Add(uint64(n))
+}
