@@ -22,7 +22,7 @@ type Packet struct {
 
 	// Proto is the IP protocol the ESP payload carries (the next header):
 	// 4 or 41 in tunnel mode, the transport protocol in transport mode.
-	// Set by Open.
+	// Set by Open (and by Seal, to the next header it wrote).
 	Proto uint8
 
 	// Drop is CounterNone when the packet passed, otherwise the counter it
@@ -32,6 +32,10 @@ type Packet struct {
 
 	// SA is the SA that sealed or opened the packet, or nil.
 	SA *SA
+
+	// seq is the packet's full (64-bit) sequence number, kept between the
+	// stages of Open.
+	seq uint64
 
 	// scratch holds the nonce, AAD and MAC of this packet, so that the
 	// crypto interfaces get slices of memory already on the heap and the

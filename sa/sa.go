@@ -1,4 +1,314 @@
 package sa
 
-// SA is a security association. Placeholder: the sa-core work replaces this file.
-type SA struct{}
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipsecd/ipsecd/sa/replay"
+)
+
+// Errors New, and the SAD's changes, return. Test with errors.Is.
+var (
+	// ErrInvalidConfig: a Config or Policy is refused; the *FieldError that
+	// wraps it names the field. Fix the configuration.
+	ErrInvalidConfig = errors.New("invalid SA config")
+	// ErrExists: an SA with the same direction, SPI and destination, or a
+	// policy with the same direction, if_id and selector, is already in the
+	// SAD. Delete it first, or pick another SPI.
+	ErrExists = errors.New("already exists")
+	// ErrNotFound: nothing to delete.
+	ErrNotFound = errors.New("not found")
+)
+
+// FieldError is a refused Config or Policy field. Field is named as in the
+// config file ("aead key", "spi", "lifetime soft_bytes").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Is makes errors.Is(err, ErrInvalidConfig) true.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxReplayWindow is the largest replay window New takes, in packets.
+const MaxReplayWindow = replay.MaxSize
+
+// SA is a security association: one direction of ESP traffic with its keys,
+// sequence numbers, replay window, lifetimes and counters. Make one with
+// New. It is safe for concurrent use: any number of goroutines may seal (or
+// open) batches of one SA at once.
+type SA struct {
+	cfg      Config // keys copied; never changed after New
+	t        *transform
+	counters *Counters
+	added    time.Time
+	esn      bool
+
+	// ivHook, when set (tests only), writes the IV instead of the normal
+	// source: RFC 7634 Appendix A and the GCM draft use IVs other than the
+	// sequence number.
+	ivHook func(seq uint64, iv []byte)
+
+	// sad receives this SA's events; set when the SA joins a SAD.
+	sad atomic.Pointer[SAD]
+
+	// Outbound: the last sequence number handed out. Inbound: unused (the
+	// window's Top is the highest accepted).
+	seq atomic.Uint64
+
+	bytes, packets  atomic.Uint64
+	replayWindow    atomic.Uint64 // too old: left of the window
+	replay          atomic.Uint64 // duplicate
+	integrityFailed atomic.Uint64
+
+	hardExpired atomic.Bool
+	softFired   atomic.Bool
+	hardFired   atomic.Bool
+
+	mu sync.Mutex
+	// mu guards: window.Advance (window.Check is lock-free and may run
+	// concurrently with Advance).
+	window replay.Window
+}
+
+// Stats is a snapshot of an SA's counters, as `ip -s xfrm state` shows them.
+type Stats struct {
+	Bytes, Packets  uint64
+	ReplayWindow    uint64 // dropped: left of the window (too old)
+	Replay          uint64 // dropped: seen before (duplicate)
+	IntegrityFailed uint64 // dropped: ICV did not verify
+	// Seq is, outbound, the last sequence number sent; inbound, the
+	// highest one accepted.
+	Seq                      uint64
+	SoftExpired, HardExpired bool
+	Added                    time.Time
+}
+
+// New checks cfg and makes an SA from it. counters receives the SA's drops;
+// nil gives the SA counters of its own. The SA keeps copies of the keys.
+// The error, if any, is a *FieldError wrapping ErrInvalidConfig.
+func New(cfg Config, counters *Counters) (*SA, error) {
+	if err := validate(&cfg); err != nil {
+		return nil, err
+	}
+	cfg = cloneConfig(cfg)
+	t, err := newTransform(&cfg)
+	if err != nil {
+		return nil, fieldErr("key", "%v", err)
+	}
+	if counters == nil {
+		counters = new(Counters)
+	}
+	s := &SA{cfg: cfg, t: t, counters: counters, added: time.Now(), esn: cfg.ESN}
+	if cfg.Dir == DirIn {
+		s.window.Init(cfg.ReplayWindow, cfg.ESN)
+	}
+	return s, nil
+}
+
+func cloneConfig(c Config) Config {
+	cp := func(a *Algorithm) *Algorithm {
+		if a == nil {
+			return nil
+		}
+		b := *a
+		b.Key = append([]byte(nil), a.Key...)
+		return &b
+	}
+	c.AEAD, c.Enc, c.Auth = cp(c.AEAD), cp(c.Enc), cp(c.Auth)
+	if c.Encap != nil {
+		e := *c.Encap
+		c.Encap = &e
+	}
+	return c
+}
+
+func validate(c *Config) error {
+	if c.SPI < 256 {
+		return fieldErr("spi", "0x%x is reserved (RFC 4303 §2.1); want 256 or more", c.SPI)
+	}
+	if c.Dir != DirIn && c.Dir != DirOut {
+		return fieldErr("dir", "want in or out")
+	}
+	if c.Mode != ModeTunnel && c.Mode != ModeTransport {
+		return fieldErr("mode", "want tunnel or transport")
+	}
+	if !c.Src.IsValid() {
+		return fieldErr("src", "missing outer source address")
+	}
+	if !c.Dst.IsValid() {
+		return fieldErr("dst", "missing outer destination address")
+	}
+	if c.Src.Is4() != c.Dst.Is4() {
+		return fieldErr("dst", "%v and src %v are of different families", c.Dst, c.Src)
+	}
+	if err := validateAlgs(c); err != nil {
+		return err
+	}
+	if c.ReplayWindow > MaxReplayWindow {
+		return fieldErr("replay_window", "%d is more than %d", c.ReplayWindow, MaxReplayWindow)
+	}
+	if c.Encap != nil && (c.Encap.SrcPort == 0 || c.Encap.DstPort == 0) {
+		return fieldErr("encap", "sport and dport must be non-zero")
+	}
+	l := c.Lifetime
+	for _, p := range []struct {
+		name       string
+		soft, hard uint64
+	}{
+		{"bytes", l.SoftBytes, l.HardBytes},
+		{"packets", l.SoftPackets, l.HardPackets},
+		{"add_seconds", uint64(max(l.SoftAdd, 0)), uint64(max(l.HardAdd, 0))},
+	} {
+		if p.hard != 0 && p.soft > p.hard {
+			return fieldErr("lifetime soft_"+p.name, "%d exceeds hard_%s %d", p.soft, p.name, p.hard)
+		}
+	}
+	if l.SoftAdd < 0 || l.HardAdd < 0 {
+		return fieldErr("lifetime", "negative add time")
+	}
+	if err := validateSelector("sel", c.Selector); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validateSelector(field string, s Selector) error {
+	if s.Src.IsValid() && s.Dst.IsValid() && s.Src.Addr().Is4() != s.Dst.Addr().Is4() {
+		return fieldErr(field, "src %v and dst %v are of different families", s.Src, s.Dst)
+	}
+	return nil
+}
+
+func validateAlgs(c *Config) error {
+	if c.AEAD != nil {
+		if c.Enc != nil || c.Auth != nil {
+			return fieldErr("aead", "set together with enc/auth; want one or the other")
+		}
+		a := c.AEAD
+		switch a.Name {
+		case AlgGCM:
+			if len(a.Key) != 20 && len(a.Key) != 36 {
+				return fieldErr("aead key", "%s wants 20 or 36 bytes (key and 4-byte salt), got %d", a.Name, len(a.Key))
+			}
+			if b := bitsOrDefault(a.Bits); b != 64 && b != 96 && b != 128 {
+				return fieldErr("aead icv_bits", "%s wants 64, 96 or 128, got %d", a.Name, a.Bits)
+			}
+		case AlgChaCha:
+			if len(a.Key) != 36 {
+				return fieldErr("aead key", "%s wants 36 bytes (key and 4-byte salt), got %d", a.Name, len(a.Key))
+			}
+			if bitsOrDefault(a.Bits) != 128 {
+				return fieldErr("aead icv_bits", "%s wants 128, got %d", a.Name, a.Bits)
+			}
+		default:
+			return fieldErr("aead name", "%q is not supported; want %s or %s", a.Name, AlgGCM, AlgChaCha)
+		}
+		return nil
+	}
+	if c.Enc == nil {
+		return fieldErr("enc", "missing: set aead, or enc with auth")
+	}
+	switch c.Enc.Name {
+	case AlgCBC:
+		if n := len(c.Enc.Key); n != 16 && n != 24 && n != 32 {
+			return fieldErr("enc key", "%s wants 16, 24 or 32 bytes, got %d", c.Enc.Name, n)
+		}
+	case AlgNull:
+		if len(c.Enc.Key) != 0 {
+			return fieldErr("enc key", "%s takes no key, got %d bytes", c.Enc.Name, len(c.Enc.Key))
+		}
+	default:
+		return fieldErr("enc name", "%q is not supported; want %s or %s", c.Enc.Name, AlgCBC, AlgNull)
+	}
+	if c.Auth == nil {
+		return fieldErr("auth", "missing: %s without integrity is refused (RFC 8221)", c.Enc.Name)
+	}
+	if c.Auth.Name != AlgHMACSHA2 {
+		return fieldErr("auth name", "%q is not supported; want %s", c.Auth.Name, AlgHMACSHA2)
+	}
+	if len(c.Auth.Key) != 32 {
+		return fieldErr("auth key", "%s wants 32 bytes, got %d", c.Auth.Name, len(c.Auth.Key))
+	}
+	if bitsOrDefault(c.Auth.Bits) != 128 {
+		return fieldErr("auth trunc_bits", "%s wants 128, got %d", c.Auth.Name, c.Auth.Bits)
+	}
+	return nil
+}
+
+// Config returns a copy of the SA's configuration, keys included: redact
+// them before showing it.
+func (s *SA) Config() Config { return cloneConfig(s.cfg) }
+
+// SPI returns the SA's SPI.
+func (s *SA) SPI() uint32 { return s.cfg.SPI }
+
+// Dir returns the SA's direction.
+func (s *SA) Dir() Dir { return s.cfg.Dir }
+
+// IfID returns the SA's xfrm interface id.
+func (s *SA) IfID() uint32 { return s.cfg.IfID }
+
+// Mode returns the SA's mode.
+func (s *SA) Mode() Mode { return s.cfg.Mode }
+
+// Added returns when the SA was made; add-time lifetimes count from it.
+func (s *SA) Added() time.Time { return s.added }
+
+// Overhead returns how many bytes sealing adds to a cleartext of n bytes in
+// tunnel mode (ESP header, IV, padding, trailer, ICV), not counting the
+// outer IP and UDP headers. Interfaces size their MTU with it.
+func (s *SA) Overhead(n int) int {
+	t := s.t
+	return 8 + t.ivLen + padFor(t, n) + 2 + t.icvLen
+}
+
+func padFor(t *transform, n int) int {
+	a := t.align
+	return (a - (n+2)%a) % a
+}
+
+// Stats returns a snapshot of the SA's counters.
+func (s *SA) Stats() Stats {
+	st := Stats{
+		Bytes:           s.bytes.Load(),
+		Packets:         s.packets.Load(),
+		ReplayWindow:    s.replayWindow.Load(),
+		Replay:          s.replay.Load(),
+		IntegrityFailed: s.integrityFailed.Load(),
+		SoftExpired:     s.softFired.Load(),
+		HardExpired:     s.hardExpired.Load(),
+		Added:           s.added,
+	}
+	if s.cfg.Dir == DirOut {
+		st.Seq = s.seq.Load()
+		if !s.esn && st.Seq > math.MaxUint32 {
+			st.Seq = math.MaxUint32
+		}
+	} else {
+		st.Seq = s.window.Top()
+	}
+	return st
+}
+
+// String names the SA for logs, without keys.
+func (s *SA) String() string {
+	return fmt.Sprintf("%s spi 0x%08x %v->%v if_id %d", s.cfg.Dir, s.cfg.SPI, s.cfg.Src, s.cfg.Dst, s.cfg.IfID)
+}
+
+// matchDst reports whether the SA's outer destination is dst; an invalid
+// dst matches any.
+func (s *SA) matchDst(dst netip.Addr) bool {
+	return !dst.IsValid() || s.cfg.Dst == dst
+}

@@ -1,0 +1,78 @@
+package sa
+
+import (
+	"net/netip"
+	"testing"
+)
+
+// TestAllocs: sealing, opening and lookups allocate nothing (STYLE.md 5).
+func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	for _, su := range suites {
+		t.Run(su.name, func(t *testing.T) {
+			out, in := pair(t, ModeTransport, false, true, 1024, su.set)
+			pkt := ipv4Packet(1372)
+			seal := make([]Packet, 8)
+			open := make([]Packet, 8)
+			for i := range seal {
+				seal[i] = mkPacket(pkt)
+				open[i] = mkPacket(make([]byte, len(pkt)+64))
+			}
+			bufs := make([][]byte, len(seal))
+			for i := range bufs {
+				bufs[i] = make([]byte, len(seal[i].Buf))
+			}
+			allocs := testing.AllocsPerRun(50, func() {
+				for i := range seal {
+					copy(seal[i].Buf[Headroom:], pkt)
+					seal[i].Off, seal[i].Len = Headroom, len(pkt)
+				}
+				out.SealBatch(seal)
+			})
+			if allocs != 0 {
+				t.Errorf("SealBatch: %v allocations, want 0", allocs)
+			}
+			allocs = testing.AllocsPerRun(50, func() {
+				for i := range seal {
+					copy(seal[i].Buf[Headroom:], pkt)
+					seal[i].Off, seal[i].Len = Headroom, len(pkt)
+				}
+				out.SealBatch(seal)
+				for i := range seal {
+					n := copy(open[i].Buf[Headroom:], seal[i].Data())
+					open[i].Off, open[i].Len = Headroom, n
+				}
+				in.OpenBatch(open)
+				for i := range open {
+					if open[i].Drop != CounterNone {
+						t.Fatalf("open: %v", open[i].Drop)
+					}
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("SealBatch+OpenBatch: %v allocations, want 0", allocs)
+			}
+		})
+	}
+	t.Run("lookups", func(t *testing.T) {
+		d := NewSAD(nil)
+		if err := d.Replace(manySAs(t, 1000), nil); err != nil {
+			t.Fatal(err)
+		}
+		pkt := v4to("10.0.1.44")
+		allocs := testing.AllocsPerRun(100, func() {
+			if d.LookupIn(0x1000+300, netip.Addr{}) == nil {
+				t.Fatal("LookupIn")
+			}
+			if s, _ := d.LookupOut(301, pkt); s == nil {
+				t.Fatal("LookupOut")
+			}
+			d.LookupOut(7, pkt) // a miss
+		})
+		if allocs != 0 {
+			t.Errorf("lookups: %v allocations, want 0", allocs)
+		}
+	})
+}

@@ -1,0 +1,78 @@
+package sa
+
+import (
+	"testing"
+)
+
+// FuzzSADOpenBatch feeds arbitrary bytes from "the network" to the SAD: it
+// must not panic, and must drop or accept each packet exactly once.
+func FuzzSADOpenBatch(f *testing.F) {
+	f.Add(rfc7634ESP)
+	f.Add(linuxGCM)
+	f.Add(scapyCBC)
+	f.Add(scapyGCMESN)
+	f.Add([]byte{0, 0, 0x10, 1})
+	f.Add([]byte{})
+	d := NewSAD(nil)
+	var states []*SA
+	for _, su := range suites {
+		_, in := pair(f, ModeTransport, false, true, 64, su.set)
+		in.cfg.SPI = 0x1001 + uint32(len(states))
+		states = append(states, in)
+	}
+	for _, set := range []func(*Config){cbcAlgs, func(c *Config) { c.AEAD = gcmLinuxAlg() }} {
+		_, in := pair(f, ModeTunnel, false, false, 64, set)
+		in.cfg.SPI = 0x222 + uint32(len(states))
+		states = append(states, in)
+	}
+	rfc := func() *SA {
+		s, _ := New(Config{Src: outer4a, Dst: outer4b, SPI: 0x01020304, Dir: DirIn, Mode: ModeTunnel, ReplayWindow: 32,
+			AEAD: &Algorithm{Name: AlgChaCha, Key: rfc7634Key}}, nil)
+		return s
+	}()
+	states = append(states, rfc)
+	if err := d.Replace(states, nil); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps := []Packet{mkPacket(b), mkPacket(b)}
+		ps[1].Off, ps[1].Len = 0, len(ps[1].Buf) // garbage around it too
+		d.OpenBatch(ps)
+		for _, p := range ps {
+			if p.Drop == CounterNone && (p.Off < 0 || p.Off+p.Len > len(p.Buf)) {
+				t.Fatalf("accepted packet out of bounds: off %d len %d cap %d", p.Off, p.Len, len(p.Buf))
+			}
+		}
+	})
+}
+
+// FuzzSealOpen: any cleartext either is refused by SealBatch or comes back
+// from OpenBatch.
+func FuzzSealOpen(f *testing.F) {
+	f.Add(rfc7634Inner, uint8(0))
+	f.Add(scapyInner, uint8(5))
+	f.Add([]byte{0x60}, uint8(3))
+	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
+		su := suites[int(which)%len(suites)]
+		mode := ModeTunnel
+		if which&0x80 != 0 {
+			mode = ModeTransport
+		}
+		out, in := pair(t, mode, false, which&0x40 != 0, 64, su.set)
+		ps := []Packet{mkPacket(b)}
+		out.SealBatch(ps)
+		if ps[0].Drop != CounterNone {
+			return
+		}
+		p := openOne(in, ps[0])
+		if p.Drop != CounterNone {
+			if p.Drop == XfrmInStateModeError && mode == ModeTunnel {
+				return // a truncated inner packet, e.g. version 6 in 40 bytes of junk, is fine
+			}
+			if p.Drop == DroppedDummy && mode == ModeTransport {
+				return // protocol 59 became next header 59: a dummy to the receiver (testdata seed)
+			}
+			t.Fatalf("sealed packet dropped on open: %v", p.Drop)
+		}
+	})
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sa
+
+const raceEnabled = false

@@ -1,0 +1,199 @@
+package sa
+
+import (
+	"github.com/ipsecd/ipsecd/sa/esp"
+	"github.com/ipsecd/ipsecd/sa/replay"
+)
+
+// OpenBatch verifies and decrypts a batch of ESP packets of this (inbound)
+// SA, in place.
+//
+// On entry each packet's Buf[Off:Off+Len] is an ESP packet, SPI to ICV. On
+// return, for a packet with Drop == CounterNone, Buf[Off:Off+Len] is the
+// inner IP packet: in tunnel mode the packet that was carried, in transport
+// mode the payload behind a rebuilt IPv4 (20-byte) or IPv6 (40-byte) header
+// from the SA's outer Src (the peer) to its Dst (us), so Off must leave room
+// for it (Headroom does). Proto is the next header.
+//
+// Drops, each counted once in the SA's Counters:
+//   - XfrmInHdrError: shorter than header, IV, trailer and ICV, or the
+//     encrypted part not a multiple of the suite's alignment;
+//   - XfrmInNoStates: the SPI is not this SA's; XfrmInStateDirError: an
+//     outbound SA;
+//   - XfrmInStateExpired: hard lifetime reached;
+//   - XfrmInStateSeqError: replayed (per SA: Replay) or left of the window
+//     (per SA: ReplayWindow);
+//   - XfrmInStateProtoError: the ICV did not verify (per SA:
+//     IntegrityFailed), or, after it verified, the padding is not 1, 2,
+//     3, ... or the pad length runs past the payload (Linux counts a bad
+//     trailer, esp_remove_trailer's -EINVAL, here too);
+//   - XfrmInStateModeError: tunnel mode with a next header other than 4/41,
+//     or one that does not match the inner version;
+//   - XfrmInBufferError: transport mode without room for the rebuilt header.
+//
+// A next header 59 packet (RFC 4303 §2.6) advances the window and is then
+// dropped silently: Drop = DroppedDummy, counted nowhere.
+//
+// The replay window is peeked at before decryption without a lock,
+// decryption runs with no lock held, and the SA's lock is then taken once
+// for the batch to re-check and advance the window and count the packets
+// (DESIGN.md, lesson 1). OpenBatch allocates nothing.
+func (s *SA) OpenBatch(pkts []Packet) {
+	t := s.t
+	dropAll := CounterNone
+	switch {
+	case s.cfg.Dir != DirIn:
+		dropAll = XfrmInStateDirError
+	case s.hardExpired.Load():
+		dropAll = XfrmInStateExpired
+	}
+
+	// Stage 1, no lock: parse, peek at the window, decrypt.
+	good := 0
+	for i := range pkts {
+		p := &pkts[i]
+		p.SA, p.Proto, p.seq = s, 0, 0
+		p.Drop = dropAll
+		if dropAll == CounterNone {
+			p.Drop = s.decrypt(t, p)
+		}
+		if p.Drop != CounterNone {
+			s.counters.Inc(p.Drop)
+			continue
+		}
+		good++
+	}
+	if good == 0 {
+		return
+	}
+
+	// Stage 2, one critical section: advance the window, count, lifetimes.
+	// Events wait until the lock is released.
+	limits := s.hasCountLimits()
+	var soft, hard string
+	s.mu.Lock()
+	for i := range pkts {
+		p := &pkts[i]
+		if p.Drop != CounterNone {
+			continue
+		}
+		if s.hardExpired.Load() {
+			p.Drop = XfrmInStateExpired
+			s.counters.Inc(p.Drop)
+			continue
+		}
+		switch s.window.Advance(p.seq) {
+		case replay.OK:
+		case replay.Duplicate:
+			s.replay.Add(1)
+			p.Drop = XfrmInStateSeqError
+			s.counters.Inc(p.Drop)
+			continue
+		default:
+			s.replayWindow.Add(1)
+			p.Drop = XfrmInStateSeqError
+			s.counters.Inc(p.Drop)
+			continue
+		}
+		n := uint64(p.Len)
+		bytesAfter := s.bytes.Add(n)
+		pktsAfter := s.packets.Add(1)
+		if limits {
+			ok, sr, hr := s.countLimits(bytesAfter-n, bytesAfter, pktsAfter-1, pktsAfter)
+			if sr != "" {
+				soft = sr
+			}
+			if hr != "" {
+				hard = hr
+			}
+			if !ok {
+				p.Drop = XfrmInStateExpired
+				s.counters.Inc(p.Drop)
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.raise(soft, hard)
+
+	// Stage 3, no lock: dummy packets, mode checks, transport header.
+	for i := range pkts {
+		p := &pkts[i]
+		if p.Drop != CounterNone {
+			continue
+		}
+		p.Drop = s.decapsulate(p)
+		s.counters.Inc(p.Drop) // CounterNone and DroppedDummy count nowhere
+	}
+}
+
+// decrypt runs stage 1 for one packet: on success Buf[Off:Off+Len] is the
+// payload (without padding), Proto the next header and seq the sequence
+// number.
+func (s *SA) decrypt(t *transform, p *Packet) Counter {
+	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) {
+		return XfrmInHdrError
+	}
+	b := esp.ESP(p.Buf[p.Off : p.Off+p.Len])
+	if !b.IsValid(t.ivLen, t.icvLen, t.align) {
+		return XfrmInHdrError
+	}
+	if b.SPI() != s.cfg.SPI {
+		return XfrmInNoStates
+	}
+	seq, v := s.window.Check(b.Seq())
+	switch v {
+	case replay.OK:
+	case replay.Duplicate:
+		s.replay.Add(1)
+		return XfrmInStateSeqError
+	default:
+		s.replayWindow.Add(1)
+		return XfrmInStateSeqError
+	}
+	if !t.open(&p.scratch, b, seq, s.esn) {
+		s.integrityFailed.Add(1)
+		return XfrmInStateProtoError
+	}
+	plain := b.Encrypted(t.ivLen, t.icvLen)
+	n, nh, ok := esp.ParseTrailer(plain)
+	if !ok {
+		return XfrmInStateProtoError
+	}
+	p.Off += esp.HeaderLen + t.ivLen
+	p.Len = n
+	p.Proto = nh
+	p.seq = seq
+	return CounterNone
+}
+
+// decapsulate runs stage 3 for one packet that passed the window.
+func (s *SA) decapsulate(p *Packet) Counter {
+	if p.Proto == esp.NextHeaderDummy {
+		return DroppedDummy
+	}
+	data := p.Buf[p.Off : p.Off+p.Len]
+	if s.cfg.Mode == ModeTunnel {
+		nh, ok := tunnelNextHeader(data)
+		if !ok || nh != p.Proto {
+			return XfrmInStateModeError
+		}
+		return CounterNone
+	}
+	src, dst := s.cfg.Src, s.cfg.Dst
+	hl := ipv6HeaderLen
+	if src.Is4() {
+		hl = ipv4MinHeaderLen
+	}
+	if p.Off < hl {
+		return XfrmInBufferError
+	}
+	h := p.Buf[p.Off-hl : p.Off]
+	if hl == ipv4MinHeaderLen {
+		writeIPv4Header(h, src, dst, p.Proto, p.Len)
+	} else {
+		writeIPv6Header(h, src, dst, p.Proto, p.Len)
+	}
+	p.Off -= hl
+	p.Len += hl
+	return CounterNone
+}

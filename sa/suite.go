@@ -1,0 +1,231 @@
+package sa
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"hash"
+	"sync"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/ipsecd/ipsecd/sa/esp"
+)
+
+// Linux names of the transforms New accepts.
+const (
+	AlgGCM      = "rfc4106(gcm(aes))"
+	AlgChaCha   = "rfc7539esp(chacha20,poly1305)"
+	AlgCBC      = "cbc(aes)"
+	AlgNull     = "ecb(cipher_null)"
+	AlgHMACSHA2 = "hmac(sha256)"
+)
+
+type suiteKind uint8
+
+const (
+	suiteAEAD suiteKind = iota + 1 // GCM (12- or 16-byte ICV) or ChaCha20-Poly1305
+	suiteGCM8                      // GCM with a 64-bit ICV: crypto/cipher has no 8-byte tags
+	suiteCBC                       // AES-CBC with HMAC-SHA-256-128
+	suiteNull                      // NULL encryption with HMAC-SHA-256-128
+)
+
+// Offsets in Packet.scratch. The crypto interfaces get slices of this
+// (heap) memory, so nothing escapes to a fresh allocation.
+const (
+	scratchNonce = 0  // 12 bytes: salt | IV (AEAD); 16 bytes CTR block (GCM8)
+	scratchAAD   = 16 // 12 bytes: SPI | seq-hi | seq-lo, or 4 bytes seq-hi (HMAC ESN)
+	scratchMAC   = 32 // 32 bytes: HMAC-SHA-256 output, or GCM8 tag work
+)
+
+// transform is the crypto of one SA: immutable after newTransform, safe
+// for concurrent use (per-call state comes from pool).
+type transform struct {
+	kind   suiteKind
+	ivLen  int
+	icvLen int
+	align  int // the encrypted part is a multiple of this
+	// icvWrite is how many bytes sealing writes after the encrypted part:
+	// more than icvLen for GCM8, which seals with a full tag and truncates.
+	icvWrite int
+
+	aead cipher.AEAD // suiteAEAD, suiteGCM8
+	salt [4]byte     // AEADs: the 4 bytes after the key
+
+	block  cipher.Block // suiteCBC, suiteGCM8
+	ghashH [2]uint64    // suiteGCM8: E_K(0^128)
+
+	macKey []byte
+	// pool holds *macState: HMAC and CBC states are not safe for concurrent
+	// use and costly to create (CBC modes allocate), so each SA keeps a pool
+	// and a steady state allocates nothing.
+	pool sync.Pool
+}
+
+// macState is the per-call state of the HMAC suites.
+type macState struct {
+	mac hash.Hash
+	enc cipher.BlockMode // nil for NULL
+	dec cipher.BlockMode
+}
+
+type ivSetter interface{ SetIV([]byte) }
+
+var zeroIV [aes.BlockSize]byte
+
+func (t *transform) getState() *macState {
+	if st, ok := t.pool.Get().(*macState); ok {
+		return st
+	}
+	st := &macState{mac: hmac.New(sha256.New, t.macKey)}
+	if t.block != nil {
+		st.enc = cipher.NewCBCEncrypter(t.block, zeroIV[:])
+		st.dec = cipher.NewCBCDecrypter(t.block, zeroIV[:])
+	}
+	return st
+}
+
+// newTransform builds the crypto of a config that validate accepted.
+func newTransform(cfg *Config) (*transform, error) {
+	t := &transform{}
+	if a := cfg.AEAD; a != nil {
+		keyLen := len(a.Key) - 4
+		copy(t.salt[:], a.Key[keyLen:])
+		t.kind, t.ivLen, t.align = suiteAEAD, 8, 4
+		t.icvLen = bitsOrDefault(a.Bits) / 8
+		t.icvWrite = t.icvLen
+		switch a.Name {
+		case AlgGCM:
+			block, err := aes.NewCipher(a.Key[:keyLen])
+			if err != nil {
+				return nil, err
+			}
+			tag := t.icvLen
+			if tag == 8 {
+				t.kind, t.block, tag, t.icvWrite = suiteGCM8, block, 16, 16
+				var h [16]byte
+				block.Encrypt(h[:], h[:])
+				t.ghashH = [2]uint64{binary.BigEndian.Uint64(h[:8]), binary.BigEndian.Uint64(h[8:])}
+			}
+			aead, err := cipher.NewGCMWithTagSize(block, tag)
+			if err != nil {
+				return nil, err
+			}
+			t.aead = aead
+		case AlgChaCha:
+			aead, err := chacha20poly1305.New(a.Key[:keyLen])
+			if err != nil {
+				return nil, err
+			}
+			t.aead = aead
+		}
+		return t, nil
+	}
+	t.macKey = append([]byte(nil), cfg.Auth.Key...)
+	t.icvLen = bitsOrDefault(cfg.Auth.Bits) / 8
+	t.icvWrite = t.icvLen
+	switch cfg.Enc.Name {
+	case AlgCBC:
+		block, err := aes.NewCipher(cfg.Enc.Key)
+		if err != nil {
+			return nil, err
+		}
+		t.kind, t.block, t.ivLen, t.align = suiteCBC, block, aes.BlockSize, aes.BlockSize
+		st := t.getState()
+		if _, ok := st.enc.(ivSetter); !ok {
+			panic("sa: crypto/cipher CBC mode has no SetIV")
+		}
+		if _, ok := st.dec.(ivSetter); !ok {
+			panic("sa: crypto/cipher CBC mode has no SetIV")
+		}
+		t.pool.Put(st)
+	case AlgNull:
+		t.kind, t.ivLen, t.align = suiteNull, 0, 4
+	}
+	return t, nil
+}
+
+func bitsOrDefault(bits int) int {
+	if bits == 0 {
+		return 128
+	}
+	return bits
+}
+
+// nonceAAD fills the AEAD nonce (salt | IV) and the AAD (SPI | seq-lo, or
+// SPI | seq-hi | seq-lo with ESN: RFC 4106 §5, RFC 7634 §2.1) in scratch.
+func (t *transform) nonceAAD(s *[64]byte, b esp.ESP, seq uint64, esn bool) (nonce, aad []byte) {
+	copy(s[scratchNonce:], t.salt[:])
+	copy(s[scratchNonce+4:], b.IV(8))
+	nonce = s[scratchNonce : scratchNonce+12]
+	binary.BigEndian.PutUint32(s[scratchAAD:], b.SPI())
+	if esn {
+		binary.BigEndian.PutUint32(s[scratchAAD+4:], uint32(seq>>32))
+		binary.BigEndian.PutUint32(s[scratchAAD+8:], uint32(seq))
+		return nonce, s[scratchAAD : scratchAAD+12]
+	}
+	binary.BigEndian.PutUint32(s[scratchAAD+4:], uint32(seq))
+	return nonce, s[scratchAAD : scratchAAD+8]
+}
+
+// seal encrypts and authenticates b in place. b runs from the SPI to the
+// end of the ICV; SPI, sequence number, IV, payload and trailer are written.
+// For GCM8, b has 8 bytes of room after the ICV (icvWrite).
+func (t *transform) seal(s *[64]byte, b esp.ESP, seq uint64, esn bool) {
+	switch t.kind {
+	case suiteAEAD, suiteGCM8:
+		nonce, aad := t.nonceAAD(s, b, seq, esn)
+		enc := b.Encrypted(t.ivLen, t.icvLen)
+		t.aead.Seal(enc[:0], nonce, enc, aad) // GCM8: the full tag, truncated by the caller's length
+	case suiteCBC, suiteNull:
+		st := t.getState()
+		if t.kind == suiteCBC {
+			st.enc.(ivSetter).SetIV(b.IV(t.ivLen))
+			enc := b.Encrypted(t.ivLen, t.icvLen)
+			st.enc.CryptBlocks(enc, enc)
+		}
+		t.macLocked(st, s, b, seq, esn)
+		copy(b.ICV(t.icvLen), s[scratchMAC:scratchMAC+t.icvLen])
+		t.pool.Put(st)
+	}
+}
+
+// macLocked computes the HMAC over SPI..next header, plus the ESN high bits
+// (RFC 4303 §2.2.1), into s[scratchMAC:]. st belongs to the caller.
+func (t *transform) macLocked(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bool) {
+	st.mac.Reset()
+	st.mac.Write(b[:len(b)-t.icvLen])
+	if esn {
+		binary.BigEndian.PutUint32(s[scratchAAD:], uint32(seq>>32))
+		st.mac.Write(s[scratchAAD : scratchAAD+4])
+	}
+	st.mac.Sum(s[scratchMAC:scratchMAC])
+}
+
+// open verifies and decrypts b in place and reports whether the ICV was
+// right. On success b.Encrypted holds the plaintext with its trailer.
+func (t *transform) open(s *[64]byte, b esp.ESP, seq uint64, esn bool) bool {
+	switch t.kind {
+	case suiteAEAD:
+		nonce, aad := t.nonceAAD(s, b, seq, esn)
+		ct := b[esp.HeaderLen+t.ivLen:]
+		_, err := t.aead.Open(ct[:0], nonce, ct, aad)
+		return err == nil
+	case suiteGCM8:
+		return t.openGCM8(s, b, seq, esn)
+	default:
+		st := t.getState()
+		t.macLocked(st, s, b, seq, esn)
+		ok := subtle.ConstantTimeCompare(s[scratchMAC:scratchMAC+t.icvLen], b.ICV(t.icvLen)) == 1
+		if ok && t.kind == suiteCBC {
+			st.dec.(ivSetter).SetIV(b.IV(t.ivLen))
+			enc := b.Encrypted(t.ivLen, t.icvLen)
+			st.dec.CryptBlocks(enc, enc)
+		}
+		t.pool.Put(st)
+		return ok
+	}
+}
