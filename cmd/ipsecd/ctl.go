@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// ctlFlags are the flags every control command takes.
+type ctlFlags struct {
+	fs      *flag.FlagSet
+	control string
+	config  string
+	json    bool
+}
+
+func addCtlFlags(fs *flag.FlagSet) *ctlFlags {
+	f := &ctlFlags{fs: fs}
+	fs.StringVar(&f.control, "control", config.DefaultControl, "the daemon's control socket `PATH`")
+	fs.StringVar(&f.config, "config", "", "take the control socket from the config `FILE`'s control key")
+	fs.BoolVar(&f.json, "json", false, "print JSON")
+	return f
+}
+
+// dial connects to the daemon: --control if given, else the config file's
+// control key, else the default.
+func (f *ctlFlags) dial() (*control.Client, error) {
+	path := f.control
+	if f.config != "" && !isSet(f.fs, "control") {
+		p, err := config.ControlPath(f.config)
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	return control.Dial(path)
+}
+
+// do runs one request and prints its result as indented JSON (--json).
+func (f *ctlFlags) printJSON(stdout io.Writer, c *control.Client, req control.Request) error {
+	raw, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = stdout.Write(buf.Bytes())
+	return err
+}
+
+// subcommand splits "state list ..." into the verb and its arguments.
+func subcommand(noun string, args []string, stderr io.Writer, verbs ...string) (string, []string, error) {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintf(stderr, "usage: ipsecd %s %s [flags]\nRun \"ipsecd %s %s -h\" for the flags of one.\n",
+			noun, strings.Join(verbs, "|"), noun, verbs[0])
+		return "", nil, flag.ErrHelp
+	}
+	if len(args) == 0 {
+		return "", nil, usagef("want ipsecd %s %s", noun, strings.Join(verbs, "|"))
+	}
+	for _, v := range verbs {
+		if args[0] == v {
+			return v, args[1:], nil
+		}
+	}
+	return "", nil, usagef("unknown %s command %q; want %s", noun, args[0], strings.Join(verbs, ", "))
+}
+
+func cmdState(args []string, stdout, stderr io.Writer) error {
+	verb, args, err := subcommand("state", args, stderr, "list", "get", "add", "delete")
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "list":
+		fs := newFlags("state list", "state list [--keys] [--json] [--control PATH | --config FILE]", stderr)
+		cf := addCtlFlags(fs)
+		keys := fs.Bool("keys", false, "also print the keys")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		c, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if cf.json {
+			return cf.printJSON(stdout, c, control.Request{Cmd: "state.list", Keys: *keys})
+		}
+		states, err := c.States(*keys)
+		if err != nil {
+			return err
+		}
+		for i := range states {
+			writeState(stdout, &states[i])
+		}
+		return nil
+	case "get", "delete":
+		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR --dir in|out [flags]", stderr)
+		cf := addCtlFlags(fs)
+		var keys *bool
+		if verb == "get" {
+			keys = fs.Bool("keys", false, "also print the keys")
+		}
+		spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
+		dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
+		dir := fs.String("dir", "", "in or out")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		id, err := stateID(*spi, *dst, *dir)
+		if err != nil {
+			return err
+		}
+		c, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if verb == "delete" {
+			return c.DeleteState(id)
+		}
+		if cf.json {
+			return cf.printJSON(stdout, c, control.Request{Cmd: "state.get", ID: control.NewStateIDSpec(id), Keys: *keys})
+		}
+		st, err := c.GetState(id, *keys)
+		if err != nil {
+			return err
+		}
+		writeState(stdout, &st)
+		return nil
+	}
+	return stateAdd(args, stdout, stderr)
+}
+
+func stateID(spi, dst, dir string) (control.StateID, error) {
+	var id control.StateID
+	if spi == "" || dst == "" || dir == "" {
+		return id, usagef("--spi, --dst and --dir are required")
+	}
+	s, err := control.ParseSPI(spi)
+	if err != nil {
+		return id, &usageError{err.Error()}
+	}
+	a, err := netip.ParseAddr(dst)
+	if err != nil {
+		return id, usagef("--dst %q: want an IP address", dst)
+	}
+	if id.Dir = config.ParseDir(dir); id.Dir == 0 {
+		return id, usagef("--dir %q: want in or out", dir)
+	}
+	id.SPI, id.Dst = s, a.Unmap()
+	return id, nil
+}
+
+// stateAdd is `ipsecd state add`, with the words of ip xfrm state add.
+func stateAdd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("state add", "state add --src A --dst B --spi SPI --dir in|out --mode tunnel|transport --if-id N\n"+
+		"    (--aead ALG --key KEY [--icv-bits N] | --enc ALG [--enc-key KEY] --auth ALG --auth-key KEY [--trunc-bits N])\n"+
+		"    [--encap espinudp:SPORT:DPORT] [--replay-window N] [--esn] [--sel-src P] [--sel-dst P] [lifetime flags]\n"+
+		"A KEY is 0x-hex, or @FILE to read hex from FILE (keeps it out of ps and shell history).", stderr)
+	cf := addCtlFlags(fs)
+	src := fs.String("src", "", "outer source `ADDR`")
+	dst := fs.String("dst", "", "outer destination `ADDR`")
+	spi := fs.String("spi", "", "`SPI`, 0x100..0xffffffff")
+	dir := fs.String("dir", "", "in or out")
+	mode := fs.String("mode", "", "tunnel or transport")
+	ifID := fs.Uint("if-id", 0, "the interface's if_id `N`")
+	aead := fs.String("aead", "", "AEAD `ALG`: rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)")
+	key := fs.String("key", "", "the AEAD's `KEY`, salt included")
+	icv := fs.Int("icv-bits", 0, "AEAD ICV length in `bits` (default 128)")
+	enc := fs.String("enc", "", "encryption `ALG`: cbc(aes) or ecb(cipher_null)")
+	encKey := fs.String("enc-key", "", "encryption `KEY`")
+	auth := fs.String("auth", "", "integrity `ALG`: hmac(sha256)")
+	authKey := fs.String("auth-key", "", "integrity `KEY`")
+	trunc := fs.Int("trunc-bits", 0, "integrity ICV length in `bits` (default 128)")
+	encap := fs.String("encap", "", "ESP in UDP: espinudp:`SPORT:DPORT` (omit for raw ESP)")
+	window := fs.Int("replay-window", -1, "anti-replay window in packets, 0 disables (default 64 in, 0 out)")
+	esn := fs.Bool("esn", false, "extended sequence numbers")
+	selSrc := fs.String("sel-src", "", "only inner packets from `PREFIX`")
+	selDst := fs.String("sel-dst", "", "only inner packets to `PREFIX`")
+	softBytes := fs.Uint64("soft-bytes", 0, "soft limit in bytes (0: none)")
+	hardBytes := fs.Uint64("hard-bytes", 0, "hard limit in bytes (0: none)")
+	softPackets := fs.Uint64("soft-packets", 0, "soft limit in packets (0: none)")
+	hardPackets := fs.Uint64("hard-packets", 0, "hard limit in packets (0: none)")
+	softAdd := fs.Uint64("soft-add-seconds", 0, "soft limit in seconds since added (0: none)")
+	hardAdd := fs.Uint64("hard-add-seconds", 0, "hard limit in seconds since added (0: none)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+
+	var c sa.Config
+	var bad []string
+	addr := func(flag, s string) netip.Addr {
+		if s == "" {
+			bad = append(bad, "--"+flag+" is required")
+			return netip.Addr{}
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("--%s %q: want an IP address", flag, s))
+		}
+		return a.Unmap()
+	}
+	c.Src, c.Dst = addr("src", *src), addr("dst", *dst)
+	if *spi == "" {
+		bad = append(bad, "--spi is required")
+	} else if v, err := control.ParseSPI(*spi); err != nil {
+		bad = append(bad, "--"+err.Error())
+	} else {
+		c.SPI = v
+	}
+	if c.Dir = config.ParseDir(*dir); c.Dir == 0 {
+		bad = append(bad, fmt.Sprintf("--dir %q: want in or out", *dir))
+	}
+	if c.Mode = config.ParseMode(*mode); c.Mode == 0 {
+		bad = append(bad, fmt.Sprintf("--mode %q: want tunnel or transport", *mode))
+	}
+	if *ifID > math.MaxUint32 {
+		bad = append(bad, "--if-id: out of range")
+	}
+	c.IfID = uint32(*ifID)
+	alg := func(name, keyFlag, keyArg string, bits int) *sa.Algorithm {
+		if name == "" {
+			if keyArg != "" {
+				bad = append(bad, "--"+keyFlag+" given without its algorithm")
+			}
+			return nil
+		}
+		a := &sa.Algorithm{Name: name, Bits: bits}
+		if info, ok := config.LookupAlgorithm(name); ok && bits == 0 {
+			a.Bits = info.DefaultBits
+		}
+		if keyArg != "" {
+			k, err := readKey(keyArg)
+			if err != nil {
+				bad = append(bad, "--"+keyFlag+": "+err.Error())
+			}
+			a.Key = k
+		}
+		return a
+	}
+	c.AEAD = alg(*aead, "key", *key, *icv)
+	c.Enc = alg(*enc, "enc-key", *encKey, 0)
+	c.Auth = alg(*auth, "auth-key", *authKey, *trunc)
+	if *encap != "" {
+		e, err := parseEncap(*encap)
+		if err != nil {
+			bad = append(bad, "--encap: "+err.Error())
+		}
+		c.Encap = e
+	}
+	switch {
+	case *window > config.MaxReplayWindow:
+		bad = append(bad, fmt.Sprintf("--replay-window %d: want 0..%d", *window, config.MaxReplayWindow))
+	case *window >= 0:
+		c.ReplayWindow = uint32(*window)
+	case c.Dir == sa.DirIn:
+		c.ReplayWindow = config.DefaultReplayWindow
+	}
+	c.ESN = *esn
+	pfx := func(flag, s string) netip.Prefix {
+		if s == "" {
+			return netip.Prefix{}
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				bad = append(bad, fmt.Sprintf("--%s %q: want a CIDR prefix", flag, s))
+				return netip.Prefix{}
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		return p
+	}
+	c.Selector = sa.Selector{Src: pfx("sel-src", *selSrc), Dst: pfx("sel-dst", *selDst)}
+	const maxSeconds = math.MaxInt64 / uint64(time.Second)
+	if *softAdd > maxSeconds || *hardAdd > maxSeconds {
+		bad = append(bad, "lifetime seconds out of range")
+	}
+	c.Lifetime = sa.Lifetime{SoftBytes: *softBytes, HardBytes: *hardBytes, SoftPackets: *softPackets,
+		HardPackets: *hardPackets, SoftAdd: time.Duration(*softAdd) * time.Second, HardAdd: time.Duration(*hardAdd) * time.Second}
+	if bad == nil {
+		if err := config.CheckState(&c); err != nil {
+			bad = append(bad, strings.Split(err.Error(), "\n")...)
+		}
+	}
+	if bad != nil {
+		return &usageError{strings.Join(bad, "\n  ")}
+	}
+	cl, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return cl.AddState(c)
+}
+
+// readKey reads a KEY argument: 0x-hex, or @FILE holding hex text.
+func readKey(arg string) ([]byte, error) {
+	if path, ok := strings.CutPrefix(arg, "@"); ok {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		s := strings.TrimSpace(string(data))
+		if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+			s = "0x" + s
+		}
+		k, err := control.ParseKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return k, nil
+	}
+	return control.ParseKey(arg)
+}
+
+// parseEncap reads espinudp:SPORT:DPORT (the ports default to 4500).
+func parseEncap(s string) (*sa.Encap, error) {
+	parts := strings.Split(s, ":")
+	if parts[0] != "espinudp" || len(parts) > 3 {
+		return nil, fmt.Errorf("%q: want espinudp:SPORT:DPORT", s)
+	}
+	e := &sa.Encap{SrcPort: 4500, DstPort: 4500}
+	for i, dst := range []*uint16{&e.SrcPort, &e.DstPort} {
+		if i+1 < len(parts) {
+			p, err := strconv.ParseUint(parts[i+1], 10, 16)
+			if err != nil || p == 0 {
+				return nil, fmt.Errorf("%q: port %q is not 1..65535", s, parts[i+1])
+			}
+			*dst = uint16(p)
+		}
+	}
+	return e, nil
+}
+
+func cmdPolicy(args []string, stdout, stderr io.Writer) error {
+	verb, args, err := subcommand("policy", args, stderr, "list", "add", "delete")
+	if err != nil {
+		return err
+	}
+	if verb == "list" {
+		fs := newFlags("policy list", "policy list [--json] [--control PATH | --config FILE]", stderr)
+		cf := addCtlFlags(fs)
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		c, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if cf.json {
+			return cf.printJSON(stdout, c, control.Request{Cmd: "policy.list"})
+		}
+		ps, err := c.Policies()
+		if err != nil {
+			return err
+		}
+		for i := range ps {
+			writePolicy(stdout, &ps[i])
+		}
+		return nil
+	}
+	fs := newFlags("policy "+verb, "policy "+verb+" --dir in|out --if-id N [--src PREFIX] [--dst PREFIX] [--action allow|block] [flags]", stderr)
+	cf := addCtlFlags(fs)
+	dir := fs.String("dir", "", "in or out")
+	ifID := fs.Uint("if-id", 0, "the interface's if_id `N`")
+	src := fs.String("src", "", "inner source `PREFIX` (default: any)")
+	dst := fs.String("dst", "", "inner destination `PREFIX` (default: any)")
+	action := fs.String("action", "allow", "allow or block")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	p := sa.Policy{Dir: config.ParseDir(*dir), IfID: uint32(*ifID), Action: config.ParseAction(*action)}
+	var bad []string
+	if p.Dir == 0 {
+		bad = append(bad, fmt.Sprintf("--dir %q: want in or out", *dir))
+	}
+	if *ifID == 0 || *ifID > math.MaxUint32 {
+		bad = append(bad, "--if-id: want 1..4294967295")
+	}
+	if p.Action == 0 {
+		bad = append(bad, fmt.Sprintf("--action %q: want allow or block", *action))
+	}
+	for _, f := range []struct {
+		name, val string
+		dst       *netip.Prefix
+	}{{"src", *src, &p.Selector.Src}, {"dst", *dst, &p.Selector.Dst}} {
+		if f.val == "" {
+			continue
+		}
+		pr, err := netip.ParsePrefix(f.val)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("--%s %q: want a CIDR prefix", f.name, f.val))
+		}
+		*f.dst = pr
+	}
+	if bad == nil {
+		if err := config.CheckPolicy(&p); err != nil {
+			bad = append(bad, strings.Split(err.Error(), "\n")...)
+		}
+	}
+	if bad != nil {
+		return &usageError{strings.Join(bad, "\n  ")}
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if verb == "delete" {
+		return c.DeletePolicy(p)
+	}
+	return c.AddPolicy(p)
+}
+
+// cmdStats prints one Name<TAB>value line per counter, as
+// /proc/net/xfrm_stat does.
+func cmdStats(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("stats", "stats [--json] [--control PATH | --config FILE]", stderr)
+	cf := addCtlFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cf.json {
+		return cf.printJSON(stdout, c, control.Request{Cmd: "stats"})
+	}
+	cs, err := c.Stats()
+	if err != nil {
+		return err
+	}
+	for _, ct := range cs {
+		fmt.Fprintf(stdout, "%s\t%d\n", ct.Name, ct.Value)
+	}
+	return nil
+}
+
+func cmdInterface(args []string, stdout, stderr io.Writer) error {
+	_, args, err := subcommand("interface", args, stderr, "list")
+	if err != nil {
+		return err
+	}
+	fs := newFlags("interface list", "interface list [--json] [--control PATH | --config FILE]", stderr)
+	cf := addCtlFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cf.json {
+		return cf.printJSON(stdout, c, control.Request{Cmd: "interface.list"})
+	}
+	ifs, err := c.Interfaces()
+	if err != nil {
+		return err
+	}
+	for i := range ifs {
+		writeInterface(stdout, &ifs[i])
+	}
+	return nil
+}

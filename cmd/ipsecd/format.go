@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/netip"
+	"time"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// writeState prints an SA the way `ip -s xfrm state` does. Keys appear only
+// if st carries them (state list --keys).
+func writeState(w io.Writer, st *control.StateInfo) {
+	c := &st.Config
+	fmt.Fprintf(w, "src %s dst %s\n", c.Src, c.Dst)
+	fmt.Fprintf(w, "\tproto esp spi %s dir %s mode %s if_id %#x\n", control.FormatSPI(c.SPI), c.Dir, c.Mode, c.IfID)
+	fmt.Fprintf(w, "\treplay-window %d", c.ReplayWindow)
+	if c.ESN {
+		fmt.Fprint(w, " flag esn")
+	}
+	fmt.Fprintln(w)
+	if c.AEAD != nil {
+		fmt.Fprintf(w, "\taead %s%s %d\n", c.AEAD.Name, keyText(c.AEAD.Key), c.AEAD.Bits)
+	}
+	if c.Auth != nil {
+		fmt.Fprintf(w, "\tauth-trunc %s%s %d\n", c.Auth.Name, keyText(c.Auth.Key), c.Auth.Bits)
+	}
+	if c.Enc != nil {
+		fmt.Fprintf(w, "\tenc %s%s\n", c.Enc.Name, keyText(c.Enc.Key))
+	}
+	if c.Encap != nil {
+		fmt.Fprintf(w, "\tencap type espinudp sport %d dport %d\n", c.Encap.SrcPort, c.Encap.DstPort)
+	}
+	if c.Selector.Src.IsValid() || c.Selector.Dst.IsValid() {
+		fmt.Fprintf(w, "\tsel src %s dst %s\n", prefixText(c.Selector.Src), prefixText(c.Selector.Dst))
+	}
+	lt := &c.Lifetime
+	fmt.Fprintf(w, "\tlifetime config:\n")
+	fmt.Fprintf(w, "\t  limit: soft %s(bytes), hard %s(bytes)\n", limit(lt.SoftBytes), limit(lt.HardBytes))
+	fmt.Fprintf(w, "\t  limit: soft %s(packets), hard %s(packets)\n", limit(lt.SoftPackets), limit(lt.HardPackets))
+	fmt.Fprintf(w, "\t  expire add: soft %d(sec), hard %d(sec)\n", lt.SoftAdd/time.Second, lt.HardAdd/time.Second)
+	s := &st.Stats
+	fmt.Fprintf(w, "\tlifetime current:\n\t  %d(bytes), %d(packets)\n", s.Bytes, s.Packets)
+	fmt.Fprintf(w, "\tstats:\n\t  replay-window %d replay %d failed %d\n", s.ReplayWindow, s.Replay, s.IntegrityFailed)
+	fmt.Fprintf(w, "\t  seq %#x", s.Seq)
+	if s.HardExpired {
+		fmt.Fprint(w, " expired hard")
+	} else if s.SoftExpired {
+		fmt.Fprint(w, " expired soft")
+	}
+	fmt.Fprintln(w)
+}
+
+func keyText(k []byte) string {
+	if len(k) == 0 {
+		return ""
+	}
+	return " 0x" + hex.EncodeToString(k)
+}
+
+func limit(v uint64) string {
+	if v == 0 {
+		return "(INF)"
+	}
+	return fmt.Sprint(v)
+}
+
+func prefixText(p netip.Prefix) string {
+	if !p.IsValid() {
+		return "any"
+	}
+	return p.String()
+}
+
+// writePolicy prints a policy the way `ip xfrm policy` does.
+func writePolicy(w io.Writer, p *sa.Policy) {
+	fmt.Fprintf(w, "src %s dst %s\n\tdir %s action %s if_id %#x\n",
+		prefixText(p.Selector.Src), prefixText(p.Selector.Dst), p.Dir, p.Action, p.IfID)
+}
+
+// writeInterface prints an interface the way `ip -s link` does.
+func writeInterface(w io.Writer, ifc *control.InterfaceInfo) {
+	fmt.Fprintf(w, "%s: if_id %#x mtu %d queues %d\n", ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues)
+	for _, a := range ifc.Addresses {
+		family := "inet"
+		if a.Addr().Is6() {
+			family = "inet6"
+		}
+		fmt.Fprintf(w, "\t%s %s\n", family, a)
+	}
+	for _, r := range ifc.Routes {
+		fmt.Fprintf(w, "\troute %s\n", r)
+	}
+	fmt.Fprintf(w, "\tRX: packets %d bytes %d errors %d dropped %d\n", ifc.RX.Packets, ifc.RX.Bytes, ifc.RX.Errors, ifc.RX.Drops)
+	fmt.Fprintf(w, "\tTX: packets %d bytes %d errors %d dropped %d\n", ifc.TX.Packets, ifc.TX.Bytes, ifc.TX.Errors, ifc.TX.Drops)
+}

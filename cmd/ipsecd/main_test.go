@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/control/controltest"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// ipsecdBinary builds the real command once per test run.
+func ipsecdBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "ipsecd-bin")
+		if buildErr != nil {
+			return
+		}
+		binary = filepath.Join(binDir, "ipsecd")
+		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return binary
+}
+
+// execIpsecd runs the built binary and returns its exit status and output.
+func execIpsecd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(ipsecdBinary(t), args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return code, o.String(), e.String()
+}
+
+func TestCheckExamples(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("builds the binary")
+	}
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found %d example configs, want at least 3", len(files))
+	}
+	for _, f := range files {
+		code, out, errOut := execIpsecd(t, "check", "--config", f)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, f+": ok: ") {
+			t.Errorf("check %s: exit %d, stdout %q, stderr %q; want 0 and %q", f, code, out, errOut, f+": ok: ...")
+		}
+	}
+	code, out, _ := execIpsecd(t, "check", "--config", "../../examples/host-a.yaml")
+	if want := "../../examples/host-a.yaml: ok: 1 interfaces, 2 states, 2 policies\n"; code != 0 || out != want {
+		t.Errorf("check host-a: got %q, want %q", out, want)
+	}
+}
+
+func TestCheckBroken(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string // stderr lines, prefix-matched
+	}{
+		{"bad-key.yaml", []string{"testdata/bad-key.yaml:10: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"}},
+		{"unknown-alg.yaml", []string{`testdata/unknown-alg.yaml:10: states[0].aead.name: unknown algorithm "gcm(aes)"`}},
+		{"dup-ifid.yaml", []string{"testdata/dup-ifid.yaml:3: interfaces[1].if_id: 1 is already the if_id of interfaces[0]"}},
+		{"dup-spi.yaml", []string{"testdata/dup-spi.yaml:6: states[1].spi: states[0] already has dir out, dst 192.0.2.2 and spi 0x00001001"}},
+		{"ifid-zero.yaml", []string{"testdata/ifid-zero.yaml:4: policies[0].if_id: 0 is out of range"}},
+		{"bad-cidr.yaml", []string{`testdata/bad-cidr.yaml:5: interfaces[0].routes[0]: want a CIDR prefix (10.0.0.0/24), got "10.1.0.0/33"`}},
+		{"unknown-key.yaml", []string{"testdata/unknown-key.yaml:4: underlay.mrak: unknown field; did you mean mark?"}},
+		{"wrong-type.yaml", []string{`testdata/wrong-type.yaml:3: interfaces[0].if_id: want an integer, got "one"`}},
+		{"many-errors.yaml", []string{
+			`testdata/many-errors.yaml:1: log.level: want panic`,
+			`testdata/many-errors.yaml:3: interfaces[0].mtu: 100 is out of range; want 576..65535`,
+			`testdata/many-errors.yaml:5: policies[0].dir: want in or out, got "sideways"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			code, out, errOut := execIpsecd(t, "check", "--config", "testdata/"+tt.file)
+			if code != 1 || out != "" {
+				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
+			}
+			lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d error lines, want %d:\n%s", len(lines), len(tt.want), errOut)
+			}
+			for i, w := range tt.want {
+				if i < len(lines) && !strings.HasPrefix(lines[i], w) {
+					t.Errorf("line %d:\n got %s\nwant %s...", i, lines[i], w)
+				}
+			}
+			if strings.Contains(errOut, "0102030405060708") {
+				t.Errorf("stderr contains key material: %s", errOut)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		out  string // substring of stdout+stderr
+	}{
+		{nil, 2, "usage: ipsecd"},
+		{[]string{"help"}, 0, "usage: ipsecd"},
+		{[]string{"-h"}, 0, "commands:"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"check"}, 2, "--config FILE is required"},
+		{[]string{"check", "--config"}, 2, "flag needs an argument"},
+		{[]string{"check", "--config", "testdata/none.yaml"}, 1, "testdata/none.yaml: open testdata/none.yaml: no such file"},
+		{[]string{"check", "-h"}, 0, "usage: ipsecd check --config FILE"},
+		{[]string{"state"}, 2, "want ipsecd state list|get|add|delete"},
+		{[]string{"state", "-h"}, 0, "usage: ipsecd state list|get|add|delete"},
+		{[]string{"state", "fly"}, 2, `unknown state command "fly"`},
+		{[]string{"state", "get", "--spi", "0x1001"}, 2, "--spi, --dst and --dir are required"},
+		{[]string{"state", "add", "--src", "192.0.2.1"}, 2, "--dst is required"},
+		{[]string{"policy", "add", "--dir", "out"}, 2, "--if-id: want 1..4294967295"},
+		{[]string{"stats", "--control", "/nonexistent/ipsecd.sock"}, 1, "is ipsecd running?"},
+		{[]string{"stats", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"genkey"}, 2, "--alg is required"},
+		{[]string{"genkey", "--alg", "des"}, 2, `unknown algorithm "des"`},
+		{[]string{"genkey", "--alg", "ecb(cipher_null)"}, 2, "takes no key"},
+		{[]string{"genkey", "--alg", "rfc4106(gcm(aes))", "--bits", "100"}, 2, "takes --bits 128 or 256, not 100"},
+		{[]string{"run", "--config", "x"}, 1, "not implemented yet"},
+	}
+	for _, tt := range tests {
+		var o, e bytes.Buffer
+		stderr := &e
+		code := run(tt.args, &o, stderr)
+		if tt.args != nil && tt.args[0] == "run" {
+			// runDaemon prints to os.Stderr; only the status is checked.
+			tt.out = ""
+		}
+		if code != tt.code || !strings.Contains(o.String()+e.String(), tt.out) {
+			t.Errorf("ipsecd %q: exit %d, output %q; want %d and %q", tt.args, code, o.String()+e.String(), tt.code, tt.out)
+		}
+	}
+}
+
+func TestGenkey(t *testing.T) {
+	for _, tt := range []struct {
+		alg  string
+		bits string
+		n    int
+	}{
+		{"rfc4106(gcm(aes))", "", 20},
+		{"rfc4106(gcm(aes))", "128", 20},
+		{"rfc4106(gcm(aes))", "256", 36},
+		{"rfc7539esp(chacha20,poly1305)", "", 36},
+		{"cbc(aes)", "", 16},
+		{"cbc(aes)", "192", 24},
+		{"cbc(aes)", "256", 32},
+		{"hmac(sha256)", "", 32},
+	} {
+		args := []string{"genkey", "--alg", tt.alg}
+		if tt.bits != "" {
+			args = append(args, "--bits", tt.bits)
+		}
+		var o, e bytes.Buffer
+		if code := run(args, &o, &e); code != 0 {
+			t.Errorf("%q: exit %d: %s", args, code, e.String())
+			continue
+		}
+		out := strings.TrimSpace(o.String())
+		k, err := hex.DecodeString(strings.TrimPrefix(out, "0x"))
+		if !strings.HasPrefix(out, "0x") || err != nil || len(k) != tt.n {
+			t.Errorf("%q: got %q, want 0x and %d bytes of hex", args, out, tt.n)
+		}
+		var o2 bytes.Buffer
+		run(args, &o2, &e)
+		if o2.String() == o.String() {
+			t.Errorf("%q: two runs gave the same key", args)
+		}
+	}
+}
+
+func TestControlCommands(t *testing.T) {
+	b := &controltest.Backend{
+		Counters: []control.Counter{{Name: "XfrmInError", Value: 0}, {Name: "XfrmInNoStates", Value: 3}},
+	}
+	srv := controltest.Start(t, b)
+	sock := srv.Path()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "ipsecd.yaml")
+	if err := os.WriteFile(cfgFile, []byte("control: "+sock+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "k.hex")
+	os.WriteFile(keyFile, []byte("0x202122232425262728292a2b2c2d2e2f30313233\n"), 0o600)
+	const key = "0x000102030405060708090a0b0c0d0e0f10111213"
+
+	ipsecd := func(want int, args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		if code := run(args, &o, &e); code != want {
+			t.Fatalf("ipsecd %q: exit %d, want %d; stderr: %s", args, code, want, e.String())
+		}
+		return o.String() + e.String()
+	}
+	ipsecd(0, "state", "add", "--control", sock, "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1001",
+		"--dir", "out", "--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", key,
+		"--icv-bits", "128", "--encap", "espinudp:4500:4500", "--replay-window", "64", "--esn")
+	ipsecd(0, "state", "add", "--config", cfgFile, "--src", "192.0.2.2", "--dst", "192.0.2.1", "--spi", "4097",
+		"--dir", "in", "--mode", "transport", "--if-id", "1", "--enc", "cbc(aes)", "--enc-key", "0x"+strings.Repeat("11", 16),
+		"--auth", "hmac(sha256)", "--auth-key", "0x"+strings.Repeat("22", 32), "--sel-src", "10.0.0.0/24",
+		"--hard-bytes", "1000")
+	ipsecd(0, "state", "add", "--control", sock, "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1002",
+		"--dir", "out", "--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", "@"+keyFile)
+	if out := ipsecd(1, "state", "add", "--control", sock, "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1001",
+		"--dir", "out", "--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", key); !strings.Contains(out, "already exists") {
+		t.Errorf("adding a state twice: %q", out)
+	}
+	if out := ipsecd(2, "state", "add", "--control", sock, "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1003",
+		"--dir", "out", "--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", "0x0011"); !strings.Contains(out, "aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 2") || strings.Contains(out, "0011") {
+		t.Errorf("a short key: %q", out)
+	}
+
+	list := ipsecd(0, "state", "list", "--control", sock)
+	for _, want := range []string{
+		"src 192.0.2.2 dst 192.0.2.1\n\tproto esp spi 0x00001001 dir in mode transport if_id 0x1\n\treplay-window 64\n\tauth-trunc hmac(sha256) 128\n\tenc cbc(aes)\n\tsel src 10.0.0.0/24 dst any\n",
+		"src 192.0.2.1 dst 192.0.2.2\n\tproto esp spi 0x00001001 dir out mode tunnel if_id 0x1\n\treplay-window 64 flag esn\n\taead rfc4106(gcm(aes)) 128\n\tencap type espinudp sport 4500 dport 4500\n",
+		"limit: soft (INF)(bytes), hard 1000(bytes)",
+		"stats:\n\t  replay-window 0 replay 0 failed 0\n",
+	} {
+		if !strings.Contains(list, want) {
+			t.Errorf("state list lacks %q:\n%s", want, list)
+		}
+	}
+	if strings.Contains(list, "0x0001020304") || strings.Contains(list, "1111") {
+		t.Errorf("state list without --keys shows a key:\n%s", list)
+	}
+	if withKeys := ipsecd(0, "state", "list", "--control", sock, "--keys"); !strings.Contains(withKeys, "aead rfc4106(gcm(aes)) "+key+" 128") {
+		t.Errorf("state list --keys lacks the key:\n%s", withKeys)
+	}
+	if got := ipsecd(0, "state", "get", "--control", sock, "--spi", "0x1002", "--dst", "192.0.2.2", "--dir", "out", "--keys"); !strings.Contains(got, "0x202122232425262728292a2b2c2d2e2f30313233") {
+		t.Errorf("state get --keys of the @file key:\n%s", got)
+	}
+	js := ipsecd(0, "state", "get", "--control", sock, "--spi", "0x1001", "--dst", "192.0.2.2", "--dir", "out", "--json")
+	if !strings.Contains(js, `"spi": "0x00001001"`) || strings.Contains(js, `"key"`) {
+		t.Errorf("state get --json:\n%s", js)
+	}
+	ipsecd(0, "state", "delete", "--control", sock, "--spi", "0x1002", "--dst", "192.0.2.2", "--dir", "out")
+	if out := ipsecd(1, "state", "get", "--control", sock, "--spi", "0x1002", "--dst", "192.0.2.2", "--dir", "out"); !strings.Contains(out, "not found") {
+		t.Errorf("state get after delete: %q", out)
+	}
+
+	ipsecd(0, "policy", "add", "--control", sock, "--dir", "out", "--if-id", "1", "--src", "10.0.0.0/24", "--dst", "10.1.0.0/24")
+	ipsecd(0, "policy", "add", "--control", sock, "--dir", "in", "--if-id", "1", "--action", "block")
+	if got, want := ipsecd(0, "policy", "list", "--control", sock),
+		"src 10.0.0.0/24 dst 10.1.0.0/24\n\tdir out action allow if_id 0x1\nsrc any dst any\n\tdir in action block if_id 0x1\n"; got != want {
+		t.Errorf("policy list:\n got %q\nwant %q", got, want)
+	}
+	ipsecd(0, "policy", "delete", "--control", sock, "--dir", "in", "--if-id", "1")
+	if got := ipsecd(0, "policy", "list", "--control", sock, "--json"); !strings.Contains(got, `"dir": "out"`) || strings.Contains(got, `"dir": "in"`) {
+		t.Errorf("policy list --json after delete:\n%s", got)
+	}
+	if out := ipsecd(2, "policy", "add", "--control", sock, "--dir", "out", "--if-id", "1", "--dst", "10.1.0.1/24"); !strings.Contains(out, "host bits") {
+		t.Errorf("policy add with host bits: %q", out)
+	}
+
+	if got, want := ipsecd(0, "stats", "--config", cfgFile), "XfrmInError\t0\nXfrmInNoStates\t3\n"; got != want {
+		t.Errorf("stats:\n got %q\nwant %q", got, want)
+	}
+	if got := ipsecd(0, "stats", "--control", sock, "--json"); !strings.Contains(got, `"name": "XfrmInNoStates"`) {
+		t.Errorf("stats --json:\n%s", got)
+	}
+	if got := ipsecd(0, "interface", "list", "--control", sock); got != "" {
+		t.Errorf("interface list with none: %q", got)
+	}
+}

@@ -1,0 +1,183 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// Defaults of the keys a config file may leave out.
+const (
+	DefaultControl  = "/run/ipsecd/ipsecd.sock"
+	DefaultLogLevel = "info"
+	DefaultLogFmt   = "text"
+	DefaultMTU      = 1400
+	DefaultQueues   = 1
+	MaxQueues       = 64
+	MinMTU          = 576  // IPv4's minimum reassembly size (RFC 791)
+	MinMTU6         = 1280 // IPv6's minimum link MTU (RFC 8200 §5)
+	MaxMTU          = 65535
+)
+
+// DefaultUDP is the underlay's ESP-in-UDP address when the file names none.
+var DefaultUDP = netip.MustParseAddrPort("0.0.0.0:4500")
+
+// Config is a parsed and validated config file. Parse returns it with every
+// default filled in. It holds keys: print it with String or Redacted, never
+// with its fields.
+type Config struct {
+	File       string // the name it was parsed from
+	Log        Log
+	Control    string // unix socket path of the control socket
+	Metrics    string // host:port of the Prometheus listener; "" disables it
+	Underlay   Underlay
+	Interfaces []Interface
+	States     []State
+	Policies   []sa.Policy
+}
+
+// Log configures logrus.
+type Log struct {
+	Level  string // a logrus level: panic, fatal, error, warn, info, debug, trace
+	Format string // text or json
+}
+
+// Underlay configures the outer (ESP) sockets.
+type Underlay struct {
+	UDP    netip.AddrPort // ESP in UDP (RFC 3948)
+	RawESP bool           // also IP protocol 50
+	Mark   uint32         // SO_MARK on the underlay sockets
+}
+
+// Interface is one xfrm interface.
+type Interface struct {
+	Name      string
+	IfID      uint32
+	MTU       int
+	Addresses []netip.Prefix // the interface's own addresses, with prefix length
+	Routes    []netip.Prefix // routed into the interface; masked
+	Queues    int            // TUN queues, each with a worker
+	Line      int            // where it is in the file
+}
+
+// State is one SA of the file. The embedded sa.Config is what sa.New takes.
+type State struct {
+	sa.Config
+	Line int // where it is in the file
+}
+
+// String describes s without its keys.
+func (s State) String() string { return FormatState(&s.Config) }
+
+// GoString is String, so that %#v does not print keys either.
+func (s State) GoString() string { return s.String() }
+
+// Load reads and parses the config file at path. Relative key_file paths
+// are taken from path's directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: err.Error()}}
+	}
+	return Parse(path, data)
+}
+
+// Summary is the one-line summary `ipsecd check` prints: "N interfaces,
+// M states, K policies".
+func (c *Config) Summary() string {
+	return fmt.Sprintf("%d interfaces, %d states, %d policies", len(c.Interfaces), len(c.States), len(c.Policies))
+}
+
+// Redacted returns a deep copy of c with every key removed (nil), safe to
+// print or log.
+func (c *Config) Redacted() *Config {
+	r := *c
+	r.Interfaces = append([]Interface(nil), c.Interfaces...)
+	r.Policies = append([]sa.Policy(nil), c.Policies...)
+	r.States = make([]State, len(c.States))
+	for i, s := range c.States {
+		s.Config = RedactState(s.Config)
+		r.States[i] = s
+	}
+	return &r
+}
+
+// RedactState returns a copy of c with its algorithms copied and their keys
+// removed.
+func RedactState(c sa.Config) sa.Config {
+	for _, a := range []**sa.Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
+		if *a != nil {
+			cp := **a
+			cp.Key = nil
+			*a = &cp
+		}
+	}
+	return c
+}
+
+// String renders c in the shape of the config file, without keys.
+func (c *Config) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "log: {level: %s, format: %s}\n", c.Log.Level, c.Log.Format)
+	fmt.Fprintf(&b, "control: %s\n", c.Control)
+	if c.Metrics != "" {
+		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)
+	}
+	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
+	for _, ifc := range c.Interfaces {
+		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d addresses %v routes %v\n",
+			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.Addresses, ifc.Routes)
+	}
+	for _, s := range c.States {
+		fmt.Fprintf(&b, "state %s\n", FormatState(&s.Config))
+	}
+	for _, p := range c.Policies {
+		fmt.Fprintf(&b, "policy %s\n", FormatPolicy(&p))
+	}
+	return b.String()
+}
+
+// GoString is String, so that %#v does not print keys either.
+func (c *Config) GoString() string { return c.String() }
+
+// FormatState describes an SA on one line in ip xfrm words, without keys.
+func FormatState(c *sa.Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "src %s dst %s spi %#08x dir %s mode %s if_id %d", c.Src, c.Dst, c.SPI, c.Dir, c.Mode, c.IfID)
+	if c.AEAD != nil {
+		fmt.Fprintf(&b, " aead %s %d", c.AEAD.Name, c.AEAD.Bits)
+	}
+	if c.Enc != nil {
+		fmt.Fprintf(&b, " enc %s", c.Enc.Name)
+	}
+	if c.Auth != nil {
+		fmt.Fprintf(&b, " auth-trunc %s %d", c.Auth.Name, c.Auth.Bits)
+	}
+	if c.Encap != nil {
+		fmt.Fprintf(&b, " encap espinudp %d %d", c.Encap.SrcPort, c.Encap.DstPort)
+	}
+	fmt.Fprintf(&b, " replay-window %d", c.ReplayWindow)
+	if c.ESN {
+		b.WriteString(" flag esn")
+	}
+	if c.Selector.Src.IsValid() || c.Selector.Dst.IsValid() {
+		fmt.Fprintf(&b, " sel src %s dst %s", prefixOrAny(c.Selector.Src), prefixOrAny(c.Selector.Dst))
+	}
+	return b.String()
+}
+
+// FormatPolicy describes a policy on one line in ip xfrm words.
+func FormatPolicy(p *sa.Policy) string {
+	return fmt.Sprintf("src %s dst %s dir %s if_id %d action %s",
+		prefixOrAny(p.Selector.Src), prefixOrAny(p.Selector.Dst), p.Dir, p.IfID, p.Action)
+}
+
+func prefixOrAny(p netip.Prefix) string {
+	if !p.IsValid() {
+		return "any"
+	}
+	return p.String()
+}

@@ -1,0 +1,473 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+const (
+	gcmKey  = "0x000102030405060708090a0b0c0d0e0f10111213" // 20 bytes
+	gcmKey2 = "0x202122232425262728292a2b2c2d2e2f30313233"
+)
+
+// good is a complete config; the broken cases below edit copies of it.
+var good = `log: {level: debug, format: json}
+control: /tmp/ipsecd.sock
+metrics: 127.0.0.1:9578
+underlay:
+  udp: 192.0.2.1:4500
+  raw_esp: true
+  mark: 0x100
+interfaces:
+  - name: ipsec1
+    if_id: 1
+    mtu: 1420
+    addresses: [10.10.0.1/24, 2001:db8:1::1/64]
+    routes: [10.20.0.0/24, 2001:db8:2::/64]
+    queues: 4
+states:
+  - src: 192.0.2.1
+    dst: 192.0.2.2
+    spi: 0x00001001
+    dir: out
+    mode: tunnel
+    if_id: 1
+    aead: {name: "rfc4106(gcm(aes))", key: "` + gcmKey + `", icv_bits: 128}
+    encap: {type: espinudp, sport: 4500, dport: 4501}
+    esn: true
+    lifetime: {soft_bytes: 1, hard_bytes: 2, soft_packets: 3, hard_packets: 4, soft_add_seconds: 5, hard_add_seconds: 6}
+    selector: {src: 10.10.0.0/24, dst: 10.20.0.0/24}
+  - src: 192.0.2.2
+    dst: 192.0.2.1
+    spi: 0x2001
+    dir: in
+    mode: transport
+    if_id: 1
+    enc: {name: "ecb(cipher_null)"}
+    auth: {name: "hmac(sha256)", key: "0x` + strings.Repeat("ab", 32) + `"}
+policies:
+  - {dir: out, if_id: 1, src: 10.10.0.0/24, dst: 10.20.0.0/24}
+  - {dir: in, if_id: 1, action: block}
+`
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	var b []byte
+	s = strings.TrimPrefix(s, "0x")
+	for i := 0; i < len(s); i += 2 {
+		var v byte
+		for _, c := range s[i : i+2] {
+			v <<= 4
+			switch {
+			case c >= '0' && c <= '9':
+				v |= byte(c - '0')
+			case c >= 'a' && c <= 'f':
+				v |= byte(c - 'a' + 10)
+			}
+		}
+		b = append(b, v)
+	}
+	return b
+}
+
+func TestParseGood(t *testing.T) {
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := &Config{
+		File:     "good.yaml",
+		Log:      Log{Level: "debug", Format: "json"},
+		Control:  "/tmp/ipsecd.sock",
+		Metrics:  "127.0.0.1:9578",
+		Underlay: Underlay{UDP: netip.MustParseAddrPort("192.0.2.1:4500"), RawESP: true, Mark: 0x100},
+		Interfaces: []Interface{{
+			Name: "ipsec1", IfID: 1, MTU: 1420, Queues: 4, Line: 9,
+			Addresses: []netip.Prefix{netip.MustParsePrefix("10.10.0.1/24"), netip.MustParsePrefix("2001:db8:1::1/64")},
+			Routes:    []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("2001:db8:2::/64")},
+		}},
+		States: []State{{Line: 16, Config: sa.Config{
+			Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"),
+			SPI: 0x1001, Dir: sa.DirOut, Mode: sa.ModeTunnel, IfID: 1,
+			AEAD:  &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: mustHex(t, gcmKey), Bits: 128},
+			Encap: &sa.Encap{SrcPort: 4500, DstPort: 4501},
+			ESN:   true,
+			Lifetime: sa.Lifetime{SoftBytes: 1, HardBytes: 2, SoftPackets: 3, HardPackets: 4,
+				SoftAdd: 5 * time.Second, HardAdd: 6 * time.Second},
+			Selector: sa.Selector{Src: netip.MustParsePrefix("10.10.0.0/24"), Dst: netip.MustParsePrefix("10.20.0.0/24")},
+		}}, {Line: 27, Config: sa.Config{
+			Src: netip.MustParseAddr("192.0.2.2"), Dst: netip.MustParseAddr("192.0.2.1"),
+			SPI: 0x2001, Dir: sa.DirIn, Mode: sa.ModeTransport, IfID: 1,
+			Enc:          &sa.Algorithm{Name: "ecb(cipher_null)"},
+			Auth:         &sa.Algorithm{Name: "hmac(sha256)", Key: mustHex(t, strings.Repeat("ab", 32)), Bits: 128},
+			ReplayWindow: DefaultReplayWindow,
+		}}},
+		Policies: []sa.Policy{
+			{Dir: sa.DirOut, IfID: 1, Action: sa.ActionAllow,
+				Selector: sa.Selector{Src: netip.MustParsePrefix("10.10.0.0/24"), Dst: netip.MustParsePrefix("10.20.0.0/24")}},
+			{Dir: sa.DirIn, IfID: 1, Action: sa.ActionBlock},
+		},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got\n%#v\nwant\n%#v", c, want)
+		for i := range c.States {
+			if !reflect.DeepEqual(c.States[i], want.States[i]) {
+				t.Errorf("states[%d]: got %+v, want %+v", i, c.States[i].Config, want.States[i].Config)
+			}
+		}
+	}
+	if got, want := c.Summary(), "1 interfaces, 2 states, 2 policies"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	for _, text := range []string{"", "# nothing\n", "---\n", "interfaces:\n"} {
+		c, err := Parse("empty.yaml", []byte(text))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", text, err)
+		}
+		want := &Config{File: "empty.yaml", Log: Log{Level: "info", Format: "text"},
+			Control: DefaultControl, Underlay: Underlay{UDP: DefaultUDP}}
+		if !reflect.DeepEqual(c, want) {
+			t.Errorf("Parse(%q) = %#v, want %#v", text, c, want)
+		}
+	}
+	c, err := Parse("x.yaml", []byte("interfaces: [{name: a, if_id: 5}]\nunderlay: {udp: \":4501\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Interfaces[0]; got.MTU != DefaultMTU || got.Queues != 1 {
+		t.Errorf("interface defaults: got mtu %d queues %d, want %d 1", got.MTU, got.Queues, DefaultMTU)
+	}
+	if got, want := c.Underlay.UDP.String(), "0.0.0.0:4501"; got != want {
+		t.Errorf("underlay.udp = %s, want %s", got, want)
+	}
+}
+
+// edit returns good with the first occurrence of old replaced by new.
+func edit(t *testing.T, old, new string) string {
+	t.Helper()
+	if !strings.Contains(good, old) {
+		t.Fatalf("good has no %q", old)
+	}
+	return strings.Replace(good, old, new, 1)
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		old  string // replaced in good by new; empty old means new is the whole file
+		new  string
+		want []string // each must be one error line, prefix-matched
+	}{
+		{"short gcm key", `key: "` + gcmKey + `"`, `key: "0x0001020304050607080910111213141516"`,
+			[]string{"f.yaml:22: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"}},
+		{"chacha key", `name: "rfc4106(gcm(aes))"`, `name: "rfc7539esp(chacha20,poly1305)"`,
+			[]string{"f.yaml:22: states[0].aead.key: rfc7539esp(chacha20,poly1305) wants 36 bytes, got 20"}},
+		{"hmac key", `"0x` + strings.Repeat("ab", 32) + `"`, `"0xabcd"`,
+			[]string{"f.yaml:34: states[1].auth.key: hmac(sha256) wants 32 bytes, got 2"}},
+		{"cbc key", `enc: {name: "ecb(cipher_null)"}`, `enc: {name: "cbc(aes)", key: "0x0011"}`,
+			[]string{"f.yaml:33: states[1].enc.key: cbc(aes) wants 16, 24 or 32 bytes, got 2"}},
+		{"null with key", `enc: {name: "ecb(cipher_null)"}`, `enc: {name: "ecb(cipher_null)", key: "0x0011"}`,
+			[]string{"f.yaml:33: states[1].enc.key: ecb(cipher_null) takes no key, got 2 bytes"}},
+		{"enc without auth", "    auth: {name: \"hmac(sha256)\", key: \"0x" + strings.Repeat("ab", 32) + "\"}\n", "",
+			[]string{"f.yaml:27: states[1].auth: missing; ESP without integrity"}},
+		{"aead and enc", "    encap: {type", "    enc: {name: \"cbc(aes)\", key: \"0x00112233445566778899aabbccddeeff\"}\n    encap: {type",
+			[]string{"f.yaml:22: states[0].aead: set together with enc or auth"}},
+		{"no algorithm", `    aead: {name: "rfc4106(gcm(aes))", key: "` + gcmKey + `", icv_bits: 128}` + "\n", "",
+			[]string{"f.yaml:16: states[0].aead: missing; give aead, or enc with auth"}},
+		{"unknown algorithm", `name: "rfc4106(gcm(aes))"`, `name: "gcm(aes)"`,
+			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm "gcm(aes)"; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
+		{"enc as aead", `name: "rfc4106(gcm(aes))"`, `name: "cbc(aes)"`,
+			[]string{"f.yaml:22: states[0].aead.name: cbc(aes) is not an aead algorithm"}},
+		{"icv bits", "icv_bits: 128", "icv_bits: 32",
+			[]string{"f.yaml:22: states[0].aead.icv_bits: rfc4106(gcm(aes)) allows 64, 96 or 128, got 32"}},
+		{"trunc bits", `key: "0x` + strings.Repeat("ab", 32) + `"}`, `key: "0x` + strings.Repeat("ab", 32) + `", trunc_bits: 96}`,
+			[]string{"f.yaml:34: states[1].auth.trunc_bits: hmac(sha256) allows 128, got 96"}},
+		{"key not hex", `key: "` + gcmKey + `"`, `key: "0xzz0102030405060708090a0b0c0d0e0f101112"`,
+			[]string{"f.yaml:22: states[0].aead.key: not hex"}},
+		{"key without 0x", `key: "` + gcmKey + `"`, `key: "000102030405060708090a0b0c0d0e0f10111213"`,
+			[]string{"f.yaml:22: states[0].aead.key: want 0x-prefixed hex"}},
+		{"key odd", `key: "` + gcmKey + `"`, `key: "0x000"`,
+			[]string{"f.yaml:22: states[0].aead.key: odd number of hex digits (3)"}},
+		{"spi reserved", "spi: 0x00001001", "spi: 0xff",
+			[]string{"f.yaml:18: states[0].spi: 0xff is out of range; want 0x100..0xffffffff"}},
+		{"spi too big", "spi: 0x00001001", "spi: 0x100000000",
+			[]string{"f.yaml:18: states[0].spi: 0x100000000 is out of range"}},
+		{"spi missing", "    spi: 0x00001001\n", "",
+			[]string{"f.yaml:16: states[0].spi: 0x0 is reserved"}},
+		{"duplicate spi", "spi: 0x2001\n    dir: in", "spi: 0x1001\n    dir: in", nil},
+		{"dir", "dir: out", "dir: fwd", []string{`f.yaml:19: states[0].dir: want in or out, got "fwd"`}},
+		{"mode", "mode: tunnel", "mode: beet", []string{`f.yaml:20: states[0].mode: want tunnel or transport, got "beet"`}},
+		{"mode missing", "    mode: tunnel\n", "", []string{`f.yaml:16: states[0].mode: missing; want tunnel or transport`}},
+		{"if_id 0", "    if_id: 1\n    aead", "    if_id: 0\n    aead",
+			[]string{"f.yaml:21: states[0].if_id: 0 is out of range; want 0x1..0xffffffff"}},
+		{"if_id unknown", "    if_id: 1\n    aead", "    if_id: 9\n    aead",
+			[]string{"f.yaml:21: states[0].if_id: no interface has if_id 9"}},
+		{"policy if_id unknown", "{dir: in, if_id: 1,", "{dir: in, if_id: 3,",
+			[]string{"f.yaml:37: policies[1].if_id: no interface has if_id 3"}},
+		{"interface if_id 0", "    if_id: 1\n    mtu", "    if_id: 0\n    mtu",
+			[]string{"f.yaml:10: interfaces[0].if_id: 0 is out of range"}},
+		{"duplicate if_id", "interfaces:\n", "interfaces:\n  - {name: ipsec0, if_id: 1}\n",
+			[]string{`f.yaml:11: interfaces[1].if_id: 1 is already the if_id of interfaces[0]`}},
+		{"duplicate name", "interfaces:\n", "interfaces:\n  - {name: ipsec1, if_id: 2}\n",
+			[]string{`f.yaml:10: interfaces[1].name: "ipsec1" is already the name of interfaces[0]`}},
+		{"name too long", "name: ipsec1", "name: ipsec1234567890123",
+			[]string{`f.yaml:9: interfaces[0].name: "ipsec1234567890123" is longer than 15 bytes`}},
+		{"bad address", "10.10.0.1/24,", "10.10.0.1/33,",
+			[]string{`f.yaml:12: interfaces[0].addresses[0]: want an address with prefix length (10.0.0.1/24), got "10.10.0.1/33"`}},
+		{"address without length", "10.10.0.1/24,", "10.10.0.1,",
+			[]string{`f.yaml:12: interfaces[0].addresses[0]: want an address with prefix length`}},
+		{"bad route", "[10.20.0.0/24,", "[10.20.0.0/24x,",
+			[]string{`f.yaml:13: interfaces[0].routes[0]: want a CIDR prefix (10.0.0.0/24), got "10.20.0.0/24x"`}},
+		{"route host bits", "[10.20.0.0/24,", "[10.20.0.1/24,",
+			[]string{`f.yaml:13: interfaces[0].routes[0]: 10.20.0.1/24 has host bits set; did you mean 10.20.0.0/24?`}},
+		{"bad selector", "selector: {src: 10.10.0.0/24", "selector: {src: 10.10.0.0/99",
+			[]string{`f.yaml:26: states[0].selector.src: want a CIDR prefix`}},
+		{"selector family", "dst: 10.20.0.0/24}\n  - src", "dst: 2001:db8::/32}\n  - src",
+			[]string{`f.yaml:26: states[0].selector.dst: 2001:db8::/32 is IPv6 but src 10.10.0.0/24 is IPv4`}},
+		{"policy bad cidr", "dst: 10.20.0.0/24}\n  - {dir", "dst: 10.20.0.0/240}\n  - {dir",
+			[]string{`f.yaml:36: policies[0].dst: want a CIDR prefix`}},
+		{"policy action", "action: block", "action: deny",
+			[]string{`f.yaml:37: policies[1].action: want allow or block, got "deny"`}},
+		{"duplicate policy", "  - {dir: in, if_id: 1, action: block}\n",
+			"  - {dir: in, if_id: 1, action: block}\n  - {dir: in, if_id: 1, action: block}\n",
+			[]string{`f.yaml:38: policies[2]: same as policies[1]`}},
+		{"src dst family", "dst: 192.0.2.2", "dst: 2001:db8::2",
+			[]string{`f.yaml:17: states[0].dst: 2001:db8::2 is IPv6 but src 192.0.2.1 is IPv4`}},
+		{"bad src", "src: 192.0.2.1\n", "src: 192.0.2.300\n",
+			[]string{`f.yaml:16: states[0].src: want an IP address, got "192.0.2.300"`}},
+		{"encap type", "type: espinudp", "type: espintcp",
+			[]string{`f.yaml:23: states[0].encap.type: want espinudp, got "espintcp"`}},
+		{"encap port", "dport: 4501", "dport: 70000",
+			[]string{`f.yaml:23: states[0].encap.dport: 70000 is out of range; want 1..65535`}},
+		{"replay window", "    esn: true\n", "    esn: true\n    replay_window: 65537\n",
+			[]string{`f.yaml:25: states[0].replay_window: 65537 is out of range; want 0x0..0x10000`}},
+		{"esn type", "esn: true", "esn: maybe", []string{`f.yaml:24: states[0].esn: want true or false, got "maybe"`}},
+		{"lifetime order", "soft_bytes: 1,", "soft_bytes: 10,",
+			[]string{`f.yaml:25: states[0].lifetime.soft_bytes: is larger than hard_bytes`}},
+		{"lifetime key", "soft_add_seconds", "soft_add_secs",
+			[]string{`f.yaml:25: states[0].lifetime.soft_add_secs: unknown field; did you mean soft_add_seconds?`}},
+		{"unknown key", "    esn: true\n", "    esn: true\n    replay_windw: 64\n",
+			[]string{`f.yaml:25: states[0].replay_windw: unknown field; did you mean replay_window?`}},
+		{"unknown top key", "control:", "contrl:",
+			[]string{`f.yaml:2: contrl: unknown field; did you mean control?`}},
+		{"duplicate key", "    esn: true\n", "    esn: true\n    esn: false\n",
+			[]string{`f.yaml:25: states[0].esn: given twice (first at line 24)`}},
+		{"wrong type mtu", "mtu: 1420", "mtu: big", []string{`f.yaml:11: interfaces[0].mtu: want an integer, got "big"`}},
+		{"wrong type list", "queues: 4", "queues: [4]", []string{`f.yaml:14: interfaces[0].queues: want an integer, got a list`}},
+		{"wrong type states", "states:\n", "states: {}\nx:\n", []string{`f.yaml:15: states: want a list, got a mapping`, `f.yaml:16: x: unknown field`}},
+		{"mtu range", "mtu: 1420", "mtu: 100", []string{`f.yaml:11: interfaces[0].mtu: 100 is out of range; want 576..65535`}},
+		{"mtu ipv6", "mtu: 1420", "mtu: 1000", []string{`f.yaml:11: interfaces[0].mtu: 1000 is below 1280, the minimum for IPv6`}},
+		{"queues", "queues: 4", "queues: 65", []string{`f.yaml:14: interfaces[0].queues: 65 is out of range; want 1..64`}},
+		{"log level", "level: debug", "level: loud", []string{`f.yaml:1: log.level: want panic, fatal, error, warn, info, debug or trace, got "loud"`}},
+		{"log format", "format: json", "format: xml", []string{`f.yaml:1: log.format: want text or json, got "xml"`}},
+		{"underlay udp", "udp: 192.0.2.1:4500", "udp: 192.0.2.1", []string{`f.yaml:5: underlay.udp: want address:port (0.0.0.0:4500), got "192.0.2.1"`}},
+		{"mark", "mark: 0x100", "mark: -1", []string{`f.yaml:7: underlay.mark: want an integer, got "-1"`}},
+		{"metrics", "metrics: 127.0.0.1:9578", "metrics: localhost", []string{`f.yaml:3: metrics: want host:port, got "localhost"`}},
+		{"alias", "", "interfaces: &a []\npolicies: *a\n", []string{`f.yaml:2: policies: YAML aliases are not supported`}},
+		{"syntax", "", "states:\n  - src: [\n", []string{`f.yaml:2: yaml: `}},
+		{"two documents", "", "log: {level: info}\n---\nlog: {level: info}\n", []string{`f.yaml:2: more than one YAML document`}},
+		{"not a mapping", "", "- a\n- b\n", []string{`f.yaml:1: want a mapping, got a list`}},
+		{"many errors", "", "interfaces:\n  - {name: a, if_id: 0}\n  - {name: a, if_id: 2, mtu: x}\nfoo: 1\n", []string{
+			`f.yaml:2: interfaces[0].if_id: 0 is out of range`,
+			`f.yaml:3: interfaces[1].name: "a" is already the name of interfaces[0]`,
+			`f.yaml:3: interfaces[1].mtu: want an integer, got "x"`,
+			`f.yaml:4: foo: unknown field`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := tt.new
+			if tt.old != "" {
+				text = edit(t, tt.old, tt.new)
+			}
+			if tt.name == "duplicate spi" {
+				text = strings.Replace(text, "dst: 192.0.2.1\n", "dst: 192.0.2.2\n", 1)
+				text = strings.Replace(text, "dir: in\n", "dir: out\n", 1)
+				tt.want = []string{"f.yaml:29: states[1].spi: states[0] already has dir out, dst 192.0.2.2 and spi 0x00001001"}
+			}
+			c, err := Parse("f.yaml", []byte(text))
+			if err == nil {
+				t.Fatalf("Parse succeeded (%s), want errors %q", c.Summary(), tt.want)
+			}
+			if c != nil {
+				t.Errorf("Parse returned a Config with an error")
+			}
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("error %T is not an ErrorList", err)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d errors, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if i < len(lines) && !strings.HasPrefix(lines[i], w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, lines[i], w)
+				}
+			}
+			for _, key := range []string{gcmKey[2:], gcmKey2[2:], strings.Repeat("ab", 32), "0001020304"} {
+				if strings.Contains(err.Error(), key) {
+					t.Errorf("error message contains key material:\n%s", err)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, "keys", name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.hex", "  "+gcmKey+"\n")
+	write("b.hex", gcmKey2[2:]+"\n")
+	write("short.hex", "0x0011\n")
+	write("bad.hex", "zz\n")
+	cfg := func(file string) string {
+		return edit(t, `key: "`+gcmKey+`"`, "key_file: "+file)
+	}
+
+	path := filepath.Join(dir, "ipsecd.yaml")
+	for _, tt := range []struct {
+		file, wantErr string
+		want          string
+	}{
+		{file: "keys/a.hex", want: gcmKey},
+		{file: "keys/b.hex", want: gcmKey2},
+		{file: filepath.Join(dir, "keys/a.hex"), want: gcmKey},
+		{file: "keys/short.hex", wantErr: path + ":22: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 2"},
+		{file: "keys/bad.hex", wantErr: path + ":22: states[0].aead.key_file (" + dir + "/keys/bad.hex): not hex"},
+		{file: "keys/none.hex", wantErr: path + ":22: states[0].aead.key_file: " + dir + "/keys/none.hex: no such file or directory"},
+	} {
+		if err := os.WriteFile(path, []byte(cfg(tt.file)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path)
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("key_file %s: got error %v, want %s", tt.file, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("key_file %s: %v", tt.file, err)
+			continue
+		}
+		if got := c.States[0].AEAD.Key; !reflect.DeepEqual(got, mustHex(t, tt.want)) {
+			t.Errorf("key_file %s: got key of %d bytes, not the file's", tt.file, len(got))
+		}
+	}
+	// key and key_file together
+	both := edit(t, `key: "`+gcmKey+`"`, `key: "`+gcmKey+`", key_file: keys/a.hex`)
+	if _, err := Parse(path, []byte(both)); err == nil || !strings.Contains(err.Error(), "states[0].aead.key_file: given together with key") {
+		t.Errorf("key and key_file: got %v", err)
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "none.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "none.yaml: open") {
+		t.Errorf("got %v, want an open error naming the file", err)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Redacted()
+	if r.States[0].AEAD.Key != nil || r.States[1].Auth.Key != nil {
+		t.Errorf("Redacted kept a key")
+	}
+	if c.States[0].AEAD.Key == nil {
+		t.Errorf("Redacted changed the original")
+	}
+	for _, s := range []string{c.String(), c.GoString(), r.String(), c.States[0].String()} {
+		for _, key := range []string{gcmKey[2:], strings.Repeat("ab", 32)} {
+			if strings.Contains(s, key) {
+				t.Errorf("String contains a key:\n%s", s)
+			}
+		}
+	}
+	if !strings.Contains(c.String(), "spi 0x00001001") {
+		t.Errorf("String() lacks the SPI:\n%s", c)
+	}
+}
+
+func TestCheckState(t *testing.T) {
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.States[0].Config
+	if err := CheckState(&s); err != nil {
+		t.Errorf("CheckState(good) = %v", err)
+	}
+	s.AEAD = &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: make([]byte, 17), Bits: 128}
+	s.SPI = 1
+	err = CheckState(&s)
+	want := "spi: 0x1 is reserved; want 0x100..0xffffffff\naead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckState = %v, want %s", err, want)
+	}
+	p := sa.Policy{Dir: sa.DirOut, IfID: 1, Action: sa.ActionAllow}
+	if err := CheckPolicy(&p); err != nil {
+		t.Errorf("CheckPolicy(good) = %v", err)
+	}
+	p.IfID = 0
+	if err := CheckPolicy(&p); err == nil || !strings.HasPrefix(err.Error(), "if_id: missing") {
+		t.Errorf("CheckPolicy(if_id 0) = %v", err)
+	}
+}
+
+func TestExamples(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found %d examples, want at least 3", len(files))
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+func TestControlPath(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.yaml")
+	os.WriteFile(p, []byte("control: /x/y.sock\nstates: broken\n"), 0o600)
+	if got, err := ControlPath(p); err != nil || got != "/x/y.sock" {
+		t.Errorf("ControlPath = %q, %v; want /x/y.sock", got, err)
+	}
+	os.WriteFile(p, []byte("log: {level: info}\n"), 0o600)
+	if got, err := ControlPath(p); err != nil || got != DefaultControl {
+		t.Errorf("ControlPath = %q, %v; want %s", got, err, DefaultControl)
+	}
+}
+
+func TestKeyFileNotRegular(t *testing.T) {
+	for _, path := range []string{"/dev/zero", "/dev/stdin", "/"} {
+		text := edit(t, `key: "`+gcmKey+`"`, "key_file: "+path)
+		_, err := Parse("f.yaml", []byte(text))
+		if err == nil || !strings.Contains(err.Error(), "states[0].aead.key_file: "+path+": ") {
+			t.Errorf("key_file %s: got %v, want an error", path, err)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+// Package config reads and validates the ipsecd config file (YAML), the
+// "Config file" part of the user-facing contract in DESIGN.md.
+//
+// Parse walks yaml.v3 nodes rather than decoding into structs, so that every
+// problem is reported as "FILE:LINE: field: what is wrong", with field a path
+// such as states[1].aead.key (indexes count from 0). A file is accepted
+// whole or refused whole: Parse collects every error it finds and returns
+// them together as an ErrorList, one per line.
+//
+// Rules a user is most likely to trip over:
+//
+//   - Unknown keys are errors (a typo must not silently drop a setting).
+//   - YAML anchors and aliases are not supported.
+//   - Keys are 0x-prefixed hex ("0x0123..."), or key_file: PATH. PATH is
+//     relative to the directory of the config file; the file holds the key
+//     as hex text, optionally 0x-prefixed, surrounded by any whitespace.
+//   - Key lengths follow ip xfrm: rfc4106(gcm(aes)) takes the AES key and a
+//     4-byte salt (20 or 36 bytes) with icv_bits 64, 96 or 128;
+//     rfc7539esp(chacha20,poly1305) takes 36 bytes with icv_bits 128;
+//     cbc(aes) takes 16, 24 or 32 bytes and needs auth hmac(sha256) with a
+//     32-byte key and trunc_bits 128; ecb(cipher_null) takes no key and
+//     also needs auth.
+//   - replay_window defaults to 64 on inbound states (RFC 4303 prefers 64;
+//     ip xfrm defaults to 0, which disables anti-replay) and to 0 on
+//     outbound ones, where it has no use. It may be 0..65536.
+//   - An interface's mtu defaults to 1400 and may be 576..65535, or
+//     1280..65535 when the interface has an IPv6 address or route.
+//
+// No key is ever part of an error message or of what String and Redacted
+// return.
+package config

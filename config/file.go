@@ -1,0 +1,722 @@
+package config
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// maxUnixPath is the longest path a unix socket can have (sun_path is 108
+// bytes with its terminating NUL).
+const maxUnixPath = 107
+
+// Parse parses and validates a config file. name is used in error messages
+// and to find relative key_file paths. On any problem it returns a nil
+// Config and an ErrorList with every problem found.
+func Parse(name string, data []byte) (cfg *Config, err error) {
+	d := &decoder{file: name, dir: filepath.Dir(name)}
+	defer func() {
+		// yaml.v3 is not known to panic on v3.0.1, but a bad file must
+		// never take the daemon down with it.
+		if r := recover(); r != nil {
+			cfg, err = nil, ErrorList{{File: name, Msg: fmt.Sprintf("yaml: internal error: %v", r)}}
+		}
+	}()
+	c := &Config{
+		File:     name,
+		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFmt},
+		Control:  DefaultControl,
+		Underlay: Underlay{UDP: DefaultUDP},
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return c, nil // an empty file: all defaults
+	case err != nil:
+		d.syntaxError(err)
+		return nil, d.errs
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.syntaxError(err)
+	default:
+		d.errorf(&extra, "", "more than one YAML document; ipsecd reads one")
+	}
+	if len(doc.Content) == 1 && !isNull(doc.Content[0]) {
+		d.root(doc.Content[0], c)
+	}
+	if d.errs != nil {
+		d.errs.sortByLine()
+		return nil, d.errs
+	}
+	return c, nil
+}
+
+// ControlPath returns the control key of the config file at path (or the
+// default), reading nothing else, so that the control commands reach a
+// running daemon even while its file is being edited.
+func ControlPath(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		Control string `yaml:"control"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Control == "" {
+		return DefaultControl, nil
+	}
+	return doc.Control, nil
+}
+
+func (d *decoder) root(n *yaml.Node, c *Config) {
+	m, ok := d.fields(n, "", "log", "control", "metrics", "underlay", "interfaces", "states", "policies")
+	if !ok {
+		return
+	}
+	if v := m["log"]; v != nil {
+		d.log(v, &c.Log)
+	}
+	if v := m["control"]; v != nil {
+		if s, ok := d.str(v, "control"); ok {
+			switch {
+			case s == "":
+				d.errorf(v, "control", "empty; want a unix socket path")
+			case len(s) > maxUnixPath:
+				d.errorf(v, "control", "%d bytes long; a unix socket path has at most %d", len(s), maxUnixPath)
+			default:
+				c.Control = s
+			}
+		}
+	}
+	if v := m["metrics"]; v != nil {
+		if s, ok := d.str(v, "metrics"); ok && s != "" {
+			if _, port, err := net.SplitHostPort(s); err != nil {
+				d.errorf(v, "metrics", "want host:port, got %q", s)
+			} else if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+				d.errorf(v, "metrics", "port %q is not 1..65535", port)
+			} else {
+				c.Metrics = s
+			}
+		}
+	}
+	if v := m["underlay"]; v != nil {
+		d.underlay(v, &c.Underlay)
+	}
+	// ifaces holds the if_ids states and policies may name; nil when the
+	// interfaces had errors, as a wrong if_id there would be reported
+	// again at every state and policy that uses it.
+	ifaces := map[uint32]bool{}
+	if v := m["interfaces"]; v != nil {
+		before := len(d.errs)
+		d.interfaces(v, c)
+		for _, ifc := range c.Interfaces {
+			ifaces[ifc.IfID] = true
+		}
+		if len(d.errs) > before {
+			ifaces = nil
+		}
+	}
+	if v := m["states"]; v != nil {
+		d.states(v, c, ifaces)
+	}
+	if v := m["policies"]; v != nil {
+		d.policies(v, c, ifaces)
+	}
+}
+
+func (d *decoder) log(n *yaml.Node, l *Log) {
+	m, ok := d.fields(n, "log", "level", "format")
+	if !ok {
+		return
+	}
+	if v := m["level"]; v != nil {
+		if s, ok := d.str(v, "log.level"); ok {
+			if _, err := logrus.ParseLevel(s); err != nil {
+				d.errorf(v, "log.level", "want panic, fatal, error, warn, info, debug or trace, got %q", s)
+			} else {
+				l.Level = s
+			}
+		}
+	}
+	if v := m["format"]; v != nil {
+		if s, ok := d.oneOf(v, "log.format", "text", "json"); ok {
+			l.Format = s
+		}
+	}
+}
+
+func (d *decoder) underlay(n *yaml.Node, u *Underlay) {
+	m, ok := d.fields(n, "underlay", "udp", "raw_esp", "mark")
+	if !ok {
+		return
+	}
+	if v := m["udp"]; v != nil {
+		if s, ok := d.str(v, "underlay.udp"); ok {
+			if strings.HasPrefix(s, ":") {
+				s = "0.0.0.0" + s
+			}
+			ap, err := netip.ParseAddrPort(s)
+			switch {
+			case err != nil || ap.Addr().Zone() != "":
+				d.errorf(v, "underlay.udp", "want address:port (0.0.0.0:4500), got %s", describe(v))
+			case ap.Port() == 0:
+				d.errorf(v, "underlay.udp", "port must not be 0")
+			default:
+				u.UDP = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			}
+		}
+	}
+	if v := m["raw_esp"]; v != nil {
+		u.RawESP, _ = d.bool(v, "underlay.raw_esp")
+	}
+	if v := m["mark"]; v != nil {
+		u.Mark, _ = d.uint32(v, "underlay.mark")
+	}
+}
+
+func (d *decoder) interfaces(n *yaml.Node, c *Config) {
+	items, ok := d.list(n, "interfaces")
+	if !ok {
+		return
+	}
+	names := map[string]string{} // name → field of its first use
+	ids := map[uint32]string{}   // if_id → field
+	routes := map[netip.Prefix]string{}
+	for i, it := range items {
+		f := index("interfaces", i)
+		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues")
+		if !ok {
+			continue
+		}
+		ifc := Interface{MTU: DefaultMTU, Queues: DefaultQueues, Line: it.Line}
+		good := true
+		if v := m["name"]; v == nil {
+			d.errorf(it, join(f, "name"), "missing")
+			good = false
+		} else if s, ok := d.str(v, join(f, "name")); ok {
+			if msg := checkIfName(s); msg != "" {
+				d.errorf(v, join(f, "name"), "%s", msg)
+			} else if prev, dup := names[s]; dup {
+				d.errorf(v, join(f, "name"), "%q is already the name of %s", s, prev)
+			} else {
+				names[s] = f
+			}
+			ifc.Name = s
+		}
+		if v := m["if_id"]; v == nil {
+			d.errorf(it, join(f, "if_id"), "missing; want a non-zero number")
+			good = false
+		} else if id, ok := d.uint(v, join(f, "if_id"), 1, math.MaxUint32); ok {
+			if prev, dup := ids[uint32(id)]; dup {
+				d.errorf(v, join(f, "if_id"), "%d is already the if_id of %s", id, prev)
+			} else {
+				ids[uint32(id)] = f
+			}
+			ifc.IfID = uint32(id)
+		} else {
+			good = false
+		}
+		var mtuNode *yaml.Node
+		if v := m["mtu"]; v != nil {
+			mtuNode = v
+			mtu, _ := d.uint(v, join(f, "mtu"), MinMTU, MaxMTU)
+			ifc.MTU = int(mtu)
+		}
+		if v := m["queues"]; v != nil {
+			q, _ := d.uint(v, join(f, "queues"), 1, MaxQueues)
+			ifc.Queues = int(q)
+		}
+		if v := m["addresses"]; v != nil {
+			ifc.Addresses = d.prefixes(v, join(f, "addresses"), true)
+		}
+		if v := m["routes"]; v != nil {
+			field := join(f, "routes")
+			items, _ := d.list(v, field)
+			for j, rn := range items {
+				p, ok := d.prefix(rn, index(field, j), false)
+				switch {
+				case !ok:
+				case p.Masked() != p:
+					d.errorf(rn, index(field, j), "%s has host bits set; did you mean %s?", p, p.Masked())
+				case routes[p] != "":
+					d.errorf(rn, index(field, j), "%s is already routed into %s", p, routes[p])
+				default:
+					routes[p] = f
+					ifc.Routes = append(ifc.Routes, p)
+				}
+			}
+		}
+		if ifc.MTU != 0 && ifc.MTU < MinMTU6 && (hasIPv6(ifc.Addresses) || hasIPv6(ifc.Routes)) {
+			at := mtuNode
+			if at == nil {
+				at = it
+			}
+			d.errorf(at, join(f, "mtu"), "%d is below %d, the minimum for IPv6, and the interface has IPv6 addresses or routes", ifc.MTU, MinMTU6)
+		}
+		if good {
+			c.Interfaces = append(c.Interfaces, ifc)
+		}
+	}
+}
+
+// checkIfName applies Linux's rules for interface names (dev_valid_name).
+func checkIfName(s string) string {
+	switch {
+	case s == "":
+		return "empty"
+	case len(s) > 15:
+		return fmt.Sprintf("%q is longer than 15 bytes", s)
+	case s == "." || s == "..":
+		return fmt.Sprintf("%q is not a valid interface name", s)
+	case strings.ContainsAny(s, "/: \t\n\r\v\f"):
+		return fmt.Sprintf("%q contains '/', ':' or white space", s)
+	}
+	return ""
+}
+
+func hasIPv6(ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Addr().Is6() {
+			return true
+		}
+	}
+	return false
+}
+
+// stateFields are the keys of a state, as ip xfrm state add names them.
+var stateFields = []string{"src", "dst", "spi", "dir", "mode", "if_id", "aead", "enc", "auth",
+	"encap", "replay_window", "esn", "lifetime", "selector"}
+
+// fieldNodes remembers which node each field of one state or policy came
+// from, so that checks on the decoded value can name the line, and which
+// fields already had an error, so that they are not reported twice.
+type fieldNodes struct {
+	base  string
+	whole *yaml.Node
+	nodes map[string]*yaml.Node
+	bad   map[string]bool
+}
+
+func newFieldNodes(base string, whole *yaml.Node) *fieldNodes {
+	return &fieldNodes{base: base, whole: whole, nodes: map[string]*yaml.Node{}, bad: map[string]bool{}}
+}
+
+// report is a reporter that finds the line of field, or of the nearest
+// enclosing field given.
+func (d *decoder) report(fn *fieldNodes) reporter {
+	return func(field, msg string) {
+		for b := range fn.bad {
+			if field == b || strings.HasPrefix(field, b+".") || strings.HasPrefix(b, field+".") {
+				return
+			}
+		}
+		at := fn.whole
+		for f := field; f != ""; {
+			if n := fn.nodes[f]; n != nil {
+				at = n
+				break
+			}
+			i := strings.LastIndexByte(f, '.')
+			if i < 0 {
+				break
+			}
+			f = f[:i]
+		}
+		d.errorf(at, join(fn.base, field), "%s", msg)
+	}
+}
+
+// field decodes one optional field with dec, recording its node, and marks
+// it bad when dec fails.
+func (fn *fieldNodes) field(m map[string]*yaml.Node, key, prefix string, dec func(v *yaml.Node, field string) bool) {
+	v := m[key]
+	if v == nil {
+		return
+	}
+	name := prefix + key
+	fn.nodes[name] = v
+	if !dec(v, join(fn.base, name)) {
+		fn.bad[name] = true
+	}
+}
+
+func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
+	items, ok := d.list(n, "states")
+	if !ok {
+		return
+	}
+	type stateID struct {
+		dir sa.Dir
+		dst netip.Addr
+		spi uint32
+	}
+	seen := map[stateID]string{}
+	for i, it := range items {
+		base := index("states", i)
+		m, ok := d.fields(it, base, stateFields...)
+		if !ok {
+			continue
+		}
+		fn := newFieldNodes(base, it)
+		before := len(d.errs)
+		s := d.state(m, fn)
+		if s.Dir == sa.DirIn && m["replay_window"] == nil {
+			s.ReplayWindow = DefaultReplayWindow
+		}
+		checkState(&s, d.report(fn))
+		if ifaces != nil && s.IfID != 0 && !ifaces[s.IfID] && !fn.bad["if_id"] {
+			d.errorf(fn.nodes["if_id"], join(base, "if_id"), "no interface has if_id %d", s.IfID)
+		}
+		if len(d.errs) > before {
+			continue
+		}
+		id := stateID{s.Dir, s.Dst, s.SPI}
+		if prev, dup := seen[id]; dup {
+			d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir %s, dst %s and spi %#08x", prev, s.Dir, s.Dst, s.SPI)
+			continue
+		}
+		seen[id] = base
+		c.States = append(c.States, State{Config: s, Line: it.Line})
+	}
+}
+
+// state decodes the fields of one state; checkState checks the result.
+func (d *decoder) state(m map[string]*yaml.Node, fn *fieldNodes) sa.Config {
+	var s sa.Config
+	var ok bool
+	fn.field(m, "src", "", func(v *yaml.Node, f string) bool { s.Src, ok = d.addr(v, f); return ok })
+	fn.field(m, "dst", "", func(v *yaml.Node, f string) bool { s.Dst, ok = d.addr(v, f); return ok })
+	fn.field(m, "spi", "", func(v *yaml.Node, f string) bool {
+		spi, ok := d.uint(v, f, MinSPI, math.MaxUint32)
+		s.SPI = uint32(spi)
+		return ok
+	})
+	fn.field(m, "dir", "", func(v *yaml.Node, f string) bool {
+		dir, ok := d.oneOf(v, f, "in", "out")
+		s.Dir = ParseDir(dir)
+		return ok
+	})
+	fn.field(m, "mode", "", func(v *yaml.Node, f string) bool {
+		mode, ok := d.oneOf(v, f, "tunnel", "transport")
+		s.Mode = ParseMode(mode)
+		return ok
+	})
+	fn.field(m, "if_id", "", func(v *yaml.Node, f string) bool {
+		id, ok := d.uint(v, f, 1, math.MaxUint32)
+		s.IfID = uint32(id)
+		return ok
+	})
+	fn.field(m, "aead", "", func(v *yaml.Node, f string) bool { s.AEAD, ok = d.algorithm(v, f, KindAEAD, fn); return ok })
+	fn.field(m, "enc", "", func(v *yaml.Node, f string) bool { s.Enc, ok = d.algorithm(v, f, KindEnc, fn); return ok })
+	fn.field(m, "auth", "", func(v *yaml.Node, f string) bool { s.Auth, ok = d.algorithm(v, f, KindAuth, fn); return ok })
+	fn.field(m, "encap", "", func(v *yaml.Node, f string) bool { s.Encap, ok = d.encap(v, f); return ok })
+	fn.field(m, "replay_window", "", func(v *yaml.Node, f string) bool {
+		w, ok := d.uint(v, f, 0, MaxReplayWindow)
+		s.ReplayWindow = uint32(w)
+		return ok
+	})
+	fn.field(m, "esn", "", func(v *yaml.Node, f string) bool { s.ESN, ok = d.bool(v, f); return ok })
+	fn.field(m, "lifetime", "", func(v *yaml.Node, f string) bool { return d.lifetime(v, f, &s.Lifetime) })
+	fn.field(m, "selector", "", func(v *yaml.Node, f string) bool {
+		return d.selector(v, f, &s.Selector, fn, "selector.")
+	})
+	return s
+}
+
+// algorithm decodes {name, key | key_file, icv_bits | trunc_bits}. It
+// records its subfields in fn so that key length errors name the key's line.
+func (d *decoder) algorithm(n *yaml.Node, field string, kind AlgorithmKind, fn *fieldNodes) (*sa.Algorithm, bool) {
+	known := []string{"name", "key", "key_file"}
+	bitsKey := ""
+	switch kind {
+	case KindAEAD:
+		bitsKey = "icv_bits"
+	case KindAuth:
+		bitsKey = "trunc_bits"
+	}
+	if bitsKey != "" {
+		known = append(known, bitsKey)
+	}
+	m, ok := d.fields(n, field, known...)
+	if !ok {
+		return nil, false
+	}
+	prefix := string(kind) + "."
+	a := &sa.Algorithm{}
+	good := true
+	fn.field(m, "name", prefix, func(v *yaml.Node, f string) bool {
+		a.Name, ok = d.str(v, f)
+		return ok
+	})
+	if m["key"] != nil && m["key_file"] != nil {
+		d.errorf(m["key_file"], join(field, "key_file"), "given together with key; use one")
+		fn.bad[prefix+"key"] = true
+		good = false
+	} else {
+		fn.field(m, "key", prefix, func(v *yaml.Node, f string) bool {
+			s, ok := d.scalar(v, f, "0x-prefixed hex")
+			if !ok {
+				return false
+			}
+			if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+				d.errorf(v, f, "want 0x-prefixed hex")
+				return false
+			}
+			a.Key, ok = d.hexKey(v, f, s[2:])
+			return ok
+		})
+		fn.field(m, "key_file", prefix, func(v *yaml.Node, f string) bool {
+			a.Key, ok = d.keyFile(v, f)
+			return ok
+		})
+		if n := fn.nodes[prefix+"key_file"]; n != nil {
+			fn.nodes[prefix+"key"] = n // a length error names the key_file line
+			if fn.bad[prefix+"key_file"] {
+				fn.bad[prefix+"key"] = true
+			}
+		}
+	}
+	if bitsKey != "" {
+		fn.field(m, bitsKey, prefix, func(v *yaml.Node, f string) bool {
+			b, ok := d.uint(v, f, 1, 1024)
+			a.Bits = int(b)
+			return ok
+		})
+	}
+	if info, known := LookupAlgorithm(a.Name); known && a.Bits == 0 {
+		a.Bits = info.DefaultBits
+	}
+	return a, good
+}
+
+// hexKey decodes key hex without ever putting it into a message.
+func (d *decoder) hexKey(n *yaml.Node, field, s string) ([]byte, bool) {
+	if len(s)%2 != 0 {
+		d.errorf(n, field, "odd number of hex digits (%d)", len(s))
+		return nil, false
+	}
+	k, err := hex.DecodeString(s)
+	if err != nil {
+		d.errorf(n, field, "not hex")
+		return nil, false
+	}
+	return k, true
+}
+
+// keyFile reads a key from a file of hex text (0x optional, whitespace
+// trimmed), relative to the config file's directory.
+func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
+	path, ok := d.str(n, field)
+	if !ok {
+		return nil, false
+	}
+	if path == "" {
+		d.errorf(n, field, "empty path")
+		return nil, false
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.dir, path)
+	}
+	data, err := readKeyFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.errorf(n, field, "%s: %v", path, err)
+		return nil, false
+	}
+	s := strings.TrimSpace(string(data))
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	return d.hexKey(n, field+" ("+path+")", s)
+}
+
+// maxKeyFile bounds what a key_file may hold: the longest key is 36 bytes,
+// 72 hex digits, and the rest is room for white space.
+const maxKeyFile = 4096
+
+// readKeyFile reads a regular file of at most maxKeyFile bytes, so that a
+// key_file naming a FIFO or /dev/zero cannot hang the parse.
+func readKeyFile(path string) ([]byte, error) {
+	// Stat before Open: opening a FIFO blocks until it has a writer.
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > maxKeyFile {
+		return nil, fmt.Errorf("%d bytes; a key file holds at most %d", fi.Size(), maxKeyFile)
+	}
+	return io.ReadAll(io.LimitReader(f, maxKeyFile))
+}
+
+func (d *decoder) encap(n *yaml.Node, field string) (*sa.Encap, bool) {
+	m, ok := d.fields(n, field, "type", "sport", "dport")
+	if !ok {
+		return nil, false
+	}
+	e := &sa.Encap{SrcPort: 4500, DstPort: 4500}
+	good := true
+	if v := m["type"]; v == nil {
+		d.errorf(n, join(field, "type"), "missing; want espinudp")
+		good = false
+	} else if _, ok := d.oneOf(v, join(field, "type"), "espinudp"); !ok {
+		good = false
+	}
+	for _, p := range []struct {
+		key string
+		dst *uint16
+	}{{"sport", &e.SrcPort}, {"dport", &e.DstPort}} {
+		if v := m[p.key]; v != nil {
+			port, ok := d.uint(v, join(field, p.key), 1, 65535)
+			*p.dst = uint16(port)
+			good = good && ok
+		}
+	}
+	return e, good
+}
+
+func (d *decoder) lifetime(n *yaml.Node, field string, lt *sa.Lifetime) bool {
+	m, ok := d.fields(n, field, "soft_bytes", "hard_bytes", "soft_packets", "hard_packets",
+		"soft_add_seconds", "hard_add_seconds")
+	if !ok {
+		return false
+	}
+	good := true
+	for key, dst := range map[string]*uint64{"soft_bytes": &lt.SoftBytes, "hard_bytes": &lt.HardBytes,
+		"soft_packets": &lt.SoftPackets, "hard_packets": &lt.HardPackets} {
+		if v := m[key]; v != nil {
+			var ok bool
+			*dst, ok = d.uint(v, join(field, key), 0, math.MaxUint64)
+			good = good && ok
+		}
+	}
+	for key, dst := range map[string]*time.Duration{"soft_add_seconds": &lt.SoftAdd, "hard_add_seconds": &lt.HardAdd} {
+		if v := m[key]; v != nil {
+			secs, ok := d.uint(v, join(field, key), 0, maxSeconds)
+			*dst = time.Duration(secs) * time.Second
+			good = good && ok
+		}
+	}
+	return good
+}
+
+func (d *decoder) selector(n *yaml.Node, field string, s *sa.Selector, fn *fieldNodes, prefix string) bool {
+	m, ok := d.fields(n, field, "src", "dst")
+	if !ok {
+		return false
+	}
+	fn.field(m, "src", prefix, func(v *yaml.Node, f string) bool { s.Src, ok = d.prefix(v, f, false); return ok })
+	fn.field(m, "dst", prefix, func(v *yaml.Node, f string) bool { s.Dst, ok = d.prefix(v, f, false); return ok })
+	return true
+}
+
+func (d *decoder) policies(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
+	items, ok := d.list(n, "policies")
+	if !ok {
+		return
+	}
+	seen := map[sa.Policy]string{}
+	for i, it := range items {
+		base := index("policies", i)
+		m, ok := d.fields(it, base, "dir", "if_id", "src", "dst", "action")
+		if !ok {
+			continue
+		}
+		fn := newFieldNodes(base, it)
+		before := len(d.errs)
+		p := sa.Policy{Action: sa.ActionAllow}
+		fn.field(m, "dir", "", func(v *yaml.Node, f string) bool {
+			dir, ok := d.oneOf(v, f, "in", "out")
+			p.Dir = ParseDir(dir)
+			return ok
+		})
+		fn.field(m, "if_id", "", func(v *yaml.Node, f string) bool {
+			id, ok := d.uint(v, f, 1, math.MaxUint32)
+			p.IfID = uint32(id)
+			return ok
+		})
+		fn.field(m, "action", "", func(v *yaml.Node, f string) bool {
+			a, ok := d.oneOf(v, f, "allow", "block")
+			p.Action = ParseAction(a)
+			return ok
+		})
+		fn.field(m, "src", "", func(v *yaml.Node, f string) bool { p.Selector.Src, ok = d.prefix(v, f, false); return ok })
+		fn.field(m, "dst", "", func(v *yaml.Node, f string) bool { p.Selector.Dst, ok = d.prefix(v, f, false); return ok })
+		checkPolicy(&p, d.report(fn))
+		if ifaces != nil && p.IfID != 0 && !ifaces[p.IfID] && !fn.bad["if_id"] {
+			d.errorf(fn.nodes["if_id"], join(base, "if_id"), "no interface has if_id %d", p.IfID)
+		}
+		if len(d.errs) > before {
+			continue
+		}
+		if prev, dup := seen[p]; dup {
+			d.errorf(it, base, "same as %s", prev)
+			continue
+		}
+		seen[p] = base
+		c.Policies = append(c.Policies, p)
+	}
+}
+
+// ParseDir returns the direction named "in" or "out", or 0.
+func ParseDir(s string) sa.Dir {
+	switch s {
+	case "in":
+		return sa.DirIn
+	case "out":
+		return sa.DirOut
+	}
+	return 0
+}
+
+// ParseMode returns the mode named "tunnel" or "transport", or 0.
+func ParseMode(s string) sa.Mode {
+	switch s {
+	case "tunnel":
+		return sa.ModeTunnel
+	case "transport":
+		return sa.ModeTransport
+	}
+	return 0
+}
+
+// ParseAction returns the action named "allow" or "block", or 0.
+func ParseAction(s string) sa.Action {
+	switch s {
+	case "allow":
+		return sa.ActionAllow
+	case "block":
+		return sa.ActionBlock
+	}
+	return 0
+}

@@ -1,0 +1,25 @@
+// Package control is the daemon's control socket: a unix stream socket
+// (mode 0600, in a directory created 0700) that speaks one JSON object per
+// line each way.
+//
+// A request names a command and its arguments:
+//
+//	{"cmd":"state.list","keys":false}
+//	{"cmd":"state.get","id":{"dir":"in","spi":"0x00001001","dst":"192.0.2.1"}}
+//	{"cmd":"state.add","state":{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x1001",...}}
+//	{"cmd":"state.delete","id":{...}}
+//	{"cmd":"policy.list"}  {"cmd":"policy.add","policy":{...}}  {"cmd":"policy.delete","policy":{...}}
+//	{"cmd":"stats"}  {"cmd":"interface.list"}  {"cmd":"ping"}
+//
+// and the answer is {"ok":true,"result":...} or
+// {"ok":false,"error":"what is wrong","code":"not_found"}. A connection may
+// carry any number of requests, answered in order. States and policies use
+// the field names of the config file (package config), so that what
+// `ipsecd state list --json` prints reads like the file.
+//
+// Keys leave the daemon only in answers to requests with "keys":true; the
+// Server removes them from everything else, whatever the Backend returns.
+//
+// The daemon implements Backend; Server and Client are safe for concurrent
+// use.
+package control

@@ -1,0 +1,407 @@
+package control
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// Sentinel errors a Backend wraps (with %w) so that the client can tell
+// them apart; Client methods return errors that match them with errors.Is.
+var (
+	// ErrNotFound: no state or policy matches; list them to see what exists.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a state with the same dir, dst and spi (or a policy with
+	// the same dir, if_id and selector) exists; delete it first.
+	ErrExists = errors.New("already exists")
+	// ErrInvalid: the request is malformed or names an impossible state or
+	// policy; the message says which field.
+	ErrInvalid = errors.New("invalid request")
+)
+
+// Backend is what the daemon gives the Server. Its methods are called from
+// many goroutines at once.
+type Backend interface {
+	// States returns every SA. Keys may be left in: the Server removes
+	// them unless keys is true.
+	States(keys bool) []StateInfo
+	// GetState returns one SA, or an error wrapping ErrNotFound.
+	GetState(id StateID, keys bool) (StateInfo, error)
+	// AddState installs an SA. The Server has already checked c with
+	// config.CheckState; the Backend checks what needs the running config
+	// (the interface exists, no duplicate: ErrExists).
+	AddState(c sa.Config) error
+	// DeleteState removes an SA, or returns an error wrapping ErrNotFound.
+	DeleteState(id StateID) error
+	Policies() []sa.Policy
+	AddPolicy(p sa.Policy) error
+	// DeletePolicy removes the policy with p's Dir, IfID and Selector;
+	// p.Action is ignored.
+	DeletePolicy(p sa.Policy) error
+	// Stats returns the global counters in /proc/net/xfrm_stat order.
+	Stats() []Counter
+	Interfaces() []InterfaceInfo
+}
+
+// StateID names one SA as ip xfrm does: direction, destination and SPI.
+type StateID struct {
+	Dir sa.Dir
+	SPI uint32
+	Dst netip.Addr
+}
+
+func (id StateID) String() string {
+	return fmt.Sprintf("dir %s dst %s spi 0x%08x", id.Dir, id.Dst, id.SPI)
+}
+
+// StateInfo is one SA with its counters. In JSON it is the state as the
+// config file writes it plus a "stats" object.
+type StateInfo struct {
+	Config sa.Config // keys are nil unless asked for
+	Stats  StateStats
+}
+
+// StateStats are the counters and flags of one SA, named as ip -s xfrm
+// state names them.
+type StateStats struct {
+	Bytes           uint64 `json:"bytes"`
+	Packets         uint64 `json:"packets"`
+	ReplayWindow    uint64 `json:"replay-window"`    // dropped: left of the window
+	Replay          uint64 `json:"replay"`           // dropped: seen before
+	IntegrityFailed uint64 `json:"integrity-failed"` // dropped: ICV mismatch
+	// Seq is the last sequence number sent (out) or the highest accepted
+	// (in), with ESN the full 64 bits.
+	Seq         uint64 `json:"seq"`
+	SoftExpired bool   `json:"soft_expired,omitempty"`
+	HardExpired bool   `json:"hard_expired,omitempty"`
+}
+
+// Counter is one global counter.
+type Counter struct {
+	Name  string `json:"name"`
+	Value uint64 `json:"value"`
+}
+
+// InterfaceInfo is one xfrm interface with its counters.
+type InterfaceInfo struct {
+	Name      string         `json:"name"`
+	IfID      uint32         `json:"if_id"`
+	MTU       int            `json:"mtu"`
+	Queues    int            `json:"queues"`
+	Addresses []netip.Prefix `json:"addresses"`
+	Routes    []netip.Prefix `json:"routes"`
+	RX        LinkStats      `json:"rx"`
+	TX        LinkStats      `json:"tx"`
+}
+
+// LinkStats are one direction's counters of an interface.
+type LinkStats struct {
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	Errors  uint64 `json:"errors"`
+	Drops   uint64 `json:"drops"`
+}
+
+// Request is one line a client sends.
+type Request struct {
+	Cmd    string       `json:"cmd"`
+	Keys   bool         `json:"keys,omitempty"`
+	ID     *StateIDSpec `json:"id,omitempty"`
+	State  *StateSpec   `json:"state,omitempty"`
+	Policy *PolicySpec  `json:"policy,omitempty"`
+}
+
+// Response is one line the server answers.
+type Response struct {
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	Code   string          `json:"code,omitempty"` // not_found, exists, invalid, internal
+}
+
+// StateIDSpec is StateID in JSON.
+type StateIDSpec struct {
+	Dir string     `json:"dir"`
+	SPI string     `json:"spi"`
+	Dst netip.Addr `json:"dst"`
+}
+
+// StateSpec is sa.Config in JSON, with the config file's field names.
+type StateSpec struct {
+	Src          netip.Addr     `json:"src"`
+	Dst          netip.Addr     `json:"dst"`
+	SPI          string         `json:"spi"`
+	Dir          string         `json:"dir"`
+	Mode         string         `json:"mode"`
+	IfID         uint32         `json:"if_id"`
+	AEAD         *AlgorithmSpec `json:"aead,omitempty"`
+	Enc          *AlgorithmSpec `json:"enc,omitempty"`
+	Auth         *AlgorithmSpec `json:"auth,omitempty"`
+	Encap        *EncapSpec     `json:"encap,omitempty"`
+	ReplayWindow uint32         `json:"replay_window"`
+	ESN          bool           `json:"esn"`
+	Lifetime     *LifetimeSpec  `json:"lifetime,omitempty"`
+	Selector     *SelectorSpec  `json:"selector,omitempty"`
+}
+
+// AlgorithmSpec is sa.Algorithm in JSON; Key is 0x-hex, or empty.
+type AlgorithmSpec struct {
+	Name      string `json:"name"`
+	Key       string `json:"key,omitempty"`
+	ICVBits   int    `json:"icv_bits,omitempty"`
+	TruncBits int    `json:"trunc_bits,omitempty"`
+}
+
+// EncapSpec is sa.Encap in JSON.
+type EncapSpec struct {
+	Type  string `json:"type"`
+	SPort uint16 `json:"sport"`
+	DPort uint16 `json:"dport"`
+}
+
+// LifetimeSpec is sa.Lifetime in JSON.
+type LifetimeSpec struct {
+	SoftBytes      uint64 `json:"soft_bytes,omitempty"`
+	HardBytes      uint64 `json:"hard_bytes,omitempty"`
+	SoftPackets    uint64 `json:"soft_packets,omitempty"`
+	HardPackets    uint64 `json:"hard_packets,omitempty"`
+	SoftAddSeconds uint64 `json:"soft_add_seconds,omitempty"`
+	HardAddSeconds uint64 `json:"hard_add_seconds,omitempty"`
+}
+
+// SelectorSpec is sa.Selector in JSON; an absent prefix matches all.
+type SelectorSpec struct {
+	Src *netip.Prefix `json:"src,omitempty"`
+	Dst *netip.Prefix `json:"dst,omitempty"`
+}
+
+// PolicySpec is sa.Policy in JSON.
+type PolicySpec struct {
+	Dir    string        `json:"dir"`
+	IfID   uint32        `json:"if_id"`
+	Src    *netip.Prefix `json:"src,omitempty"`
+	Dst    *netip.Prefix `json:"dst,omitempty"`
+	Action string        `json:"action,omitempty"`
+}
+
+// FormatSPI writes an SPI as ip xfrm does: 0x%08x.
+func FormatSPI(spi uint32) string { return fmt.Sprintf("0x%08x", spi) }
+
+// ParseSPI reads an SPI in hex (0x...) or decimal.
+func ParseSPI(s string) (uint32, error) {
+	v, err := strconv.ParseUint(s, 0, 32)
+	if err != nil {
+		return 0, fmt.Errorf("spi %q: want 0x100..0xffffffff", s)
+	}
+	return uint32(v), nil
+}
+
+// NewStateIDSpec converts id for the wire.
+func NewStateIDSpec(id StateID) *StateIDSpec {
+	return &StateIDSpec{Dir: id.Dir.String(), SPI: FormatSPI(id.SPI), Dst: id.Dst}
+}
+
+// StateID converts s back.
+func (s *StateIDSpec) StateID() (StateID, error) {
+	var id StateID
+	if id.Dir = config.ParseDir(s.Dir); id.Dir == 0 {
+		return id, fmt.Errorf("dir %q: want in or out", s.Dir)
+	}
+	spi, err := ParseSPI(s.SPI)
+	if err != nil {
+		return id, err
+	}
+	id.SPI = spi
+	if !s.Dst.IsValid() {
+		return id, errors.New("dst: missing")
+	}
+	id.Dst = s.Dst.Unmap()
+	return id, nil
+}
+
+// NewStateSpec converts c for the wire, with its keys only if keys is true.
+func NewStateSpec(c sa.Config, keys bool) StateSpec {
+	s := StateSpec{
+		Src: c.Src, Dst: c.Dst, SPI: FormatSPI(c.SPI), Dir: c.Dir.String(), Mode: c.Mode.String(),
+		IfID: c.IfID, ReplayWindow: c.ReplayWindow, ESN: c.ESN,
+	}
+	alg := func(a *sa.Algorithm, kind config.AlgorithmKind) *AlgorithmSpec {
+		if a == nil {
+			return nil
+		}
+		as := &AlgorithmSpec{Name: a.Name}
+		if keys && len(a.Key) > 0 {
+			as.Key = "0x" + hex.EncodeToString(a.Key)
+		}
+		switch kind {
+		case config.KindAEAD:
+			as.ICVBits = a.Bits
+		case config.KindAuth:
+			as.TruncBits = a.Bits
+		}
+		return as
+	}
+	s.AEAD = alg(c.AEAD, config.KindAEAD)
+	s.Enc = alg(c.Enc, config.KindEnc)
+	s.Auth = alg(c.Auth, config.KindAuth)
+	if c.Encap != nil {
+		s.Encap = &EncapSpec{Type: "espinudp", SPort: c.Encap.SrcPort, DPort: c.Encap.DstPort}
+	}
+	if lt := c.Lifetime; lt != (sa.Lifetime{}) {
+		s.Lifetime = &LifetimeSpec{SoftBytes: lt.SoftBytes, HardBytes: lt.HardBytes,
+			SoftPackets: lt.SoftPackets, HardPackets: lt.HardPackets,
+			SoftAddSeconds: uint64(lt.SoftAdd / time.Second), HardAddSeconds: uint64(lt.HardAdd / time.Second)}
+	}
+	if sel := c.Selector; sel.Src.IsValid() || sel.Dst.IsValid() {
+		s.Selector = &SelectorSpec{Src: prefixPtr(sel.Src), Dst: prefixPtr(sel.Dst)}
+	}
+	return s
+}
+
+func prefixPtr(p netip.Prefix) *netip.Prefix {
+	if !p.IsValid() {
+		return nil
+	}
+	return &p
+}
+
+func prefixOf(p *netip.Prefix) netip.Prefix {
+	if p == nil {
+		return netip.Prefix{}
+	}
+	return *p
+}
+
+// Config converts s to an sa.Config. It checks the syntax of each field;
+// config.CheckState checks the result.
+func (s *StateSpec) Config() (sa.Config, error) {
+	c := sa.Config{Src: s.Src.Unmap(), Dst: s.Dst.Unmap(), IfID: s.IfID, ReplayWindow: s.ReplayWindow, ESN: s.ESN}
+	var errs []string
+	if s.SPI != "" {
+		spi, err := ParseSPI(s.SPI)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		c.SPI = spi
+	}
+	if c.Dir = config.ParseDir(s.Dir); c.Dir == 0 && s.Dir != "" {
+		errs = append(errs, fmt.Sprintf("dir %q: want in or out", s.Dir))
+	}
+	if c.Mode = config.ParseMode(s.Mode); c.Mode == 0 && s.Mode != "" {
+		errs = append(errs, fmt.Sprintf("mode %q: want tunnel or transport", s.Mode))
+	}
+	alg := func(a *AlgorithmSpec, field string, kind config.AlgorithmKind) *sa.Algorithm {
+		if a == nil {
+			return nil
+		}
+		out := &sa.Algorithm{Name: a.Name, Bits: a.ICVBits}
+		if kind == config.KindAuth {
+			out.Bits = a.TruncBits
+		}
+		if out.Bits == 0 {
+			if info, ok := config.LookupAlgorithm(a.Name); ok {
+				out.Bits = info.DefaultBits
+			}
+		}
+		if a.Key != "" {
+			k, err := ParseKey(a.Key)
+			if err != nil {
+				errs = append(errs, field+".key: "+err.Error())
+			}
+			out.Key = k
+		}
+		return out
+	}
+	c.AEAD = alg(s.AEAD, "aead", config.KindAEAD)
+	c.Enc = alg(s.Enc, "enc", config.KindEnc)
+	c.Auth = alg(s.Auth, "auth", config.KindAuth)
+	if e := s.Encap; e != nil {
+		if e.Type != "espinudp" {
+			errs = append(errs, fmt.Sprintf("encap.type %q: want espinudp", e.Type))
+		}
+		c.Encap = &sa.Encap{SrcPort: e.SPort, DstPort: e.DPort}
+	}
+	if lt := s.Lifetime; lt != nil {
+		const maxSeconds = uint64(1<<63-1) / uint64(time.Second)
+		if lt.SoftAddSeconds > maxSeconds || lt.HardAddSeconds > maxSeconds {
+			errs = append(errs, "lifetime: seconds out of range")
+		}
+		c.Lifetime = sa.Lifetime{SoftBytes: lt.SoftBytes, HardBytes: lt.HardBytes,
+			SoftPackets: lt.SoftPackets, HardPackets: lt.HardPackets,
+			SoftAdd: time.Duration(lt.SoftAddSeconds) * time.Second, HardAdd: time.Duration(lt.HardAddSeconds) * time.Second}
+	}
+	if sel := s.Selector; sel != nil {
+		c.Selector = sa.Selector{Src: prefixOf(sel.Src), Dst: prefixOf(sel.Dst)}
+	}
+	if errs != nil {
+		return c, errors.New(strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+// ParseKey reads 0x-prefixed hex key material. Its errors never quote the
+// key.
+func ParseKey(s string) ([]byte, error) {
+	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
+		return nil, errors.New("want 0x-prefixed hex")
+	}
+	k, err := hex.DecodeString(s[2:])
+	if err != nil {
+		return nil, errors.New("not hex, or an odd number of digits")
+	}
+	return k, nil
+}
+
+// NewPolicySpec converts p for the wire.
+func NewPolicySpec(p sa.Policy) PolicySpec {
+	return PolicySpec{Dir: p.Dir.String(), IfID: p.IfID, Src: prefixPtr(p.Selector.Src),
+		Dst: prefixPtr(p.Selector.Dst), Action: p.Action.String()}
+}
+
+// Policy converts s back; an empty action is allow.
+func (s *PolicySpec) Policy() (sa.Policy, error) {
+	p := sa.Policy{Dir: config.ParseDir(s.Dir), IfID: s.IfID,
+		Selector: sa.Selector{Src: prefixOf(s.Src), Dst: prefixOf(s.Dst)}, Action: sa.ActionAllow}
+	if p.Dir == 0 {
+		return p, fmt.Errorf("dir %q: want in or out", s.Dir)
+	}
+	if s.Action != "" {
+		if p.Action = config.ParseAction(s.Action); p.Action == 0 {
+			return p, fmt.Errorf("action %q: want allow or block", s.Action)
+		}
+	}
+	return p, nil
+}
+
+type stateInfoJSON struct {
+	StateSpec
+	Stats StateStats `json:"stats"`
+}
+
+// MarshalJSON writes the state with the config file's field names, and
+// its keys if Config has them.
+func (si StateInfo) MarshalJSON() ([]byte, error) {
+	return json.Marshal(stateInfoJSON{NewStateSpec(si.Config, true), si.Stats})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (si *StateInfo) UnmarshalJSON(data []byte) error {
+	var j stateInfoJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	c, err := j.StateSpec.Config()
+	if err != nil {
+		return err
+	}
+	si.Config, si.Stats = c, j.Stats
+	return nil
+}
