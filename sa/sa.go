@@ -263,6 +263,25 @@ func (s *SA) IfID() uint32 { return s.cfg.IfID }
 // Mode returns the SA's mode.
 func (s *SA) Mode() Mode { return s.cfg.Mode }
 
+// Src and Dst return the SA's outer addresses.
+func (s *SA) Src() netip.Addr { return s.cfg.Src }
+func (s *SA) Dst() netip.Addr { return s.cfg.Dst }
+
+// Peer returns where packets sealed by an outbound SA go: its outer
+// destination, with the encapsulation's destination port for ESP in UDP
+// and port 0 for raw ESP. It does not allocate.
+func (s *SA) Peer() netip.AddrPort {
+	var port uint16
+	if s.cfg.Encap != nil {
+		port = s.cfg.Encap.DstPort
+	}
+	return netip.AddrPortFrom(s.cfg.Dst, port)
+}
+
+// RawESP reports whether the SA uses raw ESP (IP protocol 50) rather than
+// ESP in UDP.
+func (s *SA) RawESP() bool { return s.cfg.Encap == nil }
+
 // Added returns when the SA was made; add-time lifetimes count from it.
 func (s *SA) Added() time.Time { return s.added }
 

@@ -1,0 +1,109 @@
+package datapath
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/tun"
+	"github.com/ipsecd/ipsecd/underlay"
+)
+
+// receiver is the worker state of one underlay socket. It is used by one
+// goroutine.
+type receiver struct {
+	e    *Engine
+	r    *underlay.Reader
+	full [][]byte // every message's whole buffer, allocated once
+	msgs []underlay.Message
+	pkts []sa.Packet
+	out  [][]byte // the packets of one interface, as Write takes them
+}
+
+func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
+	batch := r.BatchSize()
+	w := &receiver{
+		e:    e,
+		r:    r,
+		full: make([][]byte, batch),
+		msgs: make([]underlay.Message, batch),
+		pkts: make([]sa.Packet, batch),
+		out:  make([][]byte, 0, batch),
+	}
+	mem := make([]byte, batch*e.recvBufSize)
+	for i := range w.full {
+		w.full[i] = mem[i*e.recvBufSize : (i+1)*e.recvBufSize : (i+1)*e.recvBufSize]
+	}
+	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	failures := 0 // in a row
+	for {
+		for i := range w.msgs {
+			w.msgs[i] = underlay.Message{Buf: w.full[i], Off: sa.Headroom}
+		}
+		n, err := r.ReadBatch(w.msgs)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, underlay.ErrClosed) {
+				return
+			}
+			failures++
+			w.e.log.WithError(err).WithField("socket", r.String()).Debug("underlay read")
+			if failures > 10 {
+				time.Sleep(10 * time.Millisecond) // do not spin on a broken socket
+			}
+			continue
+		}
+		failures = 0
+		w.openAndDeliver(n)
+	}
+}
+
+// openAndDeliver opens the n packets read and writes those that pass into
+// the interface their SA's if_id names. Drops are counted by OpenBatch.
+func (w *receiver) openAndDeliver(n int) {
+	pkts := w.pkts[:n]
+	for i := range pkts {
+		p, m := &pkts[i], &w.msgs[i]
+		p.Buf, p.Off, p.Len = m.Buf, m.Off, m.Len
+	}
+	w.e.sad.OpenBatch(pkts)
+
+	// Deliver per interface, in the order packets arrived; a batch
+	// normally holds one interface's packets, so this is one pass.
+	counters := w.e.sad.Counters()
+	for i := range pkts {
+		p := &pkts[i]
+		if p.Drop != sa.CounterNone || p.SA == nil {
+			continue
+		}
+		ifID := p.SA.IfID()
+		out := w.out[:0]
+		for j := i; j < n; j++ {
+			q := &pkts[j]
+			if q.Drop == sa.CounterNone && q.SA != nil && q.SA.IfID() == ifID {
+				// The TUN writes its virtio-net header in front of
+				// the packet: tun.MinOffset bytes of the headroom.
+				out = append(out, q.Buf[q.Off-tun.MinOffset:q.Off+q.Len])
+				q.SA = nil // delivered (or dropped below)
+			}
+		}
+		ifc := w.e.reg.Lookup(ifID)
+		if ifc == nil {
+			// An SA whose if_id has no interface: no policy lets
+			// the packet in.
+			for range out {
+				counters.Inc(sa.XfrmInNoPols)
+			}
+			continue
+		}
+		if _, err := ifc.Write(out, tun.MinOffset); err != nil {
+			w.e.log.WithError(err).WithField("interface", ifc.Name()).Debug("interface write")
+		}
+	}
+	for i := range pkts {
+		pkts[i].Buf, pkts[i].SA = nil, nil
+	}
+	clear(w.out[:cap(w.out)])
+}
