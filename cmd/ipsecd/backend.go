@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// backend is the node as the control socket sees it.
+type backend node
+
+var _ control.Backend = (*backend)(nil)
+
+func stateInfo(s *sa.SA) control.StateInfo {
+	st := s.Stats()
+	return control.StateInfo{
+		Config: s.Config(),
+		Stats: control.StateStats{
+			Bytes:           st.Bytes,
+			Packets:         st.Packets,
+			ReplayWindow:    st.ReplayWindow,
+			Replay:          st.Replay,
+			IntegrityFailed: st.IntegrityFailed,
+			Seq:             st.Seq,
+			SoftExpired:     st.SoftExpired,
+			HardExpired:     st.HardExpired,
+		},
+	}
+}
+
+// States returns every SA; the server strips the keys unless asked.
+func (b *backend) States(keys bool) []control.StateInfo {
+	states := b.sad.States()
+	out := make([]control.StateInfo, len(states))
+	for i, s := range states {
+		out[i] = stateInfo(s)
+	}
+	return out
+}
+
+func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, error) {
+	for _, s := range b.sad.States() {
+		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
+			return stateInfo(s), nil
+		}
+	}
+	return control.StateInfo{}, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+}
+
+// AddState installs an SA on a running interface.
+func (b *backend) AddState(c sa.Config) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.reg.Lookup(c.IfID) == nil {
+		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
+	}
+	s, err := sa.New(c, b.counters)
+	if err != nil {
+		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
+	}
+	return mapSAError(b.sad.Add(s))
+}
+
+func (b *backend) DeleteState(id control.StateID) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return mapSAError(b.sad.Delete(id.Dir, id.SPI, id.Dst))
+}
+
+func (b *backend) Policies() []sa.Policy { return b.sad.Policies() }
+
+func (b *backend) AddPolicy(p sa.Policy) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.reg.Lookup(p.IfID) == nil {
+		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, p.IfID)
+	}
+	return mapSAError(b.sad.AddPolicy(p))
+}
+
+func (b *backend) DeletePolicy(p sa.Policy) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return mapSAError(b.sad.DeletePolicy(p))
+}
+
+// Stats returns the xfrm counters. Bad datagrams the underlay drops
+// before the SAD sees them (too short, SPI 0) count as XfrmInHdrError and
+// messages it fails to send as XfrmOutError, as in Linux; the underlay's
+// own counters follow under ipsecd's names.
+func (b *backend) Stats() []control.Counter {
+	u := b.conn.Counters()
+	var out []control.Counter
+	b.counters.Each(func(name string, v uint64) {
+		switch name {
+		case "XfrmInHdrError":
+			v += u.HeaderErrors
+		case "XfrmOutError":
+			v += u.SendErrors
+		}
+		out = append(out, control.Counter{Name: name, Value: v})
+	})
+	for _, c := range []control.Counter{
+		{Name: "IpsecdUnderlayRxPackets", Value: u.RxPackets},
+		{Name: "IpsecdUnderlayRxBytes", Value: u.RxBytes},
+		{Name: "IpsecdUnderlayTxPackets", Value: u.TxPackets},
+		{Name: "IpsecdUnderlayTxBytes", Value: u.TxBytes},
+		{Name: "IpsecdUnderlayKeepalives", Value: u.Keepalives},
+		{Name: "IpsecdUnderlayNonESP", Value: u.NonESP},
+		{Name: "IpsecdUnderlayOversize", Value: u.Oversize},
+		{Name: "IpsecdUnderlayTxGSO", Value: u.TxGSO},
+		{Name: "IpsecdUnderlayRxGRO", Value: u.RxGRO},
+	} {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (b *backend) Interfaces() []control.InterfaceInfo {
+	ifcs := b.reg.All()
+	out := make([]control.InterfaceInfo, len(ifcs))
+	for i, ifc := range ifcs {
+		st := ifc.Stats()
+		out[i] = control.InterfaceInfo{
+			Name: ifc.Name(), IfID: ifc.IfID(), MTU: ifc.MTU(), Queues: ifc.NumQueues(),
+			Addresses: ifc.Addresses(), Routes: ifc.Routes(),
+			RX: control.LinkStats{Packets: st.RxPackets, Bytes: st.RxBytes, Errors: st.RxErrors, Drops: st.RxDrops},
+			TX: control.LinkStats{Packets: st.TxPackets, Bytes: st.TxBytes, Errors: st.TxErrors, Drops: st.TxDrops},
+		}
+	}
+	return out
+}
+
+// mapSAError turns the SAD's sentinels into the control socket's.
+func mapSAError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sa.ErrExists):
+		return fmt.Errorf("%w: %v", control.ErrExists, err)
+	case errors.Is(err, sa.ErrNotFound):
+		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
+	}
+	return fmt.Errorf("%w: %v", control.ErrInvalid, err)
+}

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// suite is one ESP transform as the config file spells it.
+type suite struct {
+	name string
+	// yaml returns the algorithm keys of a state with fresh key material.
+	yaml func(key []byte) string
+	// keyLen is the total key material: for an AEAD key plus salt, for a
+	// cipher with HMAC the cipher key followed by the 32-byte HMAC key.
+	keyLen int
+}
+
+var suites = []suite{
+	{"aes-gcm-128", func(k []byte) string {
+		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 128}`, k)
+	}, 20},
+	{"aes-gcm-256", func(k []byte) string {
+		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 128}`, k)
+	}, 36},
+	{"chacha20-poly1305", func(k []byte) string {
+		return fmt.Sprintf(`aead: {name: "rfc7539esp(chacha20,poly1305)", key: "0x%x", icv_bits: 128}`, k)
+	}, 36},
+	{"aes-cbc-hmac-sha256", func(k []byte) string {
+		return fmt.Sprintf(`enc: {name: "cbc(aes)", key: "0x%x"}
+    auth: {name: "hmac(sha256)", key: "0x%x", trunc_bits: 128}`, k[:16], k[16:])
+	}, 16 + 32},
+	{"null-hmac-sha256", func(k []byte) string {
+		return fmt.Sprintf(`enc: {name: "ecb(cipher_null)"}
+    auth: {name: "hmac(sha256)", key: "0x%x", trunc_bits: 128}`, k)
+	}, 32},
+}
+
+func suiteByName(name string) suite {
+	for _, s := range suites {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("integration: no suite " + name)
+}
+
+func randomKey(n int) []byte {
+	k := make([]byte, n)
+	rand.Read(k)
+	return k
+}
+
+// The inner (cleartext) networks: A's interface holds the .1 of the
+// first ones and routes the second ones into the tunnel; B the reverse.
+const (
+	innerA4 = "198.51.100.1"
+	innerB4 = "203.0.113.1"
+	innerA6 = "2001:db8:a::1"
+	innerB6 = "2001:db8:b::1"
+)
+
+// tunnelSpec describes a tunnel-mode pair of endpoints.
+type tunnelSpec struct {
+	suite  suite
+	raw    bool // raw ESP instead of ESP in UDP
+	outer6 bool // IPv6 underlay
+	esn    bool
+	window int // replay window of the inbound SAs
+	keyAB  []byte
+	keyBA  []byte
+	extraA string // appended to A's config
+	noOutA bool   // leave A without its outbound SA (fail-closed tests)
+	mtu    int
+	queues int
+}
+
+func (s *tunnelSpec) fill() {
+	if s.keyAB == nil {
+		s.keyAB = randomKey(s.suite.keyLen)
+		s.keyBA = randomKey(s.suite.keyLen)
+	}
+	if s.mtu == 0 {
+		s.mtu = 1400
+	}
+	if s.queues == 0 {
+		s.queues = 1
+	}
+	if s.window == 0 {
+		s.window = 1024
+	}
+}
+
+// SPIs: A→B and B→A.
+const (
+	spiAB = 0x1001
+	spiBA = 0x2001
+)
+
+// configs returns the YAML of A and B (without the control key, which
+// startDaemon adds).
+func (s *tunnelSpec) configs() (a, b string) {
+	s.fill()
+	la, lb := underlayA4, underlayB4
+	listen := "0.0.0.0:4500"
+	if s.outer6 {
+		la, lb = underlayA6, underlayB6
+		listen = "[::]:4500"
+	}
+	a = s.side(listen, la, lb, innerA4+"/24", innerA6+"/64", innerB4, innerB6, spiAB, spiBA, s.keyAB, s.keyBA, s.noOutA) + s.extraA
+	b = s.side(listen, lb, la, innerB4+"/24", innerB6+"/64", innerA4, innerA6, spiBA, spiAB, s.keyBA, s.keyAB, false)
+	return a, b
+}
+
+func (s *tunnelSpec) side(listen, local, peer, addr4, addr6, remote4, remote6 string, spiOut, spiIn int, keyOut, keyIn []byte, noOut bool) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `log: {level: debug, format: text}
+underlay:
+  udp: "%s"
+  raw_esp: %v
+interfaces:
+  - name: ipsec1
+    if_id: 1
+    mtu: %d
+    queues: %d
+    addresses: [%s, %s]
+    routes: [%s/24, %s/64]
+states:
+`, listen, s.raw, s.mtu, s.queues, addr4, addr6, prefix24(remote4), prefix64(remote6))
+	encap := "\n    encap: {type: espinudp, sport: 4500, dport: 4500}"
+	if s.raw {
+		encap = ""
+	}
+	if !noOut {
+		fmt.Fprintf(&sb, `  - src: "%s"
+    dst: "%s"
+    spi: 0x%x
+    dir: out
+    mode: tunnel
+    if_id: 1
+    %s%s
+    esn: %v
+`, local, peer, spiOut, s.suite.yaml(keyOut), encap, s.esn)
+	}
+	fmt.Fprintf(&sb, `  - src: "%s"
+    dst: "%s"
+    spi: 0x%x
+    dir: in
+    mode: tunnel
+    if_id: 1
+    %s%s
+    replay_window: %d
+    esn: %v
+`, peer, local, spiIn, s.suite.yaml(keyIn), encap, s.window, s.esn)
+	return sb.String()
+}
+
+func prefix24(a string) string { return a[:strings.LastIndex(a, ".")] + ".0" }
+func prefix64(a string) string { return a[:strings.LastIndex(a, "::")] + "::" }
+
+func hexKey(k []byte) string { return "0x" + hex.EncodeToString(k) }
