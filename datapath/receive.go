@@ -70,8 +70,9 @@ func (w *receiver) openAndDeliver(n int) {
 	}
 	w.e.sad.OpenBatch(pkts)
 
-	// Deliver per interface, in the order packets arrived; a batch
-	// normally holds one interface's packets, so this is one pass.
+	// Deliver per interface and queue (see flowQueue), keeping the order
+	// packets arrived in; a batch normally holds one interface's packets
+	// and few queues, so this is a pass or two.
 	counters := w.e.sad.Counters()
 	for i := range pkts {
 		p := &pkts[i]
@@ -79,17 +80,22 @@ func (w *receiver) openAndDeliver(n int) {
 			continue
 		}
 		ifID := p.SA.IfID()
+		ifc := w.e.reg.Lookup(ifID)
+		queues := 1
+		if ifc != nil {
+			queues = ifc.NumQueues()
+		}
+		q := flowQueue(p.Data(), queues)
 		out := w.out[:0]
 		for j := i; j < n; j++ {
-			q := &pkts[j]
-			if q.Drop == sa.CounterNone && q.SA != nil && q.SA.IfID() == ifID {
+			r := &pkts[j]
+			if r.Drop == sa.CounterNone && r.SA != nil && r.SA.IfID() == ifID && (queues == 1 || flowQueue(r.Data(), queues) == q) {
 				// The TUN writes its virtio-net header in front of
 				// the packet: tun.MinOffset bytes of the headroom.
-				out = append(out, q.Buf[q.Off-tun.MinOffset:q.Off+q.Len])
-				q.SA = nil // delivered (or dropped below)
+				out = append(out, r.Buf[r.Off-tun.MinOffset:r.Off+r.Len])
+				r.SA = nil // delivered (or dropped below)
 			}
 		}
-		ifc := w.e.reg.Lookup(ifID)
 		if ifc == nil {
 			// An SA whose if_id has no interface: no policy lets
 			// the packet in.
@@ -98,7 +104,7 @@ func (w *receiver) openAndDeliver(n int) {
 			}
 			continue
 		}
-		if _, err := ifc.Write(out, tun.MinOffset); err != nil {
+		if _, err := ifc.WriteQueue(q, out, tun.MinOffset); err != nil {
 			w.e.log.WithError(err).WithField("interface", ifc.Name()).Debug("interface write")
 		}
 	}

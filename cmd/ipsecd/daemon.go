@@ -80,8 +80,3 @@ func configureLog(log *logrus.Logger, c config.Log) error {
 	return nil
 }
 
-// runDemo is `ipsecd demo`.
-func runDemo(args []string) int {
-	fmt.Fprintln(os.Stderr, "ipsecd demo: not implemented yet")
-	return 1
-}
