@@ -3,6 +3,9 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -20,18 +23,21 @@ import (
 
 // TestBadTraffic joins two daemons (AES-GCM-128, no ESN, replay window 64)
 // and then, from namespace B, sends A's underlay what a hostile or broken
-// network would: an unknown SPI, a real packet with a flipped ICV byte, a
-// truncated packet, a runt, NAT keepalives and IKE-marked datagrams, a
-// replay, a packet left of the window. Each must raise its Linux-named
-// counter in A's `ipsecd stats` by exactly one (and no other error
-// counter), and the per-SA counters of `ipsecd state list` by as much; A
-// must stay up and the tunnel keep carrying ping and TCP.
+// network would: an unknown SPI, a real packet with a flipped ICV or
+// ciphertext byte, a truncated packet, a runt, a NAT keepalive and an
+// IKE-marked datagram, replays, a packet left of the window, and packets
+// that authenticate but carry a bad trailer (padding, pad length, next
+// header) or are dummies. Each must raise its Linux-named counter in A's
+// `ipsecd stats` by exactly its amount and no other error counter, and the
+// per-SA counters of `ipsecd state list` likewise; A must stay up and the
+// tunnel keep carrying ping and TCP both ways. Over ESP in UDP and raw ESP.
 //
 // The genuine packets come from B's daemon itself: A's input is closed to
 // B's ESP with nftables for a moment while B sends, and tcpdump in B keeps
 // what B sent. A has never seen those packets, so a flipped ICV is judged
 // by the ICV and not by the replay window, and the packet itself is
-// accepted afterwards, once.
+// accepted afterwards, once. The test seals the bad-trailer packets itself
+// with B's key, under sequence numbers of held-back packets.
 func TestBadTraffic(t *testing.T) {
 	for _, raw := range []bool{false, true} {
 		t.Run(encapName(raw), func(t *testing.T) {
@@ -42,9 +48,19 @@ func TestBadTraffic(t *testing.T) {
 			startDaemon(t, p.b, cfgB)
 			ping(t, p.a, innerB4, 2)
 
-			held := holdBack(t, p, raw, 3)
+			held := holdBack(t, p, raw, 8)
 			p1, p2 := held[0], held[1]
 			t.Logf("held back %d ESP packets of B, seq %d..%d", len(held), espSeq(held[0]), espSeq(held[len(held)-1]))
+			// Packets sealed here with B's key, under sequence numbers B
+			// used but A never saw, so that the window lets them in: a
+			// genuine one first, to show the sealing is right, then ones
+			// that authenticate but carry a bad trailer.
+			seal := newGCMSealer(t, spec.keyBA, spiBA)
+			echo := ipv4Echo(innerB4, innerA4)
+			crafted := func(i int, pad []byte, padLen int, nh byte) []byte {
+				return seal.seal(espSeq(held[i]), echo, pad, padLen, nh)
+			}
+			valid, dummy := crafted(2, []byte{1, 2}, 2, 4), crafted(7, []byte{1, 2}, 2, 59)
 
 			send := func(b []byte) { t.Helper(); inject(t, p.b, raw, underlayA4, b) }
 			in := stateKey("in", spiBA)
@@ -53,7 +69,7 @@ func TestBadTraffic(t *testing.T) {
 				name    string
 				udpOnly bool
 				pkt     []byte
-				want    map[string]uint64 // global counters that go up, by how much
+				want    map[string]uint64 // counters of ipsecd stats that go up, by how much
 				sa      saDelta           // A's inbound SA
 			}{
 				{name: "unknown SPI", pkt: withSPI(p2, 0xdeadbeef), want: map[string]uint64{"XfrmInNoStates": 1}},
@@ -61,10 +77,27 @@ func TestBadTraffic(t *testing.T) {
 				{name: "flipped ciphertext byte", pkt: flipAt(p1, 20), want: map[string]uint64{"XfrmInStateProtoError": 1}, sa: saDelta{integrity: 1}},
 				{name: "truncated below IV and ICV", pkt: p1[:8+8+3], want: map[string]uint64{"XfrmInHdrError": 1}},
 				{name: "runt below SPI and seq", pkt: []byte{1, 2, 3}, want: map[string]uint64{"XfrmInHdrError": 1}},
-				{name: "NAT keepalive", udpOnly: true, pkt: []byte{0xff}},
-				{name: "non-ESP marker (IKE)", udpOnly: true, pkt: append(make([]byte, 4), bytes.Repeat([]byte{0x2a}, 28)...)},
+				// Not errors: counted by the underlay under ipsecd's names.
+				{name: "NAT keepalive", udpOnly: true, pkt: []byte{0xff}, want: map[string]uint64{"IpsecdUnderlayKeepalives": 1}},
+				{name: "non-ESP marker (IKE)", udpOnly: true, pkt: append(make([]byte, 4), bytes.Repeat([]byte{0x2a}, 28)...),
+					want: map[string]uint64{"IpsecdUnderlayNonESP": 1}},
+				// Accepted: the replay that follows proves it, as a
+				// packet not accepted before would be accepted then.
 				{name: "held-back packet, once", pkt: p1, sa: saDelta{packets: 1}},
 				{name: "the same packet again", pkt: p1, want: map[string]uint64{"XfrmInStateSeqError": 1}, sa: saDelta{replay: 1}},
+				{name: "crafted, valid", pkt: valid, sa: saDelta{packets: 1}},
+				{name: "crafted, valid, again", pkt: valid, want: map[string]uint64{"XfrmInStateSeqError": 1}, sa: saDelta{replay: 1}},
+				// A bad trailer is a protocol error, not an integrity
+				// failure: the ICV verified (RFC 4303 §2.4, Linux
+				// esp_remove_trailer).
+				{name: "crafted, padding not 1, 2", pkt: crafted(3, []byte{0, 0}, 2, 4), want: map[string]uint64{"XfrmInStateProtoError": 1}},
+				{name: "crafted, pad length past the payload", pkt: crafted(4, []byte{1, 2}, 255, 4), want: map[string]uint64{"XfrmInStateProtoError": 1}},
+				{name: "crafted, next header TCP in tunnel mode", pkt: crafted(5, []byte{1, 2}, 2, 6), want: map[string]uint64{"XfrmInStateModeError": 1}},
+				{name: "crafted, next header IPv6 on an IPv4 packet", pkt: crafted(6, []byte{1, 2}, 2, 41), want: map[string]uint64{"XfrmInStateModeError": 1}},
+				// A dummy packet (RFC 4303 §2.6) is dropped silently, but
+				// it was valid: it took its place in the window.
+				{name: "crafted, dummy (next header 59)", pkt: dummy},
+				{name: "the same dummy again", pkt: dummy, want: map[string]uint64{"XfrmInStateSeqError": 1}, sa: saDelta{replay: 1}},
 			}
 			for _, tc := range cases {
 				if tc.udpOnly && raw {
@@ -78,14 +111,13 @@ func TestBadTraffic(t *testing.T) {
 				}
 				after, afterSA := waitCounters(t, da, in, before, tc.want, wantSA)
 				checkCounters(t, tc.name, before, after, tc.want)
-				if afterSA.Packets != wantSA.Packets || afterSA.Replay != wantSA.Replay ||
+				// Packets only at least: B's kernel sends into the tunnel on
+				// its own now and then (IPv6 router solicitations, MLD).
+				if afterSA.Packets < wantSA.Packets || afterSA.Replay != wantSA.Replay ||
 					afterSA.ReplayWindow != wantSA.ReplayWindow || afterSA.IntegrityFailed != wantSA.IntegrityFailed {
-					t.Errorf("%s: A's inbound SA: packets %d replay %d replay-window %d integrity-failed %d; want %d %d %d %d",
+					t.Errorf("%s: A's inbound SA: packets %d replay %d replay-window %d integrity-failed %d; want >=%d %d %d %d",
 						tc.name, afterSA.Packets, afterSA.Replay, afterSA.ReplayWindow, afterSA.IntegrityFailed,
 						wantSA.Packets, wantSA.Replay, wantSA.ReplayWindow, wantSA.IntegrityFailed)
-				}
-				if tc.name == "NAT keepalive" {
-					checkKeepaliveCounted(t, before, after)
 				}
 				mustBeAlive(t, da, tc.name)
 			}
@@ -140,7 +172,7 @@ func holdBack(t *testing.T, p *pair, raw bool, n int) [][]byte {
 	pcap := filepath.Join(t.TempDir(), "held.pcap")
 	stop := captureFile(t, p.b, "veth1", pcap, "src host "+underlayB4+" and dst host "+underlayA4+" and "+filter)
 	// A cannot answer: ping is expected to fail.
-	p.b.run("ping", "-n", "-q", "-c", fmt.Sprint(n), "-i", "0.2", "-W", "1", "-w", "3", innerA4)
+	p.b.run("ping", "-n", "-q", "-c", fmt.Sprint(n+2), "-i", "0.1", "-w", "2", innerA4)
 	stop()
 	reopen()
 
@@ -358,13 +390,13 @@ func waitCounters(t *testing.T, d *daemon, sa string, before map[string]uint64, 
 	}
 }
 
-// checkCounters fails unless every Xfrm counter rose by exactly want (0
-// for those not in want).
+// checkCounters fails unless every Xfrm counter, and every counter named
+// in want, rose by exactly want (0 for those not in want).
 func checkCounters(t *testing.T, what string, before, after, want map[string]uint64) {
 	t.Helper()
 	names := make([]string, 0, len(after))
 	for name := range after {
-		if strings.HasPrefix(name, "Xfrm") {
+		if _, ok := want[name]; ok || strings.HasPrefix(name, "Xfrm") {
 			names = append(names, name)
 		}
 	}
@@ -381,24 +413,6 @@ func checkCounters(t *testing.T, what string, before, after, want map[string]uin
 	}
 }
 
-// checkKeepaliveCounted checks that a NAT keepalive shows in a counter of
-// its own, if ipsecd stats has one (a name with "eepalive" in it).
-func checkKeepaliveCounted(t *testing.T, before, after map[string]uint64) {
-	t.Helper()
-	found := false
-	for name, v := range after {
-		if strings.Contains(strings.ToLower(name), "keepalive") {
-			found = true
-			if v-before[name] != 1 {
-				t.Errorf("NAT keepalive: %s went up by %d, want 1", name, v-before[name])
-			}
-		}
-	}
-	if !found {
-		t.Logf("NAT keepalive: ipsecd stats has no keepalive counter; checked only that no error counter moved")
-	}
-}
-
 // mustBeAlive fails the test unless the daemon is still running and its
 // control socket answers.
 func mustBeAlive(t *testing.T, d *daemon, after string) {
@@ -412,4 +426,70 @@ func mustBeAlive(t *testing.T, d *daemon, after string) {
 	if out, err := d.ctl("stats"); err != nil {
 		t.Fatalf("after %s: ipsecd in %s does not answer: %v\n%s", after, d.ns.name, err, out)
 	}
+}
+
+// gcmSealer seals ESP packets as the sender of an AES-GCM-128 SA without
+// ESN (RFC 4106) does, with any trailer, good or bad.
+type gcmSealer struct {
+	aead cipher.AEAD
+	salt []byte
+	spi  uint32
+}
+
+// newGCMSealer takes the SA's key material: a 16-byte AES key and a 4-byte
+// salt.
+func newGCMSealer(t *testing.T, key []byte, spi uint32) *gcmSealer {
+	t.Helper()
+	block, err := aes.NewCipher(key[:16])
+	if err != nil {
+		t.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gcmSealer{aead: aead, salt: key[16:20], spi: spi}
+}
+
+// seal returns SPI, seq, a random IV, and inner ‖ pad ‖ padLen ‖ nh
+// encrypted and authenticated, with the ICV.
+func (g *gcmSealer) seal(seq uint32, inner, pad []byte, padLen int, nh byte) []byte {
+	hdr := make([]byte, 16, 16+len(inner)+len(pad)+2+16)
+	binary.BigEndian.PutUint32(hdr, g.spi)
+	binary.BigEndian.PutUint32(hdr[4:], seq)
+	rand.Read(hdr[8:16])
+	plain := append(append(bytes.Clone(inner), pad...), byte(padLen), nh)
+	nonce := append(bytes.Clone(g.salt), hdr[8:16]...)
+	return g.aead.Seal(hdr, nonce, plain, hdr[:8])
+}
+
+// ipv4Echo returns an ICMP echo request from src to dst (28 bytes, so
+// that with a 2-byte trailer the ciphertext is 4-byte aligned with 2 bytes
+// of padding).
+func ipv4Echo(src, dst string) []byte {
+	b := make([]byte, 28)
+	b[0], b[8], b[9] = 0x45, 64, 1 // version 4, IHL 5; TTL; ICMP
+	binary.BigEndian.PutUint16(b[2:], 28)
+	copy(b[12:16], net.ParseIP(src).To4())
+	copy(b[16:20], net.ParseIP(dst).To4())
+	binary.BigEndian.PutUint16(b[10:], inetChecksum(b[:20]))
+	b[20] = 8 // echo request
+	binary.BigEndian.PutUint16(b[24:], 0x1d5)
+	binary.BigEndian.PutUint16(b[26:], 1)
+	binary.BigEndian.PutUint16(b[22:], inetChecksum(b[20:]))
+	return b
+}
+
+func inetChecksum(b []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s > 0xffff {
+		s = s>>16 + s&0xffff
+	}
+	return ^uint16(s)
 }

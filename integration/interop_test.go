@@ -124,6 +124,10 @@ func TestScapyInterop(t *testing.T) {
 			if !ok {
 				t.Fatalf("A has no outbound SA %#x: %v", spiAB, states)
 			}
+			// The outbound counter starts at 1 and has no gaps.
+			if outSA.Seq != outSA.Packets {
+				t.Errorf("A outbound SA: seq %#x after %d packets, want equal", outSA.Seq, outSA.Packets)
+			}
 			if outSA.Packets < uint64(res.ESPReceived) || outSA.Seq < res.LastSeqIn {
 				t.Errorf("A outbound SA: %d packets, seq %#x; scapy opened %d packets up to seq %#x",
 					outSA.Packets, outSA.Seq, res.ESPReceived, res.LastSeqIn)

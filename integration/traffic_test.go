@@ -78,7 +78,10 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	args := append([]string{"-i", dev, "-n", "-U", "-l", "-X", "-s", "0"}, filter...)
+	// --immediate-mode: without it libpcap hands packets over in blocks
+	// retired every second, and those of the last second before stop are
+	// lost ("received by filter" but not printed).
+	args := append([]string{"-i", dev, "-n", "-U", "-l", "--immediate-mode", "-X", "-s", "0"}, filter...)
 	cmd := ns.cmd(ctx, "tcpdump", args...)
 	var out, errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
