@@ -79,4 +79,3 @@ func configureLog(log *logrus.Logger, c config.Log) error {
 	}
 	return nil
 }
-

@@ -4,13 +4,19 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 )
 
 // metricsHandler serves the node's counters in the Prometheus text format
-// at /metrics: ipsecd_xfrm_stat_total{counter}, ipsecd_sa_{bytes,packets}_total{spi,dir},
+// at /metrics, and Go's profiler at /debug/pprof/ (the listener is opt-in
+// and meant for loopback): ipsecd_xfrm_stat_total{counter}, ipsecd_sa_{bytes,packets}_total{spi,dir},
 // ipsecd_interface_{packets,bytes,errors,drops}_total{name,dir}. Keys are never part of it.
 func metricsHandler(n *node) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		bw := bufio.NewWriter(w)
