@@ -85,3 +85,20 @@ func TestFlowQueueAllocs(t *testing.T) {
 		t.Errorf("flowQueue allocates %v times, want 0", n)
 	}
 }
+
+// FuzzFlowQueue feeds flowQueue arbitrary bytes as an inbound cleartext
+// packet: it must not panic and must stay within the queues.
+func FuzzFlowQueue(f *testing.F) {
+	f.Add(packet("198.51.100.1", "203.0.113.1", 6, 40000, 5201), 4)
+	f.Add(packet("2001:db8:a::1", "2001:db8:b::1", 17, 53, 5353), 3)
+	f.Add([]byte{0x4f}, 2)
+	f.Fuzz(func(t *testing.T, pkt []byte, queues int) {
+		queues = queues%64 + 1
+		if queues < 1 {
+			queues = -queues + 1
+		}
+		if q := flowQueue(pkt, queues); q < 0 || q >= queues {
+			t.Fatalf("flowQueue(%x, %d) = %d, out of range", pkt, queues, q)
+		}
+	})
+}
