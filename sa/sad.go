@@ -2,8 +2,9 @@ package sa
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
-	"maps"
+	"math"
 	"net/netip"
 	"slices"
 	"sync"
@@ -34,15 +35,56 @@ type SAD struct {
 
 const numShards = 256
 
-// table is one immutable version of the SAD. Maps and slices reachable
+// table is one immutable version of the SAD. Tables and slices reachable
 // from it are never written after it is published.
+//
+// The SPI and if_id indexes are u32tables rather than Go maps: a Go map of
+// up to 8 entries skips hashing, so with few SAs per shard lookups were
+// faster than with many, and the cost of a lookup depended on the number of
+// SAs. A u32table costs the same at every size. The 256 shards keep Add and
+// Delete cheap: they copy one shard, not the whole index; a nil shard is
+// empty. (Shards held by value, not pointer, would save one load per
+// lookup but make the table 24 KB, copied by every change.)
 type table struct {
-	in    [numShards]map[uint32][]*SA // inbound SAs by SPI (usually one)
-	out   [numShards]map[uint32][]*SA // outbound SAs by SPI
-	iface [numShards]map[uint32]*iface
+	in    [numShards]*u32table[[]*SA] // inbound SAs by SPI (usually one)
+	out   [numShards]*u32table[[]*SA] // outbound SAs by SPI
+	iface [numShards]*u32table[*iface]
+	// iface0 is the interface of if_id 0, which a u32table cannot hold.
+	// The daemon refuses if_id 0, but the SAD does not.
+	iface0 *iface
 	// policies in the order added, for Policies.
 	policies []Policy
 	n        int // number of SAs
+}
+
+// ifaceOf returns the interface of id, or nil.
+func (t *table) ifaceOf(id uint32) *iface {
+	if id == 0 {
+		return t.iface0
+	}
+	return t.iface[shardOf(id)].lookup(id)
+}
+
+// setIface makes f the interface of id in t, a table not yet published,
+// copying the one shard it changes.
+func (t *table) setIface(id uint32, f *iface) {
+	if id == 0 {
+		t.iface0 = f
+		return
+	}
+	sh := shardOf(id)
+	m := t.iface[sh].clone()
+	m.set(id, f)
+	t.iface[sh] = m
+}
+
+// shard returns (*m)[sh] for writing, creating it if it is nil: only for a
+// table being built, whose shards are not yet published.
+func shard[V any](m *[numShards]*u32table[V], sh uint32) *u32table[V] {
+	if m[sh] == nil {
+		m[sh] = new(u32table[V])
+	}
+	return m[sh]
 }
 
 // iface is what one if_id has: its outbound SAs with their selector index,
@@ -59,10 +101,58 @@ type iface struct {
 }
 
 // lpm finds the outbound SAs of the longest matching destination prefix:
-// a map per distinct prefix length, tried longest first.
+// a table per distinct prefix length, tried longest first.
 type lpm struct {
-	lens     []int                  // distinct prefix lengths, descending
-	byPrefix map[netip.Prefix][]*SA // masked prefix -> SAs, newest first
+	levels []lpmLevel // longest prefix first
+}
+
+// lpmLevel holds the SAs whose selector's destination prefix is bits long,
+// by the prefixKey of the prefix. Different prefixes may share a key (an
+// IPv6 prefix is folded into 32 bits): their SAs share a list, newest
+// first, and pick skips those whose prefix does not contain the
+// destination. Two prefixes of one length never both contain an address,
+// so the list order among the SAs that match stays newest first.
+type lpmLevel struct {
+	bits int
+	sas  u32table[[]*SA]
+}
+
+// v4Key is the prefixKey of the bits-long prefix of the IPv4 address a.
+func v4Key(a uint32, bits int) uint32 {
+	return nonZeroKey(a &^ (math.MaxUint32 >> bits))
+}
+
+// v6Key is the prefixKey of the bits-long prefix of the IPv6 address
+// hi:lo, its 128 bits folded into 32.
+func v6Key(hi, lo uint64, bits int) uint32 {
+	if bits < 64 {
+		hi &^= math.MaxUint64 >> bits
+		lo = 0
+	} else {
+		lo &^= math.MaxUint64 >> (bits - 64)
+	}
+	x := hi*0x9E3779B97F4A7C15 + lo
+	return nonZeroKey(uint32(x>>32 ^ x))
+}
+
+// nonZeroKey moves key 0, which a u32table cannot hold, to 1: the two
+// share a list, which pick sorts out.
+func nonZeroKey(k uint32) uint32 {
+	if k == 0 {
+		return 1
+	}
+	return k
+}
+
+// prefixKey is the lpmLevel key of p: its masked address, an IPv6 one
+// folded into 32 bits, with 0 moved to 1.
+func prefixKey(p netip.Prefix) uint32 {
+	if p.Addr().Is4() {
+		a := p.Addr().As4()
+		return v4Key(binary.BigEndian.Uint32(a[:]), p.Bits())
+	}
+	a := p.Addr().As16()
+	return v6Key(binary.BigEndian.Uint64(a[:8]), binary.BigEndian.Uint64(a[8:]), p.Bits())
 }
 
 func shardOf(k uint32) uint32 { return (k ^ k>>8 ^ k>>16 ^ k>>24) & (numShards - 1) }
@@ -101,12 +191,12 @@ func (d *SAD) SetEventHandler(fn func(Event)) {
 func (d *SAD) Tick(now time.Time) {
 	t := d.table.Load()
 	for i := range t.in {
-		for _, list := range t.in[i] {
+		for _, list := range t.in[i].all() {
 			for _, s := range list {
 				s.tick(now)
 			}
 		}
-		for _, list := range t.out[i] {
+		for _, list := range t.out[i].all() {
 			for _, s := range list {
 				s.tick(now)
 			}
@@ -117,7 +207,7 @@ func (d *SAD) Tick(now time.Time) {
 // LookupIn returns the inbound SA with spi and outer destination dst (an
 // invalid dst matches any), or nil. It takes no lock and allocates nothing.
 func (d *SAD) LookupIn(spi uint32, dst netip.Addr) *SA {
-	list := d.table.Load().in[shardOf(spi)][spi]
+	list := d.table.Load().in[shardOf(spi)].lookup(spi)
 	for _, s := range list {
 		if s.matchDst(dst) {
 			return s
@@ -131,10 +221,10 @@ func (d *SAD) States() []*SA {
 	t := d.table.Load()
 	all := make([]*SA, 0, t.n)
 	for i := range t.in {
-		for _, list := range t.in[i] {
+		for _, list := range t.in[i].all() {
 			all = append(all, list...)
 		}
-		for _, list := range t.out[i] {
+		for _, list := range t.out[i].all() {
 			all = append(all, list...)
 		}
 	}
@@ -165,18 +255,14 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 		return f
 	}
 	for _, s := range states {
-		m := t.bySPI(s.cfg.Dir)
-		sh := shardOf(s.cfg.SPI)
-		if m[sh] == nil {
-			m[sh] = map[uint32][]*SA{}
-		}
-		list := m[sh][s.cfg.SPI]
+		m := shard(t.bySPI(s.cfg.Dir), shardOf(s.cfg.SPI))
+		list := m.lookup(s.cfg.SPI)
 		for _, o := range list {
 			if o.cfg.Dst == s.cfg.Dst {
 				return fmt.Errorf("state %v: %w", s, ErrExists)
 			}
 		}
-		m[sh][s.cfg.SPI] = append(list, s)
+		m.set(s.cfg.SPI, append(list, s))
 		if s.cfg.Dir == DirOut {
 			f := get(s.cfg.IfID)
 			f.outSAs = append(f.outSAs, s)
@@ -194,11 +280,11 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 	}
 	for id, f := range ifaces {
 		f.index()
-		sh := shardOf(id)
-		if t.iface[sh] == nil {
-			t.iface[sh] = map[uint32]*iface{}
+		if id == 0 {
+			t.iface0 = f
+			continue
 		}
-		t.iface[sh][id] = f
+		shard(&t.iface, shardOf(id)).set(id, f)
 	}
 	t.policies = slices.Clone(policies)
 	t.n = len(states)
@@ -212,7 +298,7 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 	return nil
 }
 
-func (t *table) bySPI(dir Dir) *[numShards]map[uint32][]*SA {
+func (t *table) bySPI(dir Dir) *[numShards]*u32table[[]*SA] {
 	if dir == DirIn {
 		return &t.in
 	}
@@ -226,18 +312,16 @@ func (d *SAD) Add(s *SA) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.table.Load()
-	for _, o := range old.bySPI(s.cfg.Dir)[shardOf(s.cfg.SPI)][s.cfg.SPI] {
+	sh := shardOf(s.cfg.SPI)
+	list := old.bySPI(s.cfg.Dir)[sh].lookup(s.cfg.SPI)
+	for _, o := range list {
 		if o.cfg.Dst == s.cfg.Dst {
 			return fmt.Errorf("state %v: %w", s, ErrExists)
 		}
 	}
 	t := *old
-	sh := shardOf(s.cfg.SPI)
-	m := maps.Clone(old.bySPI(s.cfg.Dir)[sh])
-	if m == nil {
-		m = map[uint32][]*SA{}
-	}
-	m[s.cfg.SPI] = append(slices.Clip(m[s.cfg.SPI]), s)
+	m := old.bySPI(s.cfg.Dir)[sh].clone()
+	m.set(s.cfg.SPI, append(slices.Clip(list), s))
 	t.bySPI(s.cfg.Dir)[sh] = m
 	if s.cfg.Dir == DirOut {
 		f := t.cloneIface(s.cfg.IfID)
@@ -257,18 +341,18 @@ func (d *SAD) Delete(dir Dir, spi uint32, dst netip.Addr) error {
 	defer d.mu.Unlock()
 	old := d.table.Load()
 	sh := shardOf(spi)
-	list := old.bySPI(dir)[sh][spi]
+	list := old.bySPI(dir)[sh].lookup(spi)
 	i := slices.IndexFunc(list, func(s *SA) bool { return s.matchDst(dst) })
 	if i < 0 {
 		return fmt.Errorf("state %s spi 0x%08x dst %v: %w", dir, spi, dst, ErrNotFound)
 	}
 	victim := list[i]
 	t := *old
-	m := maps.Clone(old.bySPI(dir)[sh])
+	m := old.bySPI(dir)[sh].clone()
 	if len(list) == 1 {
-		delete(m, spi)
+		m.delete(spi)
 	} else {
-		m[spi] = slices.Delete(slices.Clone(list), i, i+1)
+		m.set(spi, slices.Delete(slices.Clone(list), i, i+1))
 	}
 	t.bySPI(dir)[sh] = m
 	if dir == DirOut {
@@ -290,7 +374,7 @@ func (d *SAD) AddPolicy(p Policy) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.table.Load()
-	if f := old.iface[shardOf(p.IfID)][p.IfID]; f != nil && f.hasPolicy(p) {
+	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
 		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
 	}
 	t := *old
@@ -324,20 +408,14 @@ func (d *SAD) DeletePolicy(p Policy) error {
 // cloneIface gives t (a copy of a published table) a private copy of the
 // shard and iface of id, creating them if needed, and returns the iface.
 func (t *table) cloneIface(id uint32) *iface {
-	sh := shardOf(id)
-	m := maps.Clone(t.iface[sh])
-	if m == nil {
-		m = map[uint32]*iface{}
-	}
 	f := &iface{}
-	if old := m[id]; old != nil {
+	if old := t.ifaceOf(id); old != nil {
 		f.outSAs = slices.Clone(old.outSAs)
 		f.outPol = slices.Clone(old.outPol)
 		f.inPol = slices.Clone(old.inPol)
 		f.anyDst, f.v4, f.v6 = old.anyDst, old.v4, old.v6
 	}
-	m[id] = f
-	t.iface[sh] = m
+	t.setIface(id, f)
 	return f
 }
 
@@ -382,17 +460,18 @@ func (f *iface) index() {
 		if dst.Addr().Is4() {
 			l = &f.v4
 		}
-		if l.byPrefix == nil {
-			l.byPrefix = map[netip.Prefix][]*SA{}
+		j := slices.IndexFunc(l.levels, func(lv lpmLevel) bool { return lv.bits == dst.Bits() })
+		if j < 0 {
+			j = len(l.levels)
+			l.levels = append(l.levels, lpmLevel{bits: dst.Bits()})
 		}
-		key := dst.Masked()
-		if _, ok := l.byPrefix[key]; !ok && !slices.Contains(l.lens, key.Bits()) {
-			l.lens = append(l.lens, key.Bits())
-		}
-		l.byPrefix[key] = append(l.byPrefix[key], s)
+		m := &l.levels[j].sas
+		k := prefixKey(dst)
+		m.set(k, append(m.lookup(k), s))
 	}
-	slices.SortFunc(f.v4.lens, func(a, b int) int { return b - a })
-	slices.SortFunc(f.v6.lens, func(a, b int) int { return b - a })
+	for _, l := range []*lpm{&f.v4, &f.v6} {
+		slices.SortFunc(l.levels, func(a, b lpmLevel) int { return b.bits - a.bits })
+	}
 }
 
 // matchPrefix: an invalid prefix matches any address.
@@ -415,7 +494,8 @@ func (sel *Selector) match(src, dst netip.Addr) bool {
 // Among the interface's SAs, the one whose selector's destination prefix is
 // longest wins; then SAs without a destination prefix. Among equals, the
 // newest SA that is not expired. The cost is one hash lookup per distinct
-// prefix length of the interface; it takes no lock and allocates nothing.
+// prefix length of the interface, the same whatever the number of SAs,
+// interfaces or prefixes; it takes no lock and allocates nothing.
 func (d *SAD) LookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	s, c := d.lookupOut(ifID, pkt)
 	d.counters.Inc(c)
@@ -427,21 +507,30 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	if !ok {
 		return nil, XfrmOutError
 	}
-	f := d.table.Load().iface[shardOf(ifID)][ifID]
+	f := d.table.Load().ifaceOf(ifID)
 	if f == nil {
 		return nil, XfrmOutNoStates
 	}
 	if len(f.outPol) != 0 && !allowed(f.outPol, src, dst) {
 		return nil, XfrmOutPolBlock
 	}
-	l := &f.v6
 	if dst.Is4() {
-		l = &f.v4
-	}
-	for _, bits := range l.lens {
-		pfx, _ := dst.Prefix(bits)
-		if s := pick(l.byPrefix[pfx], src, dst); s != nil {
-			return s, CounterNone
+		a4 := dst.As4()
+		a := binary.BigEndian.Uint32(a4[:])
+		for i := range f.v4.levels {
+			lv := &f.v4.levels[i]
+			if s := pick(lv.sas.lookup(v4Key(a, lv.bits)), src, dst); s != nil {
+				return s, CounterNone
+			}
+		}
+	} else {
+		a16 := dst.As16()
+		hi, lo := binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:])
+		for i := range f.v6.levels {
+			lv := &f.v6.levels[i]
+			if s := pick(lv.sas.lookup(v6Key(hi, lo, lv.bits)), src, dst); s != nil {
+				return s, CounterNone
+			}
 		}
 	}
 	if s := pick(f.anyDst, src, dst); s != nil {
@@ -512,7 +601,7 @@ func (d *SAD) OpenBatch(pkts []Packet) {
 		}
 		run := pkts[i:j]
 		s.OpenBatch(run)
-		if f := t.iface[shardOf(s.cfg.IfID)][s.cfg.IfID]; f != nil && len(f.inPol) != 0 {
+		if f := t.ifaceOf(s.cfg.IfID); f != nil && len(f.inPol) != 0 {
 			for k := range run {
 				p := &run[k]
 				if p.Drop == CounterNone {
@@ -539,7 +628,7 @@ func (d *SAD) lookupPacket(t *table, p *Packet) *SA {
 		d.counters.Inc(p.Drop)
 		return nil
 	}
-	list := t.in[shardOf(spi)][spi]
+	list := t.in[shardOf(spi)].lookup(spi)
 	if len(list) == 0 {
 		p.Drop = XfrmInNoStates
 		d.counters.Inc(p.Drop)
