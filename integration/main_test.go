@@ -54,6 +54,7 @@ const helperEnv = "IPSECD_TEST_HELPER"
 //	tcp-source ADDR N S  send N pseudo-random bytes (seed S), print their SHA-256 and count
 //	send-udp DST HEX...  send each packet to DST:4500 over UDP from an ephemeral port
 //	send-esp DST HEX...  send each packet to DST as IP protocol 50 (raw ESP)
+//	http-get URL         print the body of a GET of URL (retried for up to 5 s)
 func runHelper(mode string) int {
 	args := os.Args[1:]
 	var err error
@@ -66,6 +67,8 @@ func runHelper(mode string) int {
 		err = tcpSource(args[0], n, seed)
 	case "send-udp", "send-esp":
 		err = sendPackets(mode, args) // badtraffic_test.go
+	case "http-get":
+		err = httpGet(args[0]) // metrics_test.go
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}

@@ -147,6 +147,17 @@ func (ifc *Interface) Reconfigure(cfg Config) error {
 			ifc.cfg.Addresses = slices.DeleteFunc(ifc.cfg.Addresses, func(q netip.Prefix) bool { return q == p })
 		}
 	}
+	if len(removeAddr) != 0 {
+		// Removing a device's last IPv4 address makes Linux flush every
+		// IPv4 route through it (fib_disable_ip), kept ones included, even
+		// when a new address follows at once. Old addresses go before new
+		// ones come (a new one in the same subnet would be a secondary,
+		// and deleting the primary deletes its secondaries unless
+		// promote_secondaries is set), so reapply every route below:
+		// AddRoute replaces, so a route still there is left as it is.
+		add = slices.Clone(cfg.Routes)
+		ifc.cfg.Routes = slices.DeleteFunc(ifc.cfg.Routes, func(q netip.Prefix) bool { return slices.Contains(add, q) })
+	}
 	for _, p := range addAddr {
 		if err := ifc.link.AddAddress(p); err != nil {
 			errs = append(errs, err)

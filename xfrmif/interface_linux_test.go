@@ -229,3 +229,36 @@ func TestSyncTUN(t *testing.T) {
 		t.Errorf("interfaces left after Close")
 	}
 }
+
+// TestReconfigureAddressKeepsRoutes replaces an interface's only IPv4
+// address: Linux flushes every IPv4 route through a device when its last
+// IPv4 address goes, so Reconfigure must put the kept routes back.
+func TestReconfigureAddressKeepsRoutes(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	cfg := Config{
+		Name: "ipsec1", IfID: 1, MTU: 1400,
+		Addresses: prefixes("192.0.2.1/24", "2001:db8:1::1/64"),
+		Routes:    prefixes("198.51.100.0/24", "2001:db8:2::/64"),
+	}
+	var ifc *Interface
+	err := ns.Do(func() (err error) { ifc, err = Create(cfg); return err })
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addresses = prefixes("192.0.2.7/24", "2001:db8:1::1/64")
+	if err := ifc.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if out := ns.IP(t, "-4", "route", "show", "dev", "ipsec1"); !strings.Contains(out, "198.51.100.0/24") {
+		t.Errorf("IPv4 route gone after the address changed:\n%s", out)
+	}
+	if out := ns.IP(t, "-4", "addr", "show", "dev", "ipsec1"); !strings.Contains(out, "192.0.2.7/24") || strings.Contains(out, "192.0.2.1/24") {
+		t.Errorf("addresses after reconfigure, want 192.0.2.7/24 only:\n%s", out)
+	}
+	if got := ifc.Routes(); len(got) != 2 {
+		t.Errorf("Routes() = %v, want both routes", got)
+	}
+}
