@@ -328,6 +328,17 @@ func (s *SA) String() string {
 
 // matchDst reports whether the SA's outer destination is dst; an invalid
 // dst matches any.
+// covers reports whether the outbound SA may seal a packet from src to dst:
+// its selector matches and, in transport mode, the packet's own addresses
+// are the SA's, since the peer rebuilds the IP header from them (an IPv4
+// transport SA must not seal the kernel's IPv6 router solicitations).
+func (s *SA) covers(src, dst netip.Addr) bool {
+	if s.cfg.Mode == ModeTransport && (src != s.cfg.Src || dst != s.cfg.Dst) {
+		return false
+	}
+	return s.cfg.Selector.match(src, dst)
+}
+
 func (s *SA) matchDst(dst netip.Addr) bool {
 	return !dst.IsValid() || s.cfg.Dst == dst
 }

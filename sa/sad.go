@@ -554,7 +554,7 @@ func allowed(pols []Policy, src, dst netip.Addr) bool {
 func pick(list []*SA, src, dst netip.Addr) *SA {
 	var soft, hard *SA
 	for _, s := range list {
-		if !s.cfg.Selector.match(src, dst) {
+		if !s.covers(src, dst) {
 			continue
 		}
 		switch {

@@ -239,3 +239,38 @@ func TestReplaceMany(t *testing.T) {
 		t.Errorf("Replace with a duplicate: %v, want ErrExists", err)
 	}
 }
+
+// TestLookupOutTransport checks that a transport-mode SA only seals packets
+// whose own addresses are the SA's: the peer rebuilds the IP header from
+// the SA, so anything else (another family, another host) must not use it.
+func TestLookupOutTransport(t *testing.T) {
+	d := NewSAD(nil)
+	s, err := New(Config{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("203.0.113.1"), SPI: 0x100,
+		Dir: DirOut, Mode: ModeTransport, IfID: 1, AEAD: &Algorithm{Name: AlgGCM, Key: seqKey(20, 0)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Add(s); err != nil {
+		t.Fatal(err)
+	}
+	fromOther := ipv4Packet(8)
+	copy(fromOther[12:16], []byte{192, 0, 2, 9})
+	tests := []struct {
+		name  string
+		pkt   []byte
+		want  *SA
+		wantC Counter
+	}{
+		{"own addresses", ipv4Packet(8), s, CounterNone}, // 192.0.2.1 -> 203.0.113.1
+		{"other destination", v4to("203.0.113.2"), nil, XfrmOutNoStates},
+		{"other source", fromOther, nil, XfrmOutNoStates},
+		{"other family", ipv6Packet(8), nil, XfrmOutNoStates},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, c := d.LookupOut(1, tt.pkt); got != tt.want || c != tt.wantC {
+				t.Errorf("LookupOut = %v, %v; want %v, %v", got, c, tt.want, tt.wantC)
+			}
+		})
+	}
+}

@@ -157,6 +157,21 @@ func (c *rtnl) setLink(index, mtu int, up bool) error {
 	})
 }
 
+// noAddrGen turns IPv6 address generation off on the link (addr_gen_mode
+// none): an xfrm interface needs no link-local address, and without one
+// the kernel sends no router solicitations into the tunnel, which would
+// only be dropped and counted (XfrmOutNoStates) or reach a peer that has
+// no use for them. It must come before the link goes up.
+func (c *rtnl) noAddrGen(index int) error {
+	const in6AddrGenModeNone = 1 // IN6_ADDR_GEN_MODE_NONE, linux/if_link.h
+	mode := appendAttr(nil, unix.IFLA_INET6_ADDR_GEN_MODE, []byte{in6AddrGenModeNone})
+	inet6 := appendAttr(nil, unix.AF_INET6, mode)
+	return c.request(unix.RTM_NEWLINK, 0, func(b []byte) []byte {
+		b = appendIfInfomsg(b, index, 0, 0)
+		return appendAttr(b, unix.IFLA_AF_SPEC, inet6)
+	})
+}
+
 func (c *rtnl) delLink(index int) error {
 	err := c.request(unix.RTM_DELLINK, 0, func(b []byte) []byte {
 		return appendIfInfomsg(b, index, 0, 0)

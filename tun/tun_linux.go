@@ -108,6 +108,9 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 	if d.index, err = ifIndex(d.name); err != nil {
 		return nil, fmt.Errorf("tun: %s: index: %w", d.name, err)
 	}
+	// Fails only where the kernel has no IPv6, which has no router
+	// solicitations either.
+	d.nl.noAddrGen(d.index)
 	if err := d.SetLink(mtu, true); err != nil {
 		return nil, err
 	}

@@ -200,6 +200,11 @@ func TestOpenConfigure(t *testing.T) {
 					t.Errorf("addresses %v, want %v among them", got, want)
 				}
 			}
+			// No link-local address: address generation is off, so
+			// the kernel sends no router solicitations into the tunnel.
+			if len(got) != len(testAddrs) {
+				t.Errorf("addresses %v, want only %v", got, testAddrs)
+			}
 			var dsts []string
 			for _, fam := range []string{"-4", "-6"} {
 				for _, r := range decode[[]ipRoute](t, ns.IP(t, fam, "-j", "route", "show", "dev", "ipsec1")) {
