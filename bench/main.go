@@ -1,0 +1,295 @@
+// Command bench is ipsecd's namespace benchmark. As root, from the module
+// root:
+//
+//	go run ./bench            # 10 s per measurement, several minutes
+//	go run ./bench -quick     # 2 s per measurement, a smoke test
+//
+// It builds ipsecd and wireguard-go, makes two network namespaces joined
+// by a veth pair and measures TCP throughput with iperf3 (1 and 4 streams)
+// over the plain veth, through wireguard-go and through ipsecd (AES-GCM-128
+// and ChaCha20-Poly1305, tunnel mode, ESP in UDP), all in the same run.
+// Then three sweeps of ipsecd AES-GCM-128: TUN queues 1..16 on one SA, 1
+// against 1,000 interfaces, 1 against 1,000 SAs. It prints a table, the
+// ratios ipsecd's targets are judged by and the daemons' memory, and
+// writes docs/benchmark.md and docs/benchmark.svg.
+//
+// Traffic stays inside the two namespaces. Everything the benchmark makes
+// (namespaces, processes, a scratch directory) is removed when it ends,
+// also on an error or a Ctrl-C.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	duration time.Duration // per measurement, after omit
+	omit     time.Duration // warm-up not counted (TCP slow start)
+	queues   int           // TUN queues of ipsecd's interface outside the queue sweep
+	ifaces   int           // the many-interfaces point of sweep (b)
+	sas      int           // the many-SAs point of sweep (c)
+	repeat   int           // measurements per row; the median counts
+	sweeps   bool
+	out      string // directory of benchmark.md and benchmark.svg; "" writes none
+	timeout  time.Duration
+}
+
+// Streams of the main table, of the queue sweep and of the interface and
+// SA sweeps.
+var (
+	tableStreams = []int{1, 4}
+	queueSweep   = []int{1, 2, 4, 8, 16}
+)
+
+const (
+	queueStreams = 8
+	scaleStreams = 4
+)
+
+func main() {
+	os.Exit(runMain())
+}
+
+func runMain() int {
+	var o options
+	quick := flag.Bool("quick", false, "2 s per measurement and no docs written unless -out is given: a smoke test")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "time each iperf3 measurement counts (whole seconds)")
+	flag.DurationVar(&o.omit, "omit", time.Second, "warm-up before each measurement, not counted")
+	flag.IntVar(&o.queues, "queues", runtime.NumCPU(), "TUN queues of ipsecd's interfaces in the table and the interface/SA sweeps")
+	flag.IntVar(&o.ifaces, "interfaces", 1000, "interfaces per side in the many-interfaces case")
+	flag.IntVar(&o.sas, "sas", 1000, "SA pairs on one interface in the many-SAs case")
+	flag.IntVar(&o.repeat, "repeat", 1, "measure each row `N` times and keep the median (steadier on a busy machine)")
+	flag.BoolVar(&o.sweeps, "sweeps", true, "run the queue, interface and SA sweeps")
+	flag.StringVar(&o.out, "out", "docs", "write benchmark.md and benchmark.svg into `DIR`, relative to the module root; empty: do not write")
+	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "give up after this long")
+	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *quick {
+		if !set["duration"] {
+			o.duration = 2 * time.Second
+		}
+		if !set["out"] {
+			o.out = ""
+		}
+	}
+	if flag.NArg() != 0 || o.duration < time.Second || o.repeat < 1 || o.queues < 1 || o.ifaces < 2 || o.sas < 2 {
+		flag.Usage()
+		return 2
+	}
+
+	if err := preflight(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeoutCause(sigCtx, o.timeout, fmt.Errorf("gave up after -timeout %v", o.timeout))
+	defer cancel()
+
+	rep, err := runBench(ctx, o)
+	if rep != nil {
+		rep.print(os.Stdout)
+	}
+	if err != nil {
+		if sigCtx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v: stopped; namespaces and processes removed\n", context.Cause(sigCtx))
+			return 130
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if o.out != "" {
+		if err := rep.write(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Printf("\nwrote %s and %s\n", filepath.Join(o.out, "benchmark.md"), filepath.Join(o.out, "benchmark.svg"))
+	}
+	return 0
+}
+
+// preflight checks what the benchmark needs before it changes anything.
+func preflight() error {
+	if os.Geteuid() != 0 {
+		return errors.New("run as root: it creates network namespaces and TUN devices")
+	}
+	var missing []string
+	for _, tool := range []string{"go", "ip", "ss", "ping", "iperf3", "wg"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) != 0 {
+		return fmt.Errorf("missing %s (Debian: apt-get install iproute2 iputils-ping iperf3 wireguard-tools)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// runBench builds the binaries, makes the namespaces and runs every case.
+// On an error or a signal it returns what was measured so far with the
+// error; the namespaces and processes are gone either way.
+func runBench(ctx context.Context, o options) (*report, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if o.out != "" && !filepath.IsAbs(o.out) {
+		o.out = filepath.Join(root, o.out)
+	}
+	dir, err := os.MkdirTemp("", "ipsecd-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+
+	fmt.Println("building ipsecd and wireguard-go ...")
+	for _, b := range [][2]string{{"ipsecd", "./cmd/ipsecd"}, {"wireguard-go", "golang.zx2c4.com/wireguard"}} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, b[0]), b[1])
+		cmd.Dir = root
+		if _, err := output(cmd); err != nil {
+			return nil, err
+		}
+	}
+	rep := newReport(o, root)
+	l, err := newLab(ctx, dir)
+	if err != nil {
+		return rep, err
+	}
+	defer l.close()
+	b := &bench{ctx: ctx, lab: l, bins: dir, o: o, rep: rep}
+
+	// The table: the same iperf3 runs over each path.
+	b.table("veth", func() (*path, error) { return vethPath(), nil })
+	b.table("wireguard-go", func() (*path, error) { return startWireGuard(ctx, l, dir) })
+	for _, s := range []suite{aesGCM128, chacha20} {
+		spec := ipsecSpec{suite: s, queues: o.queues}
+		b.table("ipsecd "+s.label, func() (*path, error) { return startIPsec(ctx, l, dir, spec) })
+	}
+	if !o.sweeps || ctx.Err() != nil {
+		return rep, context.Cause(ctx)
+	}
+
+	// (a) Queues on one SA.
+	qs := rep.addSweep("queues", fmt.Sprintf("ipsecd AES-GCM-128, TUN queues on one SA, %d streams", queueStreams), "queues")
+	for _, q := range queueSweep {
+		b.point(qs, fmt.Sprint(q), queueStreams, ipsecSpec{suite: aesGCM128, queues: q})
+	}
+	// (b) Interfaces: traffic on one, the others idle with their own SAs.
+	is := rep.addSweep("interfaces", fmt.Sprintf("ipsecd AES-GCM-128, 1 vs %d interfaces, %d streams on one", o.ifaces, scaleStreams), "interfaces")
+	for _, n := range []int{1, o.ifaces} {
+		b.point(is, fmt.Sprint(n), scaleStreams, ipsecSpec{suite: aesGCM128, queues: o.queues, ifaces: n})
+	}
+	// (c) SAs on one interface, told apart by their selectors.
+	ss := rep.addSweep("sas", fmt.Sprintf("ipsecd AES-GCM-128, 1 vs %d SA pairs with selectors on one interface, %d streams on one", o.sas, scaleStreams), "SA pairs")
+	for _, n := range []int{1, o.sas} {
+		b.point(ss, fmt.Sprint(n), scaleStreams, ipsecSpec{suite: aesGCM128, queues: o.queues, sas: n, selectors: true})
+	}
+	return rep, context.Cause(ctx)
+}
+
+// bench runs cases and records them in rep. A case that fails is
+// recorded with its error and the run goes on, unless ctx is done.
+type bench struct {
+	ctx  context.Context
+	lab  *lab
+	bins string
+	o    options
+	rep  *report
+}
+
+// table brings a path up, measures it with each of tableStreams and
+// tears it down.
+func (b *bench) table(name string, up func() (*path, error)) {
+	if b.ctx.Err() != nil {
+		return
+	}
+	fmt.Printf("%s: setting up\n", name)
+	p, err := up()
+	for _, n := range tableStreams {
+		r := row{name: name, streams: n, err: err}
+		if err == nil {
+			r.m, r.err = b.measure(p, n)
+		}
+		if b.ctx.Err() != nil {
+			break // interrupted: not a result
+		}
+		b.rep.add(r)
+		r.printLine()
+	}
+	if p != nil {
+		if err := p.stop(); err != nil {
+			b.rep.notef("%s: stopping: %v", name, err)
+		}
+	}
+}
+
+// point measures one point of a sweep on its own pair of daemons.
+func (b *bench) point(s *sweep, label string, streams int, spec ipsecSpec) {
+	if b.ctx.Err() != nil {
+		return
+	}
+	r := row{name: fmt.Sprintf("%s: %s", s.unit, label), streams: streams}
+	fmt.Printf("%s: setting up\n", r.name)
+	start := time.Now()
+	p, err := startIPsec(b.ctx, b.lab, b.bins, spec)
+	r.setup = time.Since(start)
+	r.err = err
+	if err == nil {
+		r.m, r.err = b.measure(p, streams)
+		if err := p.stop(); err != nil {
+			b.rep.notef("%s: stopping: %v", r.name, err)
+		}
+	}
+	if b.ctx.Err() != nil {
+		return // interrupted: not a result
+	}
+	s.points = append(s.points, point{label: label, row: r})
+	r.printLine()
+}
+
+// measure runs iperf3 through p o.repeat times and returns the run with
+// the median throughput, with the largest memory figures of all runs.
+func (b *bench) measure(p *path, streams int) (measurement, error) {
+	var ms []measurement
+	for range b.o.repeat {
+		m, err := measure(b.ctx, b.lab, p, streams, b.o.duration, b.o.omit)
+		if err != nil {
+			return m, err
+		}
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(x, y measurement) int { return cmp.Compare(x.bitsPerSecond, y.bitsPerSecond) })
+	med := ms[len(ms)/2]
+	for _, m := range ms {
+		med.rss, med.hwm = max(med.rss, m.rss), max(med.hwm, m.hwm)
+	}
+	return med, nil
+}
+
+// moduleRoot is the directory of the main module's go.mod.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := output(exec.CommandContext(ctx, "go", "env", "GOMOD"))
+	if err != nil {
+		return "", err
+	}
+	gomod := strings.TrimSpace(out)
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("run from inside the ipsecd module (go env GOMOD is empty)")
+	}
+	return filepath.Dir(gomod), nil
+}
