@@ -26,10 +26,12 @@ type Engine struct {
 	wg sync.WaitGroup
 }
 
-// recvPacketSize is the largest ESP packet a receive buffer holds. Larger
-// datagrams (jumbo frames beyond 9000 bytes) are counted by the underlay
-// as oversize.
-const recvPacketSize = 9216
+// recvPacketSize is what a receive buffer holds beyond its headroom: the
+// largest ESP packet, and room for the TUN's GRO to coalesce the packets
+// that follow into this one (it appends within the buffer's capacity).
+// With 9 KiB buffers GRO merged about 6 TCP segments per write and a
+// single TCP stream ran at 2.7 Gbit/s; with 64 KiB, 4.7 Gbit/s.
+const recvPacketSize = 65535
 
 // sendPacketSize is the largest cleartext packet a send buffer holds. TUN
 // reads are split into packets no larger than the interface MTU, so this
