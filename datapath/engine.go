@@ -33,11 +33,6 @@ type Engine struct {
 // single TCP stream ran at 2.7 Gbit/s; with 64 KiB, 4.7 Gbit/s.
 const recvPacketSize = 65535
 
-// sendPacketSize is the largest cleartext packet a send buffer holds. TUN
-// reads are split into packets no larger than the interface MTU, so this
-// bounds the MTU an interface may have.
-const sendPacketSize = 9000
-
 // New returns an engine over the given SAD, interface registry and
 // underlay. Nothing runs until Start and StartInterface.
 func New(sad *sa.SAD, reg *xfrmif.Registry, conn *underlay.Conn, log *logrus.Entry) *Engine {
@@ -56,24 +51,48 @@ func (e *Engine) Start(ctx context.Context) {
 	}
 }
 
+// Workers are the sending workers of one interface, one per queue.
+type Workers struct {
+	// MTU is the largest packet their buffers hold: the interface's MTU
+	// when they started. An interface whose MTU grows needs new workers.
+	MTU int
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Stop stops the workers and waits for them.
+func (w *Workers) Stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
 // StartInterface starts one sending worker per queue of ifc. They stop when
-// ctx is done or the interface is closed.
-func (e *Engine) StartInterface(ctx context.Context, ifc *xfrmif.Interface) {
+// ctx is done, Stop is called, or the interface is closed. Their buffers
+// hold packets up to the interface's MTU now: TUN reads split offloaded
+// super-packets into MTU-sized ones, and an interface of 1,000 would
+// otherwise pay 128 buffers of the largest size per queue.
+func (e *Engine) StartInterface(ctx context.Context, ifc *xfrmif.Interface) *Workers {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &Workers{MTU: ifc.MTU(), cancel: cancel}
 	for q := range ifc.NumQueues() {
+		w.wg.Add(1)
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			w := newSender(e, ifc, q)
+			defer w.wg.Done()
+			s := newSender(e, ifc, q)
 			err := ifc.RunQueue(ctx, q, xfrmif.QueueBuffers{
 				Headroom:   sa.Headroom,
 				Tailroom:   sa.Tailroom,
-				PacketSize: sendPacketSize,
-			}, w.handle)
+				PacketSize: w.MTU,
+			}, s.handle)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				e.log.WithError(err).WithField("interface", ifc.Name()).Warn("queue worker stopped")
 			}
 		}()
 	}
+	return w
 }
 
 // Wait waits for every worker to stop.

@@ -108,10 +108,14 @@ func TestReload(t *testing.T) {
 		k12, k21 := randomKey(spec.suite.keyLen), randomKey(spec.suite.keyLen)
 		ifA, stA := secondTunnel(&spec, true, k12, k21)
 		ifB, stB := secondTunnel(&spec, false, k12, k21)
-		// A's ipsec1 moves from 198.51.100.1 to 198.51.100.7.
+		// A's ipsec1 moves from 198.51.100.1 to 198.51.100.7, and both
+		// ipsec1 grow their MTU from 1400 to 1430 (workers with larger
+		// buffers replace the running ones).
 		newA := strings.Replace(withSecondTunnel(cfgA, ifA, stA), innerA4+"/24", "198.51.100.7/24", 1)
+		newA = strings.Replace(newA, "mtu: 1400", "mtu: 1430", 1)
+		newB := strings.Replace(withSecondTunnel(cfgB, ifB, stB), "mtu: 1400", "mtu: 1430", 1)
 		reloads := strings.Count(da.log.String(), "reloaded:")
-		db.reload(t, withSecondTunnel(cfgB, ifB, stB))
+		db.reload(t, newB)
 		db.waitLog(t, "reloaded:")
 		da.reload(t, newA)
 		for deadline := time.Now().Add(10 * time.Second); strings.Count(da.log.String(), "reloaded:") == reloads; time.Sleep(50 * time.Millisecond) {
@@ -125,6 +129,15 @@ func TestReload(t *testing.T) {
 		}
 		ping(t, p.a, innerB4, 3)
 		ping(t, p.b, "198.51.100.7", 2)
+		// 1428-byte packets fit only the grown MTU.
+		for _, side := range []struct {
+			ns  *netns
+			dst string
+		}{{p.a, innerB4}, {p.b, "198.51.100.7"}} {
+			if out, err := side.ns.run("ping", "-n", "-q", "-M", "do", "-s", "1400", "-c", "2", "-i", "0.2", "-w", "10", side.dst); err != nil || !strings.Contains(out, "2 received") {
+				t.Errorf("ping -s 1400 %s from %s after the MTU grew: %v\n%s", side.dst, side.ns.name, err, out)
+			}
+		}
 		ping(t, p.a, "100.64.2.1", 3)
 		ping(t, p.b, "100.64.1.1", 3)
 		tcpTransfer(t, p.a, p.b, "100.64.2.1", 1<<20)

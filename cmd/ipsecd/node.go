@@ -39,7 +39,7 @@ type node struct {
 	// mu guards: cfg, workers, and serialises reloads with control
 	// changes.
 	cfg     *config.Config
-	workers map[*xfrmif.Interface]context.CancelFunc
+	workers map[*xfrmif.Interface]*datapath.Workers
 }
 
 // startNode brings a config up. On failure it removes what it made.
@@ -49,7 +49,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		counters: &sa.Counters{},
 		reg:      &xfrmif.Registry{},
 		cfg:      cfg,
-		workers:  map[*xfrmif.Interface]context.CancelFunc{},
+		workers:  map[*xfrmif.Interface]*datapath.Workers{},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	defer func() {
@@ -154,9 +154,7 @@ func (n *node) startWorkers(names []string) {
 			if ifc.Name() != name {
 				continue
 			}
-			ctx, cancel := context.WithCancel(n.ctx)
-			n.workers[ifc] = cancel
-			n.engine.StartInterface(ctx, ifc)
+			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
 		}
 	}
 }
@@ -213,16 +211,21 @@ func (n *node) reload(path string) {
 	}).Info("reloaded: " + cfg.Summary())
 }
 
-// reapWorkers cancels the workers of interfaces no longer registered.
+// reapWorkers stops the workers of interfaces no longer registered, and
+// restarts those of interfaces whose MTU outgrew their buffers.
 func (n *node) reapWorkers() {
 	live := map[*xfrmif.Interface]bool{}
 	for _, ifc := range n.reg.All() {
 		live[ifc] = true
 	}
-	for ifc, cancel := range n.workers {
-		if !live[ifc] {
-			cancel()
+	for ifc, w := range n.workers {
+		switch {
+		case !live[ifc]:
+			w.Stop()
 			delete(n.workers, ifc)
+		case ifc.MTU() > w.MTU:
+			w.Stop()
+			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
 		}
 	}
 }
