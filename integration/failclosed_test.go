@@ -58,7 +58,7 @@ func TestFailClosed(t *testing.T) {
 				p.a.run("timeout", "1", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/5201", dst))
 			}
 			dump := stop()
-			_, other := classifyCapture(dump)
+			_, _, other := classifyCapture(dump)
 			esp := espFrom(dump, underlayA4) // B's own stray packets may reach A sealed
 			after := da.stats()
 

@@ -6,21 +6,32 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// ping sends count echo requests from ns to dst and fails the test unless
-// every one is answered.
+// ping sends echo requests from ns to dst until count are answered (15 s
+// at most) and fails the test otherwise. Ping may send more than count: a
+// link that just came up can hold the first packets back for a second or
+// two (IPv6 neighbour discovery), and they are answered together.
 func ping(t *testing.T, ns *netns, dst string, count int) {
 	t.Helper()
 	out, err := ns.run("ping", "-n", "-q", "-c", fmt.Sprint(count), "-i", "0.2", "-w", "15", dst)
-	want := fmt.Sprintf("%d received", count)
-	if err != nil || !strings.Contains(out, want) {
-		t.Fatalf("ping %s from %s: want %q, got err %v:\n%s", dst, ns.name, want, err, out)
+	m := pingReceived.FindStringSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("ping %s from %s: want %d answered, got err %v:\n%s", dst, ns.name, count, err, out)
+	}
+	if got, _ := strconv.Atoi(m[1]); got < count {
+		t.Fatalf("ping %s from %s: %d answered, want %d:\n%s", dst, ns.name, got, count, out)
 	}
 }
+
+var pingReceived = regexp.MustCompile(`(\d+) received`)
 
 // tcpTransfer sends n pseudo-random bytes over TCP from src to dst (an
 // address of dstNS) and fails unless the far end got exactly those bytes,
@@ -73,18 +84,23 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 	return elapsed
 }
 
-// capture runs tcpdump on dev in ns until stop is called, and returns what
-// it printed (with -X, packet bytes as hex and ASCII).
+// capture runs tcpdump on dev in ns until stop is called, and returns the
+// packets it saw as `tcpdump -n -X` prints them (packet bytes as hex and
+// ASCII). It writes raw packets to a file with a large buffer while
+// traffic flows and decodes them afterwards: printing hex live falls
+// behind a fast transfer, and the kernel drops what it cannot hold, which
+// could hide a packet in clear. stop fails the test if any were dropped.
 func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	file := filepath.Join(t.TempDir(), "capture.pcap")
 	// --immediate-mode: without it libpcap hands packets over in blocks
 	// retired every second, and those of the last second before stop are
-	// lost ("received by filter" but not printed).
-	args := append([]string{"-i", dev, "-n", "-U", "-l", "--immediate-mode", "-X", "-s", "0"}, filter...)
+	// lost ("received by filter" but not written).
+	args := append([]string{"-i", dev, "-n", "-U", "--immediate-mode", "-B", "65536", "-s", "0", "-w", file}, filter...)
 	cmd := ns.cmd(ctx, "tcpdump", args...)
-	var out, errOut syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var errOut syncBuffer
+	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
@@ -94,16 +110,28 @@ func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func()
 		time.Sleep(50 * time.Millisecond)
 	}
 	var stopped bool
+	var text string
 	stop = func() string {
-		if !stopped {
-			stopped = true
-			time.Sleep(200 * time.Millisecond)
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-			cancel()
+		if stopped {
+			return text
 		}
-		return out.String()
+		stopped = true
+		time.Sleep(200 * time.Millisecond)
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		cancel()
+		if m := captureDropped.FindStringSubmatch(errOut.String()); m == nil || m[1] != "0" {
+			t.Errorf("tcpdump on %s in %s dropped packets or did not say:\n%s", dev, ns.name, errOut.String())
+		}
+		out, err := exec.Command("tcpdump", "-n", "-X", "-r", file).Output()
+		if err != nil {
+			t.Errorf("reading the capture: %v", err)
+		}
+		text = string(out)
+		return text
 	}
 	t.Cleanup(func() { stop() })
 	return stop
 }
+
+var captureDropped = regexp.MustCompile(`(\d+) packets dropped by kernel`)
