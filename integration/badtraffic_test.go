@@ -192,35 +192,6 @@ func holdBack(t *testing.T, p *pair, raw bool, n int) [][]byte {
 	return held
 }
 
-// captureFile runs tcpdump -w path on dev in ns until stop is called.
-func captureFile(t *testing.T, ns *netns, dev, path string, filter ...string) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	args := append([]string{"-i", dev, "-n", "-U", "--immediate-mode", "-s", "0", "-w", path}, filter...)
-	cmd := ns.cmd(ctx, "tcpdump", args...)
-	var errOut syncBuffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	for i := 0; i < 100 && !strings.Contains(errOut.String(), "listening on"); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	var stopped bool
-	stop = func() {
-		if !stopped {
-			stopped = true
-			time.Sleep(200 * time.Millisecond)
-			cmd.Process.Signal(os.Interrupt)
-			cmd.Wait()
-			cancel()
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
 // readPcapESP returns the ESP packets (SPI to ICV) in a pcap file of
 // Ethernet frames: UDP payloads, or with raw the IP payloads of protocol 50.
 func readPcapESP(path string, raw bool) ([][]byte, error) {

@@ -84,20 +84,18 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 	return elapsed
 }
 
-// capture runs tcpdump on dev in ns until stop is called, and returns the
-// packets it saw as `tcpdump -n -X` prints them (packet bytes as hex and
-// ASCII). It writes raw packets to a file with a large buffer while
-// traffic flows and decodes them afterwards: printing hex live falls
-// behind a fast transfer, and the kernel drops what it cannot hold, which
-// could hide a packet in clear. stop fails the test if any were dropped.
-func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func() string) {
+// captureFile runs tcpdump -w path on dev in ns until stop is called, which
+// returns what tcpdump said on stderr (its counts of packets captured and
+// dropped). Packets go to the file with a large buffer while traffic flows:
+// printing them live falls behind a fast transfer, and the kernel drops
+// what tcpdump cannot take.
+func captureFile(t *testing.T, ns *netns, dev, path string, filter ...string) (stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	file := filepath.Join(t.TempDir(), "capture.pcap")
 	// --immediate-mode: without it libpcap hands packets over in blocks
 	// retired every second, and those of the last second before stop are
 	// lost ("received by filter" but not written).
-	args := append([]string{"-i", dev, "-n", "-U", "--immediate-mode", "-B", "65536", "-s", "0", "-w", file}, filter...)
+	args := append([]string{"-i", dev, "-n", "-U", "--immediate-mode", "-B", "65536", "-s", "0", "-w", path}, filter...)
 	cmd := ns.cmd(ctx, "tcpdump", args...)
 	var errOut syncBuffer
 	cmd.Stderr = &errOut
@@ -110,18 +108,38 @@ func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func()
 		time.Sleep(50 * time.Millisecond)
 	}
 	var stopped bool
-	var text string
 	stop = func() string {
+		if !stopped {
+			stopped = true
+			time.Sleep(200 * time.Millisecond)
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+			cancel()
+		}
+		return errOut.String()
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// capture runs tcpdump on dev in ns until stop is called, and returns the
+// packets it saw as `tcpdump -n -X` prints them (packet bytes as hex and
+// ASCII). stop fails the test if the kernel dropped any, which could hide
+// a packet in clear.
+func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func() string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "capture.pcap")
+	stopFile := captureFile(t, ns, dev, file, filter...)
+	var stopped bool
+	var text string
+	return func() string {
 		if stopped {
 			return text
 		}
 		stopped = true
-		time.Sleep(200 * time.Millisecond)
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		cancel()
-		if m := captureDropped.FindStringSubmatch(errOut.String()); m == nil || m[1] != "0" {
-			t.Errorf("tcpdump on %s in %s dropped packets or did not say:\n%s", dev, ns.name, errOut.String())
+		said := stopFile()
+		if m := captureDropped.FindStringSubmatch(said); m == nil || m[1] != "0" {
+			t.Errorf("tcpdump on %s in %s dropped packets or did not say:\n%s", dev, ns.name, said)
 		}
 		out, err := exec.Command("tcpdump", "-n", "-X", "-r", file).Output()
 		if err != nil {
@@ -130,8 +148,6 @@ func capture(t *testing.T, ns *netns, dev string, filter ...string) (stop func()
 		text = string(out)
 		return text
 	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 var captureDropped = regexp.MustCompile(`(\d+) packets dropped by kernel`)
