@@ -97,22 +97,8 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 		if err := parse(fs, args); err != nil {
 			return err
 		}
-		c, err := cf.dial()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if cf.json {
-			return cf.printJSON(stdout, c, control.Request{Cmd: "state.list", Keys: *keys})
-		}
-		states, err := c.States(*keys)
-		if err != nil {
-			return err
-		}
-		for i := range states {
-			writeState(stdout, &states[i])
-		}
-		return nil
+		return listing(cf, stdout, control.Request{Cmd: "state.list", Keys: *keys},
+			func(c *control.Client) ([]control.StateInfo, error) { return c.States(*keys) }, writeState)
 	case "get", "delete":
 		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR --dir in|out [flags]", stderr)
 		cf := addCtlFlags(fs)
@@ -365,22 +351,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 		if err := parse(fs, args); err != nil {
 			return err
 		}
-		c, err := cf.dial()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		if cf.json {
-			return cf.printJSON(stdout, c, control.Request{Cmd: "policy.list"})
-		}
-		ps, err := c.Policies()
-		if err != nil {
-			return err
-		}
-		for i := range ps {
-			writePolicy(stdout, &ps[i])
-		}
-		return nil
+		return listing(cf, stdout, control.Request{Cmd: "policy.list"}, (*control.Client).Policies, writePolicy)
 	}
 	fs := newFlags("policy "+verb, "policy "+verb+" --dir in|out --if-id N [--src PREFIX] [--dst PREFIX] [--action allow|block] [flags]", stderr)
 	cf := addCtlFlags(fs)
@@ -443,22 +414,8 @@ func cmdStats(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if cf.json {
-		return cf.printJSON(stdout, c, control.Request{Cmd: "stats"})
-	}
-	cs, err := c.Stats()
-	if err != nil {
-		return err
-	}
-	for _, ct := range cs {
-		fmt.Fprintf(stdout, "%s\t%d\n", ct.Name, ct.Value)
-	}
-	return nil
+	return listing(cf, stdout, control.Request{Cmd: "stats"}, (*control.Client).Stats,
+		func(w io.Writer, ct *control.Counter) { fmt.Fprintf(w, "%s\t%d\n", ct.Name, ct.Value) })
 }
 
 func cmdInterface(args []string, stdout, stderr io.Writer) error {
@@ -471,20 +428,27 @@ func cmdInterface(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	return listing(cf, stdout, control.Request{Cmd: "interface.list"}, (*control.Client).Interfaces, writeInterface)
+}
+
+// listing runs a read-only control command: with --json it prints the
+// daemon's answer to req as it is, otherwise it fetches the items and
+// writes each one with write.
+func listing[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch func(*control.Client) ([]T, error), write func(io.Writer, *T)) error {
 	c, err := cf.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if cf.json {
-		return cf.printJSON(stdout, c, control.Request{Cmd: "interface.list"})
+		return cf.printJSON(stdout, c, req)
 	}
-	ifs, err := c.Interfaces()
+	items, err := fetch(c)
 	if err != nil {
 		return err
 	}
-	for i := range ifs {
-		writeInterface(stdout, &ifs[i])
+	for i := range items {
+		write(stdout, &items[i])
 	}
 	return nil
 }
