@@ -21,7 +21,9 @@ type receiver struct {
 	out  [][]byte // the packets of one interface, as Write takes them
 }
 
-func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
+// newReceiver allocates the buffers of a receiving worker: all it will
+// need, once.
+func newReceiver(e *Engine, r *underlay.Reader) *receiver {
 	batch := r.BatchSize()
 	w := &receiver{
 		e:    e,
@@ -35,15 +37,25 @@ func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
 	for i := range w.full {
 		w.full[i] = mem[i*e.recvBufSize : (i+1)*e.recvBufSize : (i+1)*e.recvBufSize]
 	}
+	return w
+}
+
+// read reads a batch from the socket into the worker's buffers.
+func (w *receiver) read() (int, error) {
+	for i := range w.msgs {
+		w.msgs[i] = underlay.Message{Buf: w.full[i], Off: sa.Headroom}
+	}
+	return w.r.ReadBatch(w.msgs)
+}
+
+func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
+	w := newReceiver(e, r)
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	failures := 0 // in a row
 	for {
-		for i := range w.msgs {
-			w.msgs[i] = underlay.Message{Buf: w.full[i], Off: sa.Headroom}
-		}
-		n, err := r.ReadBatch(w.msgs)
+		n, err := w.read()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, underlay.ErrClosed) {
 				return

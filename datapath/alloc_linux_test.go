@@ -1,0 +1,133 @@
+package datapath
+
+import (
+	"encoding/binary"
+	"io"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/tun"
+	"github.com/ipsecd/ipsecd/underlay"
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// countQueue is an interface queue that only counts what is written to it.
+type countQueue struct{ packets int }
+
+func (q *countQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	return 0, os.ErrClosed
+}
+
+func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
+	q.packets += len(bufs)
+	return len(bufs), nil
+}
+
+func (q *countQueue) BatchSize() int { return 128 }
+
+// countLink is an xfrmif.Link over one countQueue.
+type countLink struct{ q *countQueue }
+
+func (l countLink) Queues() []tun.Queue              { return []tun.Queue{l.q} }
+func (l countLink) SetMTU(int) error                 { return nil }
+func (l countLink) AddAddress(netip.Prefix) error    { return nil }
+func (l countLink) RemoveAddress(netip.Prefix) error { return nil }
+func (l countLink) AddRoute(netip.Prefix) error      { return nil }
+func (l countLink) RemoveRoute(netip.Prefix) error   { return nil }
+func (l countLink) Close() error                     { return nil }
+
+// TestSteadyStateAllocs runs the whole data path for batches of 64 packets
+// (seal from an interface queue, ESP in UDP over loopback, receive, open,
+// deliver into the interface) and checks that, once the workers' buffers
+// exist, a batch allocates nothing.
+func TestSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+	if err != nil {
+		t.Skipf("no underlay here: %v", err)
+	}
+	defer conn.Close()
+
+	key := make([]byte, 20)
+	loop := netip.MustParseAddr("127.0.0.1")
+	counters := new(sa.Counters)
+	mk := func(dir sa.Dir) *sa.SA {
+		s, err := sa.New(sa.Config{Src: loop, Dst: loop, SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
+			AEAD:  &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: key},
+			Encap: &sa.Encap{SrcPort: conn.Port(), DstPort: conn.Port()}, ReplayWindow: 1024}, counters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sad := sa.NewSAD(counters)
+	if err := sad.Replace([]*sa.SA{mk(sa.DirOut), mk(sa.DirIn)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	q := &countQueue{}
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, countLink{q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &xfrmif.Registry{}
+	if err := reg.Add(ifc); err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	e := New(sad, reg, conn, logrus.NewEntry(log))
+
+	const batch, size = 64, 1400
+	inner := make([]byte, size)
+	inner[0] = 0x45
+	binary.BigEndian.PutUint16(inner[2:], size)
+	inner[9] = 17
+	copy(inner[12:], []byte{198, 51, 100, 1})
+	copy(inner[16:], []byte{203, 0, 113, 1})
+	bufs := make([][]byte, batch)
+	sizes := make([]int, batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, sa.Headroom+size+sa.Tailroom)
+		sizes[i] = size
+	}
+	send := newSender(e, ifc, 0)
+	r := conn.Readers()[0]
+	recv := newReceiver(e, r)
+	r.SetReadDeadline(time.Now().Add(30 * time.Second))
+
+	round := func() {
+		for i := range bufs {
+			copy(bufs[i][sa.Headroom:], inner)
+		}
+		send.handle(bufs, sizes, batch)
+		for got := 0; got < batch; {
+			n, err := recv.read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			recv.openAndDeliver(n)
+			got += n
+		}
+	}
+	round() // the sender sizes its batch state on its first batch
+	allocs := testing.AllocsPerRun(20, round)
+	if allocs != 0 {
+		t.Errorf("a batch of %d packets allocates %v times, want 0", batch, allocs)
+	}
+	// One round of ours, one warm-up of AllocsPerRun's, 20 measured.
+	if want := 22 * batch; q.packets != want {
+		t.Errorf("interface got %d packets, want %d", q.packets, want)
+	}
+	counters.Each(func(name string, v uint64) {
+		if v != 0 {
+			t.Errorf("%s = %d, want 0", name, v)
+		}
+	})
+}
