@@ -7,6 +7,24 @@ cd "$(dirname "$0")/.."
 
 fuzztime=${FUZZTIME:-5s}
 
+# Debian packages the tests use, installed when missing (as root):
+# iproute2 for namespaces and veth, iputils-ping for ping across the tunnel,
+# python3-scapy for the independent ESP implementation, tcpdump for the
+# captures that prove nothing leaves in clear, iperf3 and wireguard-tools
+# for the benchmark's config tests.
+pkgs="iproute2 iputils-ping python3-scapy python3-cryptography tcpdump iperf3 wireguard-tools"
+missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "== installing" $missing
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	else
+		echo "warning: not root, cannot install:" $missing "(the tests that need them skip without root anyway)"
+	fi
+fi
+
 echo "== go vet"
 go vet ./...
 
