@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,12 @@ func TestTunnel(t *testing.T) {
 						t.Logf("B→A %s: %d bytes in %v (%.0f Mbit/s)", dst[1], n, d, float64(n*8)/d.Seconds()/1e6)
 					}
 					for _, d := range []*daemon{da, db} {
+						// Keys never reach the log, even at debug level.
+						for _, k := range [][]byte{spec.keyAB, spec.keyBA} {
+							if log := d.log.String(); strings.Contains(log, hexKey(k)[2:]) {
+								t.Errorf("%s: the log holds key material:\n%s", d.ns.name, log)
+							}
+						}
 						st := d.stats()
 						for _, c := range []string{"XfrmInError", "XfrmInHdrError", "XfrmInStateSeqError", "XfrmInNoStates", "XfrmInStateProtoError", "XfrmOutNoStates", "XfrmOutError"} {
 							if st[c] != 0 {

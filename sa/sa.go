@@ -326,8 +326,6 @@ func (s *SA) String() string {
 	return fmt.Sprintf("%s spi 0x%08x %v->%v if_id %d", s.cfg.Dir, s.cfg.SPI, s.cfg.Src, s.cfg.Dst, s.cfg.IfID)
 }
 
-// matchDst reports whether the SA's outer destination is dst; an invalid
-// dst matches any.
 // covers reports whether the outbound SA may seal a packet from src to dst:
 // its selector matches and, in transport mode, the packet's own addresses
 // are the SA's, since the peer rebuilds the IP header from them (an IPv4
@@ -339,6 +337,8 @@ func (s *SA) covers(src, dst netip.Addr) bool {
 	return s.cfg.Selector.match(src, dst)
 }
 
+// matchDst reports whether the SA's outer destination is dst; an invalid
+// dst matches any.
 func (s *SA) matchDst(dst netip.Addr) bool {
 	return !dst.IsValid() || s.cfg.Dst == dst
 }
