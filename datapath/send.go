@@ -82,7 +82,8 @@ func (w *sender) handle(bufs [][]byte, sizes []int, n int) {
 		return
 	}
 	if err := w.e.conn.WriteBatch(msgs); err != nil {
-		w.e.sad.Counters().Inc(sa.XfrmOutError)
+		// The underlay counts each message it could not send; the
+		// daemon reports those as XfrmOutError.
 		w.ifc.CountTxErrors(w.q, 1)
 		w.e.log.WithError(err).Debug("underlay write")
 	}
