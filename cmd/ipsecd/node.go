@@ -147,13 +147,15 @@ func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
 	return out
 }
 
-// startWorkers starts the sending workers of the named interfaces.
+// startWorkers starts the sending workers of the named interfaces that
+// have none yet.
 func (n *node) startWorkers(names []string) {
+	want := make(map[string]bool, len(names))
 	for _, name := range names {
-		for _, ifc := range n.reg.All() {
-			if ifc.Name() != name {
-				continue
-			}
+		want[name] = true
+	}
+	for _, ifc := range n.reg.All() {
+		if want[ifc.Name()] && n.workers[ifc] == nil {
 			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
 		}
 	}
