@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net/netip"
 	"os"
@@ -42,13 +43,19 @@ func (l countLink) RemoveRoute(netip.Prefix) error   { return nil }
 func (l countLink) Close() error                     { return nil }
 
 // TestSteadyStateAllocs runs the whole data path for batches of 64 packets
-// (seal from an interface queue, ESP in UDP over loopback, receive, open,
-// deliver into the interface) and checks that, once the workers' buffers
-// exist, a batch allocates nothing.
+// (seal from an interface queue, ESP in UDP over loopback, receive, open
+// on one or two goroutines, deliver into the interface) and checks that,
+// once the workers' buffers exist, a batch allocates nothing. Under -race
+// it checks the path for races instead.
 func TestSteadyStateAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("inbound-workers=%d", workers), func(t *testing.T) {
+			steadyState(t, workers)
+		})
 	}
+}
+
+func steadyState(t *testing.T, workers int) {
 	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
 	if err != nil {
 		t.Skipf("no underlay here: %v", err)
@@ -100,6 +107,8 @@ func TestSteadyStateAllocs(t *testing.T) {
 	send := newSender(e, ifc, 0)
 	r := conn.Readers()[0]
 	recv := newReceiver(e, r)
+	recv.open.start(sad, workers)
+	defer recv.open.stop()
 	r.SetReadDeadline(time.Now().Add(30 * time.Second))
 
 	round := func() {
@@ -117,13 +126,20 @@ func TestSteadyStateAllocs(t *testing.T) {
 		}
 	}
 	round() // the sender sizes its batch state on its first batch
-	allocs := testing.AllocsPerRun(20, round)
-	if allocs != 0 {
+	if raceEnabled {
+		// The race detector allocates: run the rounds for the races.
+		for range 21 {
+			round()
+		}
+	} else if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
 		t.Errorf("a batch of %d packets allocates %v times, want 0", batch, allocs)
 	}
 	// One round of ours, one warm-up of AllocsPerRun's, 20 measured.
 	if want := 22 * batch; q.packets != want {
 		t.Errorf("interface got %d packets, want %d", q.packets, want)
+	}
+	if workers > 1 && recv.open.splits == 0 {
+		t.Errorf("no batch was opened in parallel")
 	}
 	counters.Each(func(name string, v uint64) {
 		if v != 0 {

@@ -22,6 +22,9 @@ type Engine struct {
 	// recvBufSize is the buffer of one received ESP packet: headroom,
 	// the largest datagram the underlay hands up, and slack.
 	recvBufSize int
+	// inboundWorkers is how many goroutines open each underlay socket's
+	// batches (see openers); set before Start.
+	inboundWorkers int
 
 	wg sync.WaitGroup
 }
@@ -38,6 +41,12 @@ const recvPacketSize = 65535
 func New(sad *sa.SAD, reg *xfrmif.Registry, conn *underlay.Conn, log *logrus.Entry) *Engine {
 	return &Engine{sad: sad, reg: reg, conn: conn, log: log, recvBufSize: sa.Headroom + recvPacketSize + sa.Tailroom}
 }
+
+// SetInboundWorkers sets how many goroutines open each underlay socket's
+// batches, the socket's reader included: the daemon gives the number of
+// queues of its widest interface, bounded by GOMAXPROCS. 1 (the default)
+// opens on the reader alone. Call it before Start.
+func (e *Engine) SetInboundWorkers(n int) { e.inboundWorkers = max(n, 1) }
 
 // Start starts one receiving worker per underlay socket. They stop when ctx
 // is done or the underlay is closed.

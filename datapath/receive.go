@@ -19,6 +19,7 @@ type receiver struct {
 	msgs []underlay.Message
 	pkts []sa.Packet
 	out  [][]byte // the packets of one interface, as Write takes them
+	open openers
 }
 
 // newReceiver allocates the buffers of a receiving worker: all it will
@@ -50,6 +51,8 @@ func (w *receiver) read() (int, error) {
 
 func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
 	w := newReceiver(e, r)
+	w.open.start(e.sad, e.inboundWorkers)
+	defer w.open.stop()
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 
@@ -80,7 +83,7 @@ func (w *receiver) openAndDeliver(n int) {
 		p, m := &pkts[i], &w.msgs[i]
 		p.Buf, p.Off, p.Len = m.Buf, m.Off, m.Len
 	}
-	w.e.sad.OpenBatch(pkts)
+	w.open.open(w.e.sad, pkts)
 
 	// Deliver per interface and queue (see flowQueue), keeping the order
 	// packets arrived in; a batch normally holds one interface's packets

@@ -278,6 +278,10 @@ func (s *SA) Peer() netip.AddrPort {
 	return netip.AddrPortFrom(s.cfg.Dst, port)
 }
 
+// ReplayWindow returns the SA's replay window in packets; 0 when anti-replay
+// is off.
+func (s *SA) ReplayWindow() uint32 { return s.cfg.ReplayWindow }
+
 // RawESP reports whether the SA uses raw ESP (IP protocol 50) rather than
 // ESP in UDP.
 func (s *SA) RawESP() bool { return s.cfg.Encap == nil }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 
@@ -85,6 +86,13 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 	n.startWorkers(res.Added)
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
+	// Inbound work spreads over as many workers as the widest interface
+	// has queues; more than there are CPUs gains nothing.
+	queues := 1
+	for _, c := range cfg.Interfaces {
+		queues = max(queues, c.Queues)
+	}
+	n.engine.SetInboundWorkers(min(queues, runtime.GOMAXPROCS(0)))
 	n.engine.Start(n.ctx)
 
 	n.ctl, err = control.Listen(cfg.Control, (*backend)(n), log.WithField("part", "control"))
