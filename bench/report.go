@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -221,26 +222,35 @@ func (r *report) targets() []target {
 		ts = append(ts, t)
 	}
 
-	// Memory: the largest VmHWM of any ipsecd process under load.
-	var hwm uint64
-	var where string
-	consider := func(x row) {
-		if x.err == nil && x.m.hwm > hwm {
-			hwm, where = x.m.hwm, x.name
+	// Memory: the largest VmHWM of an ipsecd process, judged on the
+	// endpoints under load in the table (the target), and shown for every
+	// case, sweeps included (1,000 idle interfaces cost more than load).
+	peak := func(rows []row) (hwm uint64, where string) {
+		for _, x := range rows {
+			if x.err == nil && x.m.hwm > hwm {
+				hwm, where = x.m.hwm, x.name
+			}
 		}
+		return hwm, where
 	}
-	for _, x := range r.rows {
-		consider(x)
-	}
+	all := slices.Clone(r.rows)
 	for _, s := range r.sweeps {
 		for _, p := range s.points {
-			consider(p.row)
+			all = append(all, p.row)
 		}
 	}
-	if hwm != 0 {
-		v := float64(hwm) / (1 << 20)
-		ts = append(ts, target{name: "ipsecd peak RSS (VmHWM), MiB", value: v, ok: true, mib: true, want: "< 64",
-			pass: v < 64, how: "largest of any case: " + where})
+	for _, m := range []struct {
+		name string
+		rows []row
+	}{
+		{"ipsecd peak RSS under load (VmHWM, table rows), MiB", r.rows},
+		{"ipsecd peak RSS of any case (VmHWM, sweeps included), MiB", all},
+	} {
+		if hwm, where := peak(m.rows); hwm != 0 {
+			v := float64(hwm) / (1 << 20)
+			ts = append(ts, target{name: m.name, value: v, ok: true, mib: true, want: "< 64",
+				pass: v < 64, how: "largest: " + where})
+		}
 	}
 	return ts
 }
