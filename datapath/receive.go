@@ -13,13 +13,14 @@ import (
 // receiver is the worker state of one underlay socket. It is used by one
 // goroutine.
 type receiver struct {
-	e    *Engine
-	r    *underlay.Reader
-	full [][]byte // every message's whole buffer, allocated once
-	msgs []underlay.Message
-	pkts []sa.Packet
-	out  [][]byte // the packets of one interface, as Write takes them
-	open openers
+	e     *Engine
+	r     *underlay.Reader
+	full  [][]byte // every message's whole buffer, allocated once
+	msgs  []underlay.Message
+	pkts  []sa.Packet
+	queue []int    // each opened packet's interface queue (flowQueue)
+	out   [][]byte // the packets of one interface, as Write takes them
+	open  openers
 }
 
 // newReceiver allocates the buffers of a receiving worker: all it will
@@ -27,12 +28,13 @@ type receiver struct {
 func newReceiver(e *Engine, r *underlay.Reader) *receiver {
 	batch := r.BatchSize()
 	w := &receiver{
-		e:    e,
-		r:    r,
-		full: make([][]byte, batch),
-		msgs: make([]underlay.Message, batch),
-		pkts: make([]sa.Packet, batch),
-		out:  make([][]byte, 0, batch),
+		e:     e,
+		r:     r,
+		full:  make([][]byte, batch),
+		msgs:  make([]underlay.Message, batch),
+		pkts:  make([]sa.Packet, batch),
+		queue: make([]int, batch),
+		out:   make([][]byte, 0, batch),
 	}
 	mem := make([]byte, batch*e.recvBufSize)
 	for i := range w.full {
@@ -85,32 +87,44 @@ func (w *receiver) openAndDeliver(n int) {
 	}
 	w.open.open(w.e.sad, pkts)
 
-	// Deliver per interface and queue (see flowQueue), keeping the order
-	// packets arrived in; a batch normally holds one interface's packets
-	// and few queues, so this is a pass or two.
+	// Each packet's queue on its interface (see flowQueue), computed
+	// once; a batch normally holds one interface's packets.
+	var lastID uint32
+	queues := 0
+	for i := range pkts {
+		p := &pkts[i]
+		if p.Drop != sa.CounterNone || p.SA == nil {
+			continue
+		}
+		if id := p.SA.IfID(); id != lastID || queues == 0 {
+			lastID, queues = id, 1
+			if ifc := w.e.reg.Lookup(id); ifc != nil {
+				queues = ifc.NumQueues()
+			}
+		}
+		w.queue[i] = flowQueue(p.Data(), queues)
+	}
+
+	// Deliver per interface and queue, keeping the order packets arrived
+	// in: a pass per (interface, queue) the batch holds.
 	counters := w.e.sad.Counters()
 	for i := range pkts {
 		p := &pkts[i]
 		if p.Drop != sa.CounterNone || p.SA == nil {
 			continue
 		}
-		ifID := p.SA.IfID()
-		ifc := w.e.reg.Lookup(ifID)
-		queues := 1
-		if ifc != nil {
-			queues = ifc.NumQueues()
-		}
-		q := flowQueue(p.Data(), queues)
+		ifID, q := p.SA.IfID(), w.queue[i]
 		out := w.out[:0]
 		for j := i; j < n; j++ {
 			r := &pkts[j]
-			if r.Drop == sa.CounterNone && r.SA != nil && r.SA.IfID() == ifID && (queues == 1 || flowQueue(r.Data(), queues) == q) {
+			if r.Drop == sa.CounterNone && r.SA != nil && r.SA.IfID() == ifID && w.queue[j] == q {
 				// The TUN writes its virtio-net header in front of
 				// the packet: tun.MinOffset bytes of the headroom.
 				out = append(out, r.Buf[r.Off-tun.MinOffset:r.Off+r.Len])
 				r.SA = nil // delivered (or dropped below)
 			}
 		}
+		ifc := w.e.reg.Lookup(ifID)
 		if ifc == nil {
 			// An SA whose if_id has no interface: no policy lets
 			// the packet in.
