@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // metricsHandler serves the node's counters in the Prometheus text format
@@ -30,12 +32,16 @@ func metricsHandler(n *node) http.Handler {
 		}
 
 		states := n.sad.States()
+		stats := make([]sa.Stats, len(states))
+		for i, s := range states {
+			stats[i] = s.Stats()
+		}
 		for _, m := range []struct {
 			name, help string
 			value      func(i int) uint64
 		}{
-			{"ipsecd_sa_bytes_total", "Bytes sealed or opened by an SA.", func(i int) uint64 { return states[i].Stats().Bytes }},
-			{"ipsecd_sa_packets_total", "Packets sealed or opened by an SA.", func(i int) uint64 { return states[i].Stats().Packets }},
+			{"ipsecd_sa_bytes_total", "Bytes sealed or opened by an SA.", func(i int) uint64 { return stats[i].Bytes }},
+			{"ipsecd_sa_packets_total", "Packets sealed or opened by an SA.", func(i int) uint64 { return stats[i].Packets }},
 		} {
 			fmt.Fprintf(bw, "# HELP %s %s\n# TYPE %s counter\n", m.name, m.help, m.name)
 			for i, s := range states {
