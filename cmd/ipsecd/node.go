@@ -189,10 +189,6 @@ func (n *node) reload(path string) {
 	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics {
 		log.Warn("reload: control and metrics changes take effect on restart")
 	}
-	if err := configureLog(n.log, cfg.Log); err != nil {
-		log.WithError(err).Error("reload refused")
-		return
-	}
 	states, err := n.buildStates(cfg, n.sad.States())
 	if err != nil {
 		log.Errorf("reload refused, the running config stays:\n%v", err)
@@ -216,6 +212,11 @@ func (n *node) reload(path string) {
 		return
 	}
 	n.cfg = cfg
+	// The file is checked, so its log section is valid: apply it last,
+	// so that a refused reload changes nothing.
+	if err := configureLog(n.log, cfg.Log); err != nil {
+		log.WithError(err).Error("reload: log")
+	}
 	log.WithFields(logrus.Fields{
 		"added": len(res.Added), "removed": len(res.Removed), "reconfigured": len(res.Reconfigured), "replaced": len(res.Replaced),
 	}).Info("reloaded: " + cfg.Summary())
