@@ -2,16 +2,20 @@ package integration
 
 import (
 	"context"
+	"debug/buildinfo"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"regexp"
-	"strconv"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // httpGet is the http-get helper: it prints the body of a GET of url,
@@ -55,59 +59,241 @@ func scrape(t *testing.T, ns *netns, url string) string {
 	return string(out)
 }
 
-// metric returns the value of the sample named exactly series (name and
-// labels, as printed), and whether it is there.
-func metric(body, series string) (uint64, bool) {
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\d+)$`)
-	m := re.FindStringSubmatch(body)
-	if m == nil {
-		return 0, false
+// scrapeSamples parses a scrape in the Prometheus text format (with the
+// parser Prometheus uses) into its series, keyed by name and sorted
+// labels (`name{a="x",b="y"}`), and fails on a series given twice.
+func scrapeSamples(t *testing.T, body string) (map[string]float64, map[string]*dto.MetricFamily) {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("scrape does not parse: %v\n%s", err, body)
 	}
-	v, err := strconv.ParseUint(m[1], 10, 64)
-	return v, err == nil
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := seriesOf(name, m.GetLabel())
+			if _, dup := out[key]; dup {
+				t.Errorf("series %s given twice", key)
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			case m.Untyped != nil:
+				out[key] = m.Untyped.GetValue()
+			}
+		}
+	}
+	return out, fams
 }
 
-// TestMetrics scrapes A's Prometheus endpoint after traffic both ways.
+func seriesOf(name string, labels []*dto.LabelPair) string {
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+	}
+	sort.Strings(parts)
+	return name + "{" + strings.Join(parts, ",") + "}"
+}
+
+// series spells a series as seriesOf does, from alternating label names
+// and values.
+func series(name string, kv ...string) string {
+	var labels []*dto.LabelPair
+	for i := 0; i+1 < len(kv); i += 2 {
+		labels = append(labels, &dto.LabelPair{Name: &kv[i], Value: &kv[i+1]})
+	}
+	return seriesOf(name, labels)
+}
+
+// labelNames returns the sorted label names of every series of f, once
+// each set.
+func labelNames(f *dto.MetricFamily) []string {
+	seen := map[string]bool{}
+	for _, m := range f.GetMetric() {
+		var names []string
+		for _, l := range m.GetLabel() {
+			names = append(names, l.GetName())
+		}
+		sort.Strings(names)
+		seen[strings.Join(names, ",")] = true
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestMetrics runs A with two queues per interface and its metrics
+// endpoint, sends ping both ways and a TCP stream from A to B, and from B
+// two bad packets at A's underlay (an unknown SPI, and one for A's
+// inbound SA whose ICV cannot verify). It scrapes A's /metrics in A's
+// namespace and checks, with Prometheus's own text parser: every family of
+// the contract with its labels and type, values that moved with the
+// traffic, the bad packets in their xfrm and per-SA error counters, each
+// interface's queues summing to its totals, every `ipsecd stats` counter
+// present, the build info, the Go and process collectors, and no key.
 func TestMetrics(t *testing.T) {
-	spec := tunnelSpec{suite: suiteByName("chacha20-poly1305"), extraA: "metrics: 127.0.0.1:9578\n"}
+	spec := tunnelSpec{suite: suiteByName("chacha20-poly1305"), queues: 2, extraA: "metrics: 127.0.0.1:9578\n"}
 	p := newPair(t)
 	cfgA, cfgB := spec.configs()
-	startDaemon(t, p.a, cfgA)
+	da := startDaemon(t, p.a, cfgA)
 	startDaemon(t, p.b, cfgB)
 	ping(t, p.a, innerB4, 3)
 	ping(t, p.b, innerA4, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 64<<10)
 
-	body := scrape(t, p.a, "http://127.0.0.1:9578/metrics")
-	for _, tt := range []struct {
-		series   string
-		positive bool
-	}{
-		{`ipsecd_xfrm_stat_total{counter="XfrmInNoStates"}`, false},
-		{`ipsecd_xfrm_stat_total{counter="XfrmOutNoStates"}`, false},
-		{`ipsecd_sa_bytes_total{spi="0x1001",dir="out"}`, true},
-		{`ipsecd_sa_packets_total{spi="0x1001",dir="out"}`, true},
-		{`ipsecd_sa_bytes_total{spi="0x2001",dir="in"}`, true},
-		{`ipsecd_interface_packets_total{name="ipsec1",dir="rx"}`, true},
-		{`ipsecd_interface_packets_total{name="ipsec1",dir="tx"}`, true},
-		{`ipsecd_interface_bytes_total{name="ipsec1",dir="rx"}`, true},
-	} {
-		v, ok := metric(body, tt.series)
-		switch {
-		case !ok:
-			t.Errorf("no sample %s", tt.series)
-		case tt.positive && v == 0:
-			t.Errorf("%s = 0, want > 0 after traffic", tt.series)
+	// Bad packets: SPI 0xdeadbeef is no SA's; SPI 0x2001 is A's inbound
+	// SA, and seq 1000 lies ahead in its window, so the ICV is checked
+	// and fails (random bytes: 8-byte IV, 20 bytes ciphertext, 16 ICV).
+	unknown := append([]byte{0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 1}, randomKey(44)...)
+	forged := append([]byte{0, 0, 0x20, 0x01, 0, 0, 0x03, 0xe8}, randomKey(44)...)
+	inject(t, p.b, false, underlayA4, unknown)
+	inject(t, p.b, false, underlayA4, forged)
+
+	out := []string{"spi", "0x1001", "dir", "out", "dst", underlayB4}
+	in := []string{"spi", "0x2001", "dir", "in", "dst", underlayA4}
+	integrity := series("ipsecd_sa_errors_total", append(in, "kind", "integrity_failed")...)
+	var body string
+	var got map[string]float64
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		body = scrape(t, p.a, "http://127.0.0.1:9578/metrics")
+		got, fams = scrapeSamples(t, body)
+		if got[integrity] >= 1 && got[series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates")] >= 1 || time.Now().After(deadline) {
+			break
 		}
 	}
-	if !strings.Contains(body, "# TYPE ipsecd_xfrm_stat_total counter") {
-		t.Errorf("no TYPE line for ipsecd_xfrm_stat_total")
+	defer func() {
+		if t.Failed() {
+			t.Logf("metrics:\n%s", body)
+		}
+	}()
+
+	// Families: type, and the label names of every series.
+	for name, tt := range map[string]struct {
+		typ    dto.MetricType
+		labels string
+	}{
+		"ipsecd_xfrm_stat_total":               {dto.MetricType_COUNTER, "counter"},
+		"ipsecd_sa_bytes_total":                {dto.MetricType_COUNTER, "dir,dst,spi"},
+		"ipsecd_sa_packets_total":              {dto.MetricType_COUNTER, "dir,dst,spi"},
+		"ipsecd_sa_errors_total":               {dto.MetricType_COUNTER, "dir,dst,kind,spi"},
+		"ipsecd_sa_expired":                    {dto.MetricType_GAUGE, "dir,dst,kind,spi"},
+		"ipsecd_interface_packets_total":       {dto.MetricType_COUNTER, "dir,name"},
+		"ipsecd_interface_bytes_total":         {dto.MetricType_COUNTER, "dir,name"},
+		"ipsecd_interface_errors_total":        {dto.MetricType_COUNTER, "dir,name"},
+		"ipsecd_interface_drops_total":         {dto.MetricType_COUNTER, "dir,name"},
+		"ipsecd_interface_queue_packets_total": {dto.MetricType_COUNTER, "dir,name,queue"},
+		"ipsecd_build_info":                    {dto.MetricType_GAUGE, "goversion,revision,version"},
+	} {
+		f := fams[name]
+		if f == nil {
+			t.Errorf("no family %s", name)
+			continue
+		}
+		if f.GetType() != tt.typ {
+			t.Errorf("%s is a %v, want %v", name, f.GetType(), tt.typ)
+		}
+		if ls := labelNames(f); len(ls) != 1 || ls[0] != tt.labels {
+			t.Errorf("%s has labels %q, want [%s]", name, ls, tt.labels)
+		}
 	}
+	for _, name := range []string{"go_goroutines", "go_memstats_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
+		if fams[name] == nil {
+			t.Errorf("no family %s (Go and process collectors)", name)
+		}
+	}
+
+	// Values that moved with the traffic.
+	for _, s := range []string{
+		series("ipsecd_sa_bytes_total", out...), series("ipsecd_sa_packets_total", out...),
+		series("ipsecd_sa_bytes_total", in...), series("ipsecd_sa_packets_total", in...),
+		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "rx"),
+		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "tx"),
+		series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "rx"),
+		series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "tx"),
+		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayRxPackets"),
+		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayTxPackets"),
+	} {
+		if v, ok := got[s]; !ok || v == 0 {
+			t.Errorf("%s = %v (present %v), want > 0 after ping and TCP", s, v, ok)
+		}
+	}
+	// The TCP stream alone sealed 64 KiB on A's outbound SA.
+	if v := got[series("ipsecd_sa_bytes_total", out...)]; v < 64<<10 {
+		t.Errorf("outbound SA bytes = %v, want at least the 65536 bytes of TCP sent", v)
+	}
+	// The bad packets, each counted once where it belongs.
+	for s, want := range map[string]float64{
+		series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates"):        1,
+		series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateProtoError"): 1,
+		integrity: 1,
+		series("ipsecd_sa_errors_total", append(in, "kind", "replay")...):            0,
+		series("ipsecd_sa_errors_total", append(in, "kind", "replay_window")...):     0,
+		series("ipsecd_sa_errors_total", append(out, "kind", "integrity_failed")...): 0,
+		series("ipsecd_sa_expired", append(in, "kind", "soft")...):                   0,
+		series("ipsecd_sa_expired", append(out, "kind", "hard")...):                  0,
+	} {
+		if v, ok := got[s]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", s, v, ok, want)
+		}
+	}
+
+	// Each direction of the interface is the sum of its queues (one
+	// reading per scrape), and there are as many queues as configured.
+	for _, dir := range []string{"rx", "tx"} {
+		var sum float64
+		queues := 0
+		for _, m := range fams["ipsecd_interface_queue_packets_total"].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			if l["name"] == "ipsec1" && l["dir"] == dir {
+				sum += m.GetCounter().GetValue()
+				queues++
+			}
+		}
+		total := got[series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", dir)]
+		if queues != spec.queues || sum != total {
+			t.Errorf("ipsec1 %s: %d queues summing to %v packets, want %d summing to the interface's %v", dir, queues, sum, spec.queues, total)
+		}
+	}
+
+	// Every counter of `ipsecd stats` (xfrm_stat and IpsecdUnderlay*).
+	for name := range da.stats() {
+		if _, ok := got[series("ipsecd_xfrm_stat_total", "counter", name)]; !ok {
+			t.Errorf("ipsecd stats counter %s is not in ipsecd_xfrm_stat_total", name)
+		}
+	}
+
+	// Build info: 1, with what the binary's own build information says
+	// (read here from the file, as `go version -m` does).
+	bi, err := buildinfo.ReadFile(ipsecdBin)
+	if err != nil {
+		t.Fatalf("build info of %s: %v", ipsecdBin, err)
+	}
+	revision := "unknown" // -buildvcs=false, or not built in a checkout
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			revision = s.Value
+		}
+	}
+	wantInfo := series("ipsecd_build_info", "version", bi.Main.Version, "revision", revision, "goversion", bi.GoVersion)
+	if v, ok := got[wantInfo]; !ok || v != 1 || len(fams["ipsecd_build_info"].GetMetric()) != 1 {
+		t.Errorf("want exactly one %s 1", wantInfo)
+	}
+
+	// No key, whole or in part.
+	lower := strings.ToLower(body)
 	for _, k := range [][]byte{spec.keyAB, spec.keyBA} {
-		if h := hex.EncodeToString(k); strings.Contains(body, h) || strings.Contains(body, h[:16]) {
+		if h := hex.EncodeToString(k); strings.Contains(lower, h[:16]) || strings.Contains(lower, h[len(h)-16:]) {
 			t.Errorf("metrics expose key material")
 		}
-	}
-	if t.Failed() {
-		t.Logf("metrics:\n%s", body)
 	}
 }

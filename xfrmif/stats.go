@@ -37,6 +37,33 @@ func (ifc *Interface) Stats() Stats {
 	return st
 }
 
+// QueueStats returns the counters of each queue, indexed by queue, so
+// that the spread of flows over queues (the RSS emulation) can be seen;
+// their sum is what Stats returns. tx of queue q is what queue q's worker
+// read; rx is what was written through queue q. Each counter is exact, but
+// they are read one at a time, not as one snapshot: a caller that shows
+// both per-queue counters and totals should sum these rather than call
+// Stats too.
+func (ifc *Interface) QueueStats() []Stats {
+	out := make([]Stats, len(ifc.shards))
+	for i := range ifc.shards {
+		s := &ifc.shards[i]
+		out[i] = Stats{
+			RxPackets: s.rxPackets.Load(), RxBytes: s.rxBytes.Load(), RxErrors: s.rxErrors.Load(), RxDrops: s.rxDrops.Load(),
+			TxPackets: s.txPackets.Load(), TxBytes: s.txBytes.Load(), TxErrors: s.txErrors.Load(), TxDrops: s.txDrops.Load(),
+		}
+	}
+	return out
+}
+
+// Add returns the sum of st and o, counter by counter.
+func (st Stats) Add(o Stats) Stats {
+	return Stats{
+		RxPackets: st.RxPackets + o.RxPackets, RxBytes: st.RxBytes + o.RxBytes, RxErrors: st.RxErrors + o.RxErrors, RxDrops: st.RxDrops + o.RxDrops,
+		TxPackets: st.TxPackets + o.TxPackets, TxBytes: st.TxBytes + o.TxBytes, TxErrors: st.TxErrors + o.TxErrors, TxDrops: st.TxDrops + o.TxDrops,
+	}
+}
+
 // CountTxDrops counts n packets read from queue q that were dropped (no
 // policy or SA, policy block, seal failure): the worker's verdict.
 func (ifc *Interface) CountTxDrops(q, n int) { ifc.shards[q].txDrops.Add(uint64(n)) }
