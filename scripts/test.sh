@@ -11,8 +11,10 @@ fuzztime=${FUZZTIME:-5s}
 # iproute2 for namespaces and veth, iputils-ping for ping across the tunnel,
 # python3-scapy for the independent ESP implementation, tcpdump for the
 # captures that prove nothing leaves in clear, iperf3 and wireguard-tools
-# for the benchmark's config tests.
-pkgs="iproute2 iputils-ping python3-scapy python3-cryptography tcpdump iperf3 wireguard-tools"
+# for the benchmark's config tests; podman and runc to build and run the
+# container image (integration/container_test.go; crun, podman's default
+# runtime, fails here), libcap2-bin for the setcap of scripts/image.sh.
+pkgs="iproute2 iputils-ping python3-scapy python3-cryptography tcpdump iperf3 wireguard-tools podman runc libcap2-bin"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ]; then
