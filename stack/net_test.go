@@ -1,0 +1,142 @@
+package stack
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// TestCloseLeavesNothing: after Close, with connections and listeners
+// still open and traffic just sent, the goroutine count returns to what
+// it was before New, and the underlay ports can be bound again.
+func TestCloseLeavesNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	// A sub-test, so that the pair's Cleanup (Close) runs before the
+	// count is taken.
+	var ports [2]netip.AddrPort
+	t.Run("traffic", func(t *testing.T) {
+		p := startPair(t, pairSpec{suite: suites[0], mode: sa.ModeTunnel, outer: lo4, inner: doc4})
+		exchangeTCP(t, p, 1<<20, 60*time.Second)
+		// Left open on purpose: Close must end them.
+		ln, err := p.nets[1].ListenTCP(&net.TCPAddr{Port: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = ln
+		if _, err := p.nets[0].DialUDP(nil, &net.UDPAddr{IP: doc4[1].AsSlice(), Port: 9}); err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range p.nets {
+			ports[i] = n.UnderlayAddr()
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if now := runtime.NumGoroutine(); now > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines 10 s after Close, %d before New:\n%s", now, before, buf[:runtime.Stack(buf, true)])
+	}
+	for _, ap := range ports {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ap))
+		if err != nil {
+			t.Fatalf("underlay %v not released: %v", ap, err)
+		}
+		c.Close()
+	}
+}
+
+// TestNewRefusesBadConfig: each bad Config is refused with an error that
+// names the field and wraps ErrInvalidConfig (and the sa or xfrmif error
+// under it), and a refused New leaves no goroutine and no bound socket.
+func TestNewRefusesBadConfig(t *testing.T) {
+	free := freeUDPPortOn(t, lo4[0])
+	good := func() Config {
+		return Config{
+			Underlay:  free,
+			Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
+			States: []sa.Config{{
+				Src: lo4[0], Dst: lo4[1], SPI: 0x1001, Dir: sa.DirOut, Mode: sa.ModeTunnel,
+				AEAD:  &sa.Algorithm{Name: sa.AlgGCM, Key: make([]byte, 20)},
+				Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500},
+			}},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*Config)
+		field  string
+		is     error
+	}{
+		{"no underlay", func(c *Config) { c.Underlay = netip.AddrPort{} }, "Underlay", ErrInvalidConfig},
+		{"mapped underlay", func(c *Config) { c.Underlay = netip.MustParseAddrPort("[::ffff:127.0.0.1]:0") }, "Underlay", ErrInvalidConfig},
+		{"no address", func(c *Config) { c.Addresses = nil }, "Addresses", ErrInvalidConfig},
+		{"bad address", func(c *Config) { c.Addresses = append(c.Addresses, netip.Prefix{}) }, "Addresses[1]", ErrInvalidConfig},
+		{"bad route", func(c *Config) { c.Routes = []netip.Prefix{{}} }, "Routes[0]", ErrInvalidConfig},
+		{"mtu too small", func(c *Config) { c.MTU = 20 }, "mtu", xfrmif.ErrInvalidConfig},
+		{"mtu too small for IPv6", func(c *Config) {
+			c.MTU = 1000
+			c.Addresses = []netip.Prefix{netip.MustParsePrefix("2001:db8::1/64")}
+		}, "mtu", xfrmif.ErrInvalidConfig},
+		{"state key", func(c *Config) { c.States[0].AEAD.Key = make([]byte, 7) }, "States[0]", sa.ErrInvalidConfig},
+		{"state spi", func(c *Config) { c.States[0].SPI = 7 }, "States[0]", sa.ErrInvalidConfig},
+		{"state if_id", func(c *Config) { c.States[0].IfID = 9 }, "States[0].IfID", ErrInvalidConfig},
+		{"raw ESP state", func(c *Config) { c.States[0].Encap = nil }, "States[0].Encap", ErrInvalidConfig},
+		{"duplicate state", func(c *Config) { c.States = append(c.States, c.States[0]) }, "States", sa.ErrExists},
+		{"policy if_id", func(c *Config) { c.Policies = []sa.Policy{{Dir: sa.DirOut, IfID: 5, Action: sa.ActionAllow}} }, "Policies[0].IfID", ErrInvalidConfig},
+		{"underlay in use", func(c *Config) { c.Underlay = busyUDPPort(t) }, "Underlay", nil},
+	}
+	before := runtime.NumGoroutine()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good()
+			tt.change(&cfg)
+			n, err := New(cfg)
+			if err == nil {
+				n.Close()
+				t.Fatalf("New accepted it")
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %q does not name %s", err, tt.field)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("error %q does not wrap %v", err, tt.is)
+			}
+			t.Logf("%v", err)
+		})
+	}
+	// The good config works, on the port the failed attempts would have
+	// bound: nothing was left bound.
+	n, err := New(good())
+	if err != nil {
+		t.Fatalf("New(good): %v", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if now := runtime.NumGoroutine(); now > before {
+		t.Fatalf("%d goroutines after the refused configs, %d before", now, before)
+	}
+}
+
+// busyUDPPort returns a loopback address bound by the test until it ends.
+func busyUDPPort(t *testing.T) netip.AddrPort {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
