@@ -81,6 +81,7 @@ type dispatcherBox struct{ d gvstack.NetworkDispatcher }
 
 var _ gvstack.LinkEndpoint = (*endpoint)(nil)
 var _ gvstack.GSOEndpoint = (*endpoint)(nil)
+var _ gvstack.QueueingDiscipline = (*endpoint)(nil)
 
 func newEndpoint(mtu int) *endpoint {
 	e := &endpoint{
@@ -161,15 +162,41 @@ func (e *endpoint) SetOnCloseAction(func()) {}
 
 // WritePackets implements gvstack.LinkWriter. The packets are borrowed:
 // each one queued gets a reference of its own, which Read drops once it
-// has copied the packet out.
+// has copied the packet out. The NIC writes through WritePacket instead;
+// this is for callers that write to the endpoint directly.
 func (e *endpoint) WritePackets(pkts gvstack.PacketBufferList) (int, tcpip.Error) {
+	n, err := e.enqueue(pkts.AsSlice()...)
+	if err == nil && n < pkts.Len() {
+		err = &tcpip.ErrNoBufferSpace{}
+	}
+	return n, err
+}
+
+// WritePacket implements gvstack.QueueingDiscipline: the endpoint is its
+// NIC's qdisc (link.go), so the NIC hands it each packet as it is. The
+// NIC's default qdisc would wrap every packet in a PacketBufferList of
+// one for WritePackets, an allocation per packet; the endpoint's queue
+// already gives the send worker its batches. The packet is borrowed, as
+// for WritePackets.
+func (e *endpoint) WritePacket(pkt *gvstack.PacketBuffer) tcpip.Error {
+	n, err := e.enqueue(pkt)
+	if err == nil && n == 0 {
+		err = &tcpip.ErrNoBufferSpace{}
+	}
+	return err
+}
+
+// enqueue queues pkts, each with a reference of its own, up to
+// queueLimit; it counts the rest as queue drops. After close it queues
+// nothing and returns ErrClosedForSend.
+func (e *endpoint) enqueue(pkts ...*gvstack.PacketBuffer) (int, tcpip.Error) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return 0, &tcpip.ErrClosedForSend{}
 	}
 	n := 0
-	for _, pkt := range pkts.AsSlice() {
+	for _, pkt := range pkts {
 		if len(e.pending) >= queueLimit {
 			break
 		}
@@ -183,9 +210,8 @@ func (e *endpoint) WritePackets(pkts gvstack.PacketBufferList) (int, tcpip.Error
 		default:
 		}
 	}
-	if n < pkts.Len() {
-		e.queueDrops.Add(uint64(pkts.Len() - n))
-		return n, &tcpip.ErrNoBufferSpace{}
+	if n < len(pkts) {
+		e.queueDrops.Add(uint64(len(pkts) - n))
 	}
 	return n, nil
 }

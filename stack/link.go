@@ -74,7 +74,9 @@ func newLink(mtu int) (*link, error) {
 		return fail("TCP receive buffer moderation", err)
 	}
 	ep := newEndpoint(mtu)
-	if err := s.CreateNICWithOptions(nicID, ep, gvstack.NICOptions{Name: "esp0"}); err != nil {
+	// The endpoint is also the NIC's qdisc, so that packets reach its queue
+	// without the per-packet list the default qdisc makes (endpoint.go).
+	if err := s.CreateNICWithOptions(nicID, ep, gvstack.NICOptions{Name: "esp0", QDisc: ep}); err != nil {
 		return fail("create NIC", err)
 	}
 	return &link{s: s, ep: ep, qs: []tun.Queue{ep}}, nil
