@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strings"
@@ -37,6 +39,11 @@ type Config struct {
 	Interfaces []Interface
 	States     []State
 	Policies   []sa.Policy
+	// Warnings are problems that do not refuse the file: the file itself
+	// when it holds keys, or a key_file, that group or others can read.
+	// Each names the file and its mode. `ipsecd check` prints them and
+	// `ipsecd run` logs them; they never hold key material.
+	Warnings []string
 }
 
 // Log configures logrus.
@@ -76,13 +83,76 @@ func (s State) String() string { return FormatState(&s.Config) }
 func (s State) GoString() string { return s.String() }
 
 // Load reads and parses the config file at path. Relative key_file paths
-// are taken from path's directory.
+// are taken from path's directory. When the file holds keys itself and
+// group or others can read it, the first of the Warnings says so. The
+// bytes read are zeroed once parsed.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, mode, err := readFile(path)
+	defer clear(data)
 	if err != nil {
 		return nil, ErrorList{{File: path, Msg: err.Error()}}
 	}
-	return Parse(path, data)
+	c, d, err := parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if d.inlineKeys {
+		if w := exposedKeys(path, mode, true); w != "" {
+			c.Warnings = append([]string{w}, c.Warnings...)
+		}
+	}
+	return c, nil
+}
+
+// readFile reads the file at path and returns its mode, from the same
+// open file.
+func readFile(path string) ([]byte, os.FileMode, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	// Grown by hand, so that no copy of the file is left behind in a
+	// buffer a growing read gave up.
+	data := make([]byte, 0, fi.Size()+1)
+	for {
+		if len(data) == cap(data) {
+			bigger := make([]byte, len(data), 2*cap(data)+512)
+			copy(bigger, data)
+			clear(data)
+			data = bigger
+		}
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		switch {
+		case errors.Is(err, io.EOF):
+			return data, fi.Mode(), nil
+		case err != nil:
+			clear(data)
+			return nil, 0, err
+		}
+	}
+}
+
+// WipeKeys zeroes the key bytes of every state of c (the sa.SAs made from
+// them hold copies of their own). The daemon calls it when c is no longer
+// the running config. A nil c is fine.
+func (c *Config) WipeKeys() {
+	if c == nil {
+		return
+	}
+	for i := range c.States {
+		st := &c.States[i]
+		for _, a := range []*sa.Algorithm{st.AEAD, st.Enc, st.Auth} {
+			if a != nil {
+				clear(a.Key)
+			}
+		}
+	}
 }
 
 // Summary is the one-line summary `ipsecd check` prints: "N interfaces,

@@ -16,6 +16,10 @@ type decoder struct {
 	file string
 	dir  string // for relative key_file paths
 	errs ErrorList
+	// warnings: key files that group or others can read, once each.
+	warnings []string
+	// inlineKeys: the file itself holds a key (key:, not key_file:).
+	inlineKeys bool
 }
 
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,30 +28,42 @@ const maxUnixPath = 107
 
 // Parse parses and validates a config file. name is used in error messages
 // and to find relative key_file paths. On any problem it returns a nil
-// Config and an ErrorList with every problem found.
+// Config and an ErrorList with every problem found. Warnings of the Config
+// name key files that group or others can read; Load adds the file itself.
+// data is left as it is: zeroing it, if it holds keys, is the caller's job.
 func Parse(name string, data []byte) (cfg *Config, err error) {
-	d := &decoder{file: name, dir: filepath.Dir(name)}
-	defer func() {
-		// yaml.v3 is not known to panic on v3.0.1, but a bad file must
-		// never take the daemon down with it.
-		if r := recover(); r != nil {
-			cfg, err = nil, ErrorList{{File: name, Msg: fmt.Sprintf("yaml: internal error: %v", r)}}
-		}
-	}()
+	cfg, _, err = parse(name, data)
+	return cfg, err
+}
+
+// parse is Parse, with the decoder for what Load adds.
+func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
+	d = &decoder{file: name, dir: filepath.Dir(name)}
 	c := &Config{
 		File:     name,
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFmt},
 		Control:  DefaultControl,
 		Underlay: Underlay{UDP: DefaultUDP},
 	}
+	defer func() {
+		// yaml.v3 is not known to panic on v3.0.1, but a bad file must
+		// never take the daemon down with it.
+		if r := recover(); r != nil {
+			err = ErrorList{{File: name, Msg: fmt.Sprintf("yaml: internal error: %v", r)}}
+		}
+		if err != nil {
+			c.WipeKeys() // the keys decoded before the file was refused
+			cfg = nil
+		}
+	}()
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	switch err := dec.Decode(&doc); {
 	case errors.Is(err, io.EOF):
-		return c, nil // an empty file: all defaults
+		return c, d, nil // an empty file: all defaults
 	case err != nil:
 		d.syntaxError(err)
-		return nil, d.errs
+		return c, d, d.errs
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
@@ -65,9 +78,10 @@ func Parse(name string, data []byte) (cfg *Config, err error) {
 	}
 	if d.errs != nil {
 		d.errs.sortByLine()
-		return nil, d.errs
+		return c, d, d.errs
 	}
-	return c, nil
+	c.Warnings = d.warnings
+	return c, d, nil
 }
 
 // ControlPath returns the control key of the config file at path (or the
@@ -75,6 +89,7 @@ func Parse(name string, data []byte) (cfg *Config, err error) {
 // running daemon even while its file is being edited.
 func ControlPath(path string) (string, error) {
 	data, err := os.ReadFile(path)
+	defer clear(data) // the file may hold keys
 	if err != nil {
 		return "", err
 	}
@@ -484,6 +499,7 @@ func (d *decoder) algorithm(n *yaml.Node, field string, kind AlgorithmKind, fn *
 				d.errorf(v, f, "want 0x-prefixed hex")
 				return false
 			}
+			d.inlineKeys = true
 			a.Key, ok = d.hexKey(v, f, s[2:])
 			return ok
 		})
@@ -526,7 +542,8 @@ func (d *decoder) hexKey(n *yaml.Node, field, s string) ([]byte, bool) {
 }
 
 // keyFile reads a key from a file of hex text (0x optional, whitespace
-// trimmed), relative to the config file's directory.
+// trimmed), relative to the config file's directory. The file's bytes are
+// zeroed once decoded; a file that group or others can read gets a warning.
 func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 	path, ok := d.str(n, field)
 	if !ok {
@@ -539,7 +556,8 @@ func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(d.dir, path)
 	}
-	data, err := readKeyFile(path)
+	data, mode, err := readKeyFile(path)
+	defer clear(data)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -548,9 +566,39 @@ func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 		d.errorf(n, field, "%s: %v", path, err)
 		return nil, false
 	}
-	s := strings.TrimSpace(string(data))
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	return d.hexKey(n, field+" ("+path+")", s)
+	if w := exposedKeys(path, mode, false); w != "" && !slices.Contains(d.warnings, w) {
+		d.warnings = append(d.warnings, w)
+	}
+	b := bytes.TrimSpace(data)
+	if len(b) >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		b = b[2:]
+	}
+	f := field + " (" + path + ")"
+	if len(b)%2 != 0 {
+		d.errorf(n, f, "odd number of hex digits (%d)", len(b))
+		return nil, false
+	}
+	k := make([]byte, len(b)/2)
+	if _, err := hex.Decode(k, b); err != nil {
+		clear(k)
+		d.errorf(n, f, "not hex")
+		return nil, false
+	}
+	return k, true
+}
+
+// exposedKeys returns the warning for a file holding keys, the config
+// file itself (main) or a key_file, whose mode lets group or others read
+// it; "" when they cannot.
+func exposedKeys(path string, mode os.FileMode, main bool) string {
+	perm := mode.Perm()
+	if perm&0o044 == 0 {
+		return ""
+	}
+	if main {
+		return fmt.Sprintf("%s holds keys and is readable by group or others (mode %04o): run chmod 600 %s, or move the keys to key_file files", path, perm, path)
+	}
+	return fmt.Sprintf("key_file %s is readable by group or others (mode %04o): run chmod 600 %s", path, perm, path)
 }
 
 // maxKeyFile bounds what a key_file may hold: the longest key is 36 bytes,
@@ -558,25 +606,45 @@ func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 const maxKeyFile = 4096
 
 // readKeyFile reads a regular file of at most maxKeyFile bytes, so that a
-// key_file naming a FIFO or /dev/zero cannot hang the parse.
-func readKeyFile(path string) ([]byte, error) {
+// key_file naming a FIFO or /dev/zero cannot hang the parse, and returns
+// its mode.
+func readKeyFile(path string) ([]byte, os.FileMode, error) {
 	// Stat before Open: opening a FIFO blocks until it has a writer.
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+		return nil, 0, errors.New("not a regular file")
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
-	if fi.Size() > maxKeyFile {
-		return nil, fmt.Errorf("%d bytes; a key file holds at most %d", fi.Size(), maxKeyFile)
+	if fi, err = f.Stat(); err != nil { // the file opened, if it was swapped
+		return nil, 0, err
 	}
-	return io.ReadAll(io.LimitReader(f, maxKeyFile))
+	if !fi.Mode().IsRegular() {
+		return nil, 0, errors.New("not a regular file")
+	}
+	if fi.Size() > maxKeyFile {
+		return nil, 0, fmt.Errorf("%d bytes; a key file holds at most %d", fi.Size(), maxKeyFile)
+	}
+	// One buffer, sized once, so that no copy of the key is left behind
+	// by a growing read.
+	buf := make([]byte, maxKeyFile+1)
+	n, err := io.ReadFull(f, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	case err != nil:
+		clear(buf)
+		return nil, 0, err
+	case n > maxKeyFile:
+		clear(buf)
+		return nil, 0, fmt.Errorf("more than %d bytes; a key file holds at most %d", maxKeyFile, maxKeyFile)
+	}
+	return buf[:n], fi.Mode(), nil
 }
 
 func (d *decoder) encap(n *yaml.Node, field string) (*sa.Encap, bool) {

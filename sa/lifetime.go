@@ -6,11 +6,13 @@ import "time"
 type EventKind uint8
 
 const (
-	// SoftExpire: a soft limit was reached; the SA keeps working. Time to
-	// rekey.
+	// SoftExpire: a soft limit was reached; the SA is dying. It keeps
+	// working, but a fresh SA with the same selector takes over from it
+	// (LookupOut). Time to rekey.
 	SoftExpire EventKind = 1
 	// HardExpire: a hard limit was reached; the SA seals and opens nothing
-	// more (XfrmOutStateExpired / XfrmInStateExpired). Remove it.
+	// more (XfrmOutStateExpired / XfrmInStateExpired) and LookupOut no
+	// longer picks it. Remove it: RemoveExpired.
 	HardExpire EventKind = 2
 )
 
@@ -60,7 +62,13 @@ func (s *SA) hardExpire(reason string) {
 	}
 }
 
+// emit hands ev to the SAD's handler. A retired SA (one that has left its
+// SAD, retire.go) raises nothing: a batch that was still running on it
+// must not report an SA that is gone.
 func (s *SA) emit(ev Event) {
+	if s.Retired() {
+		return
+	}
 	if d := s.sad.Load(); d != nil {
 		if h := d.handler.Load(); h != nil {
 			(*h)(ev)
@@ -70,33 +78,52 @@ func (s *SA) emit(ev Event) {
 
 // countLimits applies the byte and packet limits to the totals before and
 // after a packet was counted. It reports whether that packet was within the
-// hard limits (a packet passes while the totals before it are below them,
-// as in Linux's xfrm_state_check_expire) and which soft and hard limits were
-// reached ("" for none). A hard limit stops the SA at once; the events are
-// for the caller to raise, outside any lock.
+// hard limits and which soft and hard limits were reached ("" for none);
+// see hardLimit and softLimit. The events are for the caller to raise,
+// outside any lock.
 func (s *SA) countLimits(bytesBefore, bytesAfter, pktsBefore, pktsAfter uint64) (ok bool, soft, hard string) {
+	hard = s.hardLimit(bytesBefore, pktsBefore)
+	return hard == "", s.softLimit(bytesAfter, pktsAfter), hard
+}
+
+// hardLimit applies the hard byte and packet limits to the totals before a
+// packet, as Linux's xfrm_state_check_expire (net/xfrm/xfrm_state.c) does:
+// a packet passes while they are below the limits; the first packet that
+// finds a total at its limit is refused (XfrmOutStateExpired /
+// XfrmInStateExpired, counted by the caller) and expires the SA, which
+// stops at once. It returns the limit reached, or "". So an SA that has
+// carried exactly hard_packets packets is still valid until one more
+// comes, as in Linux, and an SA that dies of a byte or packet limit counts
+// one expired packet (plus any that race with its removal); the packets
+// after its removal find no SA.
+func (s *SA) hardLimit(bytes, pkts uint64) string {
 	l := &s.cfg.Lifetime
-	ok = true
+	var hard string
 	switch {
-	case l.HardBytes != 0 && bytesBefore >= l.HardBytes:
-		ok, hard = false, ReasonBytes
-	case l.HardPackets != 0 && pktsBefore >= l.HardPackets:
-		ok, hard = false, ReasonPackets
-	case l.HardBytes != 0 && bytesAfter >= l.HardBytes:
+	case l.HardBytes != 0 && bytes >= l.HardBytes:
 		hard = ReasonBytes
-	case l.HardPackets != 0 && pktsAfter >= l.HardPackets:
+	case l.HardPackets != 0 && pkts >= l.HardPackets:
 		hard = ReasonPackets
+	default:
+		return ""
 	}
-	if hard != "" {
-		s.hardExpired.Store(true)
-	}
+	s.hardExpired.Store(true)
+	return hard
+}
+
+// softLimit applies the soft limits to the totals after a packet was
+// counted: the packet that reaches a limit marks the SA dying, one packet
+// earlier than Linux, which notices it on the packet after. It returns the
+// limit reached, or "".
+func (s *SA) softLimit(bytes, pkts uint64) string {
+	l := &s.cfg.Lifetime
 	switch {
-	case l.SoftBytes != 0 && bytesAfter >= l.SoftBytes:
-		soft = ReasonBytes
-	case l.SoftPackets != 0 && pktsAfter >= l.SoftPackets:
-		soft = ReasonPackets
+	case l.SoftBytes != 0 && bytes >= l.SoftBytes:
+		return ReasonBytes
+	case l.SoftPackets != 0 && pkts >= l.SoftPackets:
+		return ReasonPackets
 	}
-	return ok, soft, hard
+	return ""
 }
 
 // raise delivers the events countLimits found.

@@ -39,6 +39,11 @@ import (
 // for the batch to re-check and advance the window and count the packets
 // (DESIGN.md, lesson 1). OpenBatch allocates nothing.
 func (s *SA) OpenBatch(pkts []Packet) {
+	if !s.enter() { // removed from its SAD and wiped (retire.go)
+		s.dropInvalid(pkts, XfrmInStateInvalid)
+		return
+	}
+	defer s.exit()
 	t := s.t
 	dropAll := CounterNone
 	switch {
@@ -82,6 +87,16 @@ func (s *SA) OpenBatch(pkts []Packet) {
 			s.counters.Inc(p.Drop)
 			continue
 		}
+		// As Linux's xfrm_input, the hard limits are checked before the
+		// window advances and the packet is counted.
+		if limits {
+			if hr := s.hardLimit(s.bytes.Load(), s.packets.Load()); hr != "" {
+				hard = hr
+				p.Drop = XfrmInStateExpired
+				s.counters.Inc(p.Drop)
+				continue
+			}
+		}
 		switch s.window.Advance(p.seq) {
 		case replay.OK:
 		case replay.Duplicate:
@@ -99,16 +114,8 @@ func (s *SA) OpenBatch(pkts []Packet) {
 		bytesAfter := s.bytes.Add(n)
 		pktsAfter := s.packets.Add(1)
 		if limits {
-			ok, sr, hr := s.countLimits(bytesAfter-n, bytesAfter, pktsAfter-1, pktsAfter)
-			if sr != "" {
+			if sr := s.softLimit(bytesAfter, pktsAfter); sr != "" {
 				soft = sr
-			}
-			if hr != "" {
-				hard = hr
-			}
-			if !ok {
-				p.Drop = XfrmInStateExpired
-				s.counters.Inc(p.Drop)
 			}
 		}
 	}

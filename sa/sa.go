@@ -23,6 +23,10 @@ var (
 	ErrExists = errors.New("already exists")
 	// ErrNotFound: nothing to delete.
 	ErrNotFound = errors.New("not found")
+	// ErrRetired: the SA has left a SAD (deleted, replaced or expired) and
+	// its keys are wiped or about to be; it cannot join a SAD again. Make
+	// a new SA with New.
+	ErrRetired = errors.New("SA was removed from its SAD")
 )
 
 // FieldError is a refused Config or Policy field. Field is named as in the
@@ -66,6 +70,10 @@ type SA struct {
 	// Outbound: the last sequence number handed out. Inbound: unused (the
 	// window's Top is the highest accepted).
 	seq atomic.Uint64
+	// use counts the SealBatch and OpenBatch calls inside the SA's crypto,
+	// with the retiredBit and wipedBit flags on top (retire.go). Next to
+	// seq: a seal touches both.
+	use atomic.Uint64
 
 	bytes, packets  atomic.Uint64
 	replayWindow    atomic.Uint64 // too old: left of the window
@@ -96,7 +104,10 @@ type Stats struct {
 }
 
 // New checks cfg and makes an SA from it. counters receives the SA's drops;
-// nil gives the SA counters of its own. The SA keeps copies of the keys.
+// nil gives the SA counters of its own. The SA keeps copies of the keys,
+// and zeroes them once it has left its SAD and no batch uses it any more
+// (retire.go says what cannot be zeroed); cfg's own keys stay the
+// caller's to zero.
 // The error, if any, is a *FieldError wrapping ErrInvalidConfig.
 func New(cfg Config, counters *Counters) (*SA, error) {
 	if err := validate(&cfg); err != nil {
@@ -248,8 +259,25 @@ func validateAlgs(c *Config) error {
 }
 
 // Config returns a copy of the SA's configuration, keys included: redact
-// them before showing it.
-func (s *SA) Config() Config { return cloneConfig(s.cfg) }
+// them before showing it. Once the SA has left its SAD and its keys are
+// wiped (see Retired), the copy's keys are nil.
+func (s *SA) Config() Config {
+	// Counted in like a batch, so that the keys are not wiped while
+	// they are being copied.
+	if !s.enter() {
+		c := s.cfg
+		for _, a := range []**Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
+			if *a != nil {
+				cp := **a
+				cp.Key = nil
+				*a = &cp
+			}
+		}
+		return cloneConfig(c)
+	}
+	defer s.exit()
+	return cloneConfig(s.cfg)
+}
 
 // SPI returns the SA's SPI.
 func (s *SA) SPI() uint32 { return s.cfg.SPI }

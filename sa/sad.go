@@ -18,6 +18,10 @@ import (
 // xfrm interfaces: inbound lookup by SPI, outbound lookup by (if_id,
 // selector), and the add-time lifetimes.
 //
+// An SA that leaves the SAD (Delete, Replace, RemoveExpired) is retired:
+// it raises no more events, and its keys are zeroed as soon as no worker
+// is sealing or opening with it (retire.go).
+//
 // It is safe for concurrent use. Lookups read an immutable table through an
 // atomic pointer and take no lock; changes are serialised by a mutex, copy
 // the part of the table they touch (one shard of 256, and one interface's
@@ -174,9 +178,11 @@ func (d *SAD) Counters() *Counters { return d.counters }
 // SetEventHandler sets the function that receives SA expiry events (nil:
 // none). It is called synchronously, at most once per SA and kind, from the
 // goroutine that noticed the limit: a data-path worker sealing or opening,
-// or the caller of Tick. It must not block: hand the event to another
-// goroutine (a buffered channel with a non-blocking send, for example) and
-// return.
+// or the caller of Tick; never for an SA that has left the SAD. It must
+// not block: hand the event to another goroutine (a buffered channel with a
+// non-blocking send, for example) and return. On HardExpire, call
+// RemoveExpired from that goroutine, as Linux deletes a state whose hard
+// lifetime expired.
 func (d *SAD) SetEventHandler(fn func(Event)) {
 	if fn == nil {
 		d.handler.Store(nil)
@@ -186,22 +192,10 @@ func (d *SAD) SetEventHandler(fn func(Event)) {
 }
 
 // Tick applies the add-time lifetimes at now: soft and hard expiry events
-// and stopping hard-expired SAs. The daemon calls it every second; it costs
-// O(number of SAs).
+// and stopping hard-expired SAs (RemoveExpired then removes them). The
+// daemon calls it every second; it costs O(number of SAs).
 func (d *SAD) Tick(now time.Time) {
-	t := d.table.Load()
-	for i := range t.in {
-		for _, list := range t.in[i].all() {
-			for _, s := range list {
-				s.tick(now)
-			}
-		}
-		for _, list := range t.out[i].all() {
-			for _, s := range list {
-				s.tick(now)
-			}
-		}
-	}
+	d.table.Load().each(func(s *SA) { s.tick(now) })
 }
 
 // LookupIn returns the inbound SA with spi and outer destination dst (an
@@ -242,7 +236,9 @@ func (d *SAD) Policies() []Policy {
 // Replace sets the whole content of the SAD: used to load and reload the
 // configuration. It checks everything first and changes nothing on error
 // (ErrExists for a duplicate SA or policy, ErrInvalidConfig for a bad
-// policy). It costs O(n) and allocates a new table.
+// policy, ErrRetired for an SA that has left a SAD). SAs of the SAD that
+// states does not hold are retired: their keys are zeroed once no batch
+// uses them (retire.go). It costs O(n) and allocates a new table.
 func (d *SAD) Replace(states []*SA, policies []Policy) error {
 	t := &table{}
 	ifaces := map[uint32]*iface{}
@@ -254,7 +250,9 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 		}
 		return f
 	}
+	keep := make(map[*SA]bool, len(states))
 	for _, s := range states {
+		keep[s] = true
 		m := shard(t.bySPI(s.cfg.Dir), shardOf(s.cfg.SPI))
 		list := m.lookup(s.cfg.SPI)
 		for _, o := range list {
@@ -291,11 +289,39 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// Checked under mu, which every retire of this SAD's SAs holds.
+	for _, s := range states {
+		if s.Retired() {
+			return fmt.Errorf("state %v: %w", s, ErrRetired)
+		}
+	}
 	for _, s := range states {
 		s.sad.Store(d)
 	}
+	old := d.table.Load()
 	d.table.Store(t)
+	old.each(func(s *SA) {
+		if !keep[s] {
+			s.retire()
+		}
+	})
 	return nil
+}
+
+// each calls fn for every SA of t.
+func (t *table) each(fn func(*SA)) {
+	for i := range t.in {
+		for _, list := range t.in[i].all() {
+			for _, s := range list {
+				fn(s)
+			}
+		}
+		for _, list := range t.out[i].all() {
+			for _, s := range list {
+				fn(s)
+			}
+		}
+	}
 }
 
 func (t *table) bySPI(dir Dir) *[numShards]*u32table[[]*SA] {
@@ -307,10 +333,15 @@ func (t *table) bySPI(dir Dir) *[numShards]*u32table[[]*SA] {
 
 // Add puts s into the SAD. An SA with the same direction, SPI and outer
 // destination is refused with ErrExists. Among outbound SAs with the same
-// if_id and selector, the newest is used (make-before-break rekeying).
+// if_id and selector, the newest that is not dying is used
+// (make-before-break rekeying; see LookupOut). An SA that has left a SAD is
+// refused with ErrRetired.
 func (d *SAD) Add(s *SA) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if s.Retired() {
+		return fmt.Errorf("state %v: %w", s, ErrRetired)
+	}
 	old := d.table.Load()
 	sh := shardOf(s.cfg.SPI)
 	list := old.bySPI(s.cfg.Dir)[sh].lookup(s.cfg.SPI)
@@ -335,34 +366,76 @@ func (d *SAD) Add(s *SA) error {
 }
 
 // Delete removes the SA with dir, spi and outer destination dst (invalid:
-// the first with that SPI). ErrNotFound if there is none.
+// the first with that SPI). ErrNotFound if there is none. The SA is
+// retired: its keys are zeroed once no batch uses it (retire.go).
 func (d *SAD) Delete(dir Dir, spi uint32, dst netip.Addr) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old := d.table.Load()
-	sh := shardOf(spi)
-	list := old.bySPI(dir)[sh].lookup(spi)
+	list := old.bySPI(dir)[shardOf(spi)].lookup(spi)
 	i := slices.IndexFunc(list, func(s *SA) bool { return s.matchDst(dst) })
 	if i < 0 {
 		return fmt.Errorf("state %s spi 0x%08x dst %v: %w", dir, spi, dst, ErrNotFound)
 	}
 	victim := list[i]
 	t := *old
-	m := old.bySPI(dir)[sh].clone()
+	t.remove(victim)
+	d.table.Store(&t)
+	victim.retire()
+	return nil
+}
+
+// RemoveExpired removes every hard-expired SA from the SAD in one table
+// change, retires them (their keys are zeroed once no batch uses them) and
+// returns them; nil when there is none. The daemon calls it when an SA
+// raises HardExpire, and once a second in case an event was lost. It costs
+// O(number of SAs).
+func (d *SAD) RemoveExpired() []*SA {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.table.Load()
+	var dead []*SA
+	old.each(func(s *SA) {
+		if s.hardExpired.Load() {
+			dead = append(dead, s)
+		}
+	})
+	if len(dead) == 0 {
+		return nil
+	}
+	t := *old
+	for _, s := range dead {
+		t.remove(s)
+	}
+	d.table.Store(&t)
+	for _, s := range dead {
+		s.retire()
+	}
+	slices.SortFunc(dead, func(a, b *SA) int {
+		return cmp.Or(cmp.Compare(a.cfg.Dir, b.cfg.Dir), cmp.Compare(a.cfg.SPI, b.cfg.SPI), a.cfg.Dst.Compare(b.cfg.Dst))
+	})
+	return dead
+}
+
+// remove takes s out of t, a copy of a published table, copying the shard
+// and interface it changes. s must be in t.
+func (t *table) remove(s *SA) {
+	dir, spi := s.cfg.Dir, s.cfg.SPI
+	sh := shardOf(spi)
+	list := t.bySPI(dir)[sh].lookup(spi)
+	m := t.bySPI(dir)[sh].clone()
 	if len(list) == 1 {
 		m.delete(spi)
 	} else {
-		m.set(spi, slices.Delete(slices.Clone(list), i, i+1))
+		m.set(spi, slices.DeleteFunc(slices.Clone(list), func(o *SA) bool { return o == s }))
 	}
 	t.bySPI(dir)[sh] = m
 	if dir == DirOut {
-		f := t.cloneIface(victim.cfg.IfID)
-		f.outSAs = slices.DeleteFunc(f.outSAs, func(s *SA) bool { return s == victim })
+		f := t.cloneIface(s.cfg.IfID)
+		f.outSAs = slices.DeleteFunc(f.outSAs, func(o *SA) bool { return o == s })
 		f.index()
 	}
 	t.n--
-	d.table.Store(&t)
-	return nil
 }
 
 // AddPolicy appends p to its interface's policies. A policy with the same
@@ -445,12 +518,17 @@ func (f *iface) addPolicy(p Policy) {
 	}
 }
 
-// index rebuilds the selector index from outSAs.
+// index rebuilds the selector index from outSAs. Each list it makes is
+// newest first by add time (Linux's curlft.add_time, which pick compares),
+// SAs added at the same instant by their order in outSAs, later first: an
+// SA kept across a reload keeps its add time wherever the file lists it.
 func (f *iface) index() {
 	f.anyDst = nil
 	f.v4, f.v6 = lpm{}, lpm{}
-	for i := len(f.outSAs) - 1; i >= 0; i-- { // newest first
-		s := f.outSAs[i]
+	byAge := slices.Clone(f.outSAs)
+	slices.SortStableFunc(byAge, func(a, b *SA) int { return a.added.Compare(b.added) })
+	for i := len(byAge) - 1; i >= 0; i-- { // newest first
+		s := byAge[i]
 		dst := s.cfg.Selector.Dst
 		if !dst.IsValid() {
 			f.anyDst = append(f.anyDst, s)
@@ -492,8 +570,9 @@ func (sel *Selector) match(src, dst netip.Addr) bool {
 // it, XfrmOutError when pkt is not an IP packet.
 //
 // Among the interface's SAs, the one whose selector's destination prefix is
-// longest wins; then SAs without a destination prefix. Among equals, the
-// newest SA that is not expired. The cost is one hash lookup per distinct
+// longest wins; then SAs without a destination prefix. Among equals, as in
+// Linux: never a hard-expired SA; a live SA before a dying (soft-expired)
+// one; the newest first (see pick). The cost is one hash lookup per distinct
 // prefix length of the interface, the same whatever the number of SAs,
 // interfaces or prefixes; it takes no lock and allocates nothing.
 func (d *SAD) LookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
@@ -549,31 +628,28 @@ func allowed(pols []Policy, src, dst netip.Addr) bool {
 	return false
 }
 
-// pick returns the best SA of list (newest first) whose selector matches:
-// the first live one, else the first soft-expired one, else the first.
+// pick returns the SA of list that seals a packet from src to dst. It
+// chooses as Linux's xfrm_state_look_at (net/xfrm/xfrm_state.c) does among
+// the states that could serve a flow: only valid states count, so a
+// hard-expired SA is never picked (Linux: XFRM_STATE_EXPIRED, the lookup
+// fails); among valid ones a state that is not dying (no soft expiry)
+// beats a dying one, and among equals the newest add time wins. list is
+// newest first (index), so the first live SA wins, else the first dying
+// one.
 func pick(list []*SA, src, dst netip.Addr) *SA {
-	var soft, hard *SA
+	var dying *SA
 	for _, s := range list {
-		if !s.covers(src, dst) {
+		if !s.covers(src, dst) || s.hardExpired.Load() {
 			continue
 		}
-		switch {
-		case s.hardExpired.Load():
-			if hard == nil {
-				hard = s
-			}
-		case s.softFired.Load():
-			if soft == nil {
-				soft = s
-			}
-		default:
+		if !s.softFired.Load() {
 			return s
 		}
+		if dying == nil {
+			dying = s
+		}
 	}
-	if soft != nil {
-		return soft
-	}
-	return hard
+	return dying
 }
 
 // OpenBatch opens a batch of ESP packets from the underlay: per packet it

@@ -25,6 +25,11 @@ import (
 // 64-bit sequence number (unique per key, RFC 4106 §3.1); CBC IVs are
 // random (RFC 3602 §2.1). SealBatch allocates nothing.
 func (s *SA) SealBatch(pkts []Packet) {
+	if !s.enter() { // removed from its SAD and wiped (retire.go)
+		s.dropInvalid(pkts, XfrmOutStateInvalid)
+		return
+	}
+	defer s.exit()
 	t := s.t
 	dropAll := CounterNone
 	switch {

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeMode writes content to path and sets its mode exactly (umask does
+// not apply to chmod).
+func writeMode(t *testing.T, path, content string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKeyPermissionWarnings: Load warns about a config file that holds
+// keys, or a key_file, that group or others can read, naming the file and
+// its mode, once per file; it accepts the file all the same, and says
+// nothing about files only their owner can read, or a readable config
+// file that holds no key.
+func TestKeyPermissionWarnings(t *testing.T) {
+	const keyHex = "000102030405060708090a0b0c0d0e0f10111213"
+	// The second state's auth key stays inline unless the case moves it.
+	inlineAuth := `key: "0x` + strings.Repeat("ab", 32) + `"`
+	tests := []struct {
+		name      string
+		mainMode  os.FileMode
+		keyMode   os.FileMode // 0: the aead key is inline
+		authFile  bool        // the auth key in a key_file too (the main file holds none)
+		wantMain  bool
+		wantKey   bool
+		wantCount int
+	}{
+		{name: "all 0600", mainMode: 0o600, keyMode: 0o600, wantCount: 0},
+		{name: "inline keys, 0600", mainMode: 0o600, wantCount: 0},
+		{name: "inline keys, 0644", mainMode: 0o644, wantMain: true, wantCount: 1},
+		{name: "inline keys, 0640 (group)", mainMode: 0o640, wantMain: true, wantCount: 1},
+		{name: "inline keys, 0604 (others)", mainMode: 0o604, wantMain: true, wantCount: 1},
+		{name: "inline keys, 0700", mainMode: 0o700, wantCount: 0},
+		{name: "key_file 0644", mainMode: 0o600, keyMode: 0o644, wantKey: true, wantCount: 1},
+		{name: "key_file 0640", mainMode: 0o600, keyMode: 0o640, wantKey: true, wantCount: 1},
+		{name: "no inline key, main 0644, key files 0600", mainMode: 0o644, keyMode: 0o600, authFile: true, wantCount: 0},
+		{name: "no inline key, main 0644, key files 0644", mainMode: 0o644, keyMode: 0o644, authFile: true, wantKey: true, wantCount: 2},
+		{name: "both", mainMode: 0o644, keyMode: 0o644, wantMain: true, wantKey: true, wantCount: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "ipsecd.yaml")
+			keyPath := filepath.Join(dir, "gcm.key")
+			authPath := filepath.Join(dir, "auth.key")
+			text := good
+			if tt.keyMode != 0 {
+				writeMode(t, keyPath, "0x"+keyHex+"\n", tt.keyMode)
+				text = strings.Replace(text, `key: "`+gcmKey+`"`, "key_file: gcm.key", 1)
+			}
+			if tt.authFile {
+				writeMode(t, authPath, strings.Repeat("ab", 32), tt.keyMode)
+				text = strings.Replace(text, inlineAuth, "key_file: auth.key", 1)
+			}
+			writeMode(t, path, text, tt.mainMode)
+			c, err := Load(path)
+			if err != nil {
+				t.Fatalf("Load: %v (warnings must not refuse the file)", err)
+			}
+			if len(c.Warnings) != tt.wantCount {
+				t.Errorf("%d warnings, want %d: %q", len(c.Warnings), tt.wantCount, c.Warnings)
+			}
+			if tt.wantMain {
+				want := fmt.Sprintf("%s holds keys and is readable by group or others (mode %04o): run chmod 600 %s", path, tt.mainMode, path)
+				if len(c.Warnings) == 0 || !strings.HasPrefix(c.Warnings[0], want) {
+					t.Errorf("warnings %q, want the first to start %q", c.Warnings, want)
+				}
+			}
+			if tt.wantKey {
+				want := fmt.Sprintf("key_file %s is readable by group or others (mode %04o): run chmod 600 %s", keyPath, tt.keyMode, keyPath)
+				if !slices.Contains(c.Warnings, want) {
+					t.Errorf("warnings %q, want %q", c.Warnings, want)
+				}
+			}
+			for _, w := range c.Warnings {
+				if strings.Contains(strings.ToLower(w), keyHex[:16]) || strings.Contains(w, strings.Repeat("ab", 8)) {
+					t.Errorf("warning %q shows key material", w)
+				}
+			}
+		})
+	}
+
+	// One warning per key_file, however many states use it; Parse alone
+	// (no file of its own to stat) warns about key files only.
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "gcm.key")
+	writeMode(t, keyPath, "0x"+keyHex, 0o644)
+	text := strings.Replace(good, `key: "`+gcmKey+`"`, "key_file: gcm.key", 1)
+	text = strings.Replace(text, `enc: {name: "ecb(cipher_null)"}
+    auth: {name: "hmac(sha256)", `+inlineAuth+`}`, `aead: {name: "rfc4106(gcm(aes))", key_file: gcm.key}`, 1)
+	c, err := Parse(filepath.Join(dir, "ipsecd.yaml"), []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], keyPath) {
+		t.Errorf("two states sharing a 0644 key_file: warnings %q, want one naming %s", c.Warnings, keyPath)
+	}
+}
+
+// TestWipeKeys: WipeKeys zeroes every key of the config in place, and a
+// nil Config is fine.
+func TestWipeKeys(t *testing.T) {
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := [][]byte{c.States[0].AEAD.Key, c.States[1].Auth.Key}
+	for _, k := range keys {
+		if len(k) == 0 || isAllZero(k) {
+			t.Fatalf("parsed key %x: want non-zero bytes", k)
+		}
+	}
+	c.WipeKeys()
+	for i, k := range keys {
+		if !isAllZero(k) {
+			t.Errorf("key %d after WipeKeys: %x, want zeroes", i, k)
+		}
+	}
+	(*Config)(nil).WipeKeys()
+}
+
+func isAllZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
