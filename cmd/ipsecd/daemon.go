@@ -15,7 +15,9 @@ import (
 // runDaemon is `ipsecd run --config FILE`: it brings up the interfaces,
 // the underlay and the control socket, then forwards until SIGTERM or
 // SIGINT (exit 0, interfaces removed). SIGHUP reloads FILE; a bad file is
-// refused and the running config stays.
+// refused and the running config stays. The config's warnings (key files
+// others can read) are logged at start and after each applied reload; the
+// keys are zeroed when they are no longer used (sa/retire.go).
 func runDaemon(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	path := fs.String("config", "", "config `FILE` (YAML)")
@@ -43,21 +45,32 @@ func runDaemon(args []string) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	raiseCapabilities(log) // caps_unsafe_linux.go: file capabilities of a non-root run
+	logConfigWarnings(log.WithField("config", *path), cfg)
 	n, err := startNode(cfg, log)
 	if err != nil {
 		log.WithError(err).Error("start-up failed")
+		cfg.WipeKeys()
 		return 1
 	}
 	log.WithField("config", *path).Info("running: " + cfg.Summary())
 	for sig := range sigs {
 		switch sig {
 		case syscall.SIGHUP:
+			old := n.runningConfig()
 			n.reload(*path)
+			if now := n.runningConfig(); now != old {
+				// Applied: the old file's keys are no longer needed
+				// (the SAs hold copies of their own).
+				logConfigWarnings(log.WithField("config", *path), now)
+				old.WipeKeys()
+			}
 		default:
 			log.WithField("signal", sig.String()).Info("stopping")
 			if err := n.stop(); err != nil {
 				log.WithError(err).Warn("stopping")
 			}
+			n.wipeKeys()
 			return 0
 		}
 	}

@@ -34,12 +34,19 @@ func cmdGenkey(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err.Error()}
 	}
+	// The key and its text are zeroed once written.
 	key := make([]byte, n)
+	defer clear(key)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "0x%s\n", hex.EncodeToString(key))
-	return nil
+	text := make([]byte, 2+hex.EncodedLen(n)+1)
+	defer clear(text)
+	copy(text, "0x")
+	hex.Encode(text[2:], key)
+	text[len(text)-1] = '\n'
+	_, err = stdout.Write(text)
+	return err
 }
 
 // keyBytes returns the key material length for alg with a bits-bit cipher

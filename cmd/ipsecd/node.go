@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,11 +40,18 @@ type node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// expiry carries lifetime events from the data path to tick
+	// (expiry.go); its zero value is ready.
+	expiry expiryQueue
+
 	mu sync.Mutex
-	// mu guards: cfg, workers, and serialises reloads with control
-	// changes.
+	// mu guards: cfg, workers, usedKeys, and serialises reloads with
+	// control changes.
 	cfg     *config.Config
 	workers map[*xfrmif.Interface]*datapath.Workers
+	// usedKeys holds the key material of every SA a config file
+	// brought up, as a digest, with the SA's SPI (see buildStates).
+	usedKeys map[keyUse]uint32
 }
 
 // startNode brings a config up. On failure it removes what it made.
@@ -68,6 +79,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	if err := n.sad.Replace(states, cfg.Policies); err != nil {
 		return n, fmt.Errorf("%s: %w", cfg.File, err)
 	}
+	n.rememberKeys(states)
 
 	n.conn, err = underlay.Open(underlay.Config{
 		UDP:    cfg.Underlay.UDP,
@@ -114,24 +126,48 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	return n, nil
 }
 
-// buildStates makes the config's SAs. An SA of old whose config is the
-// same (keys included) is kept as it is, so that a reload does not reset
-// its sequence number, replay window or counters.
+// buildStates makes the config's SAs, at start-up (old nil) or on a
+// reload (old the running SAs). A running SA that the file names again
+// (same direction, SPI and destination) with the same config, keys
+// included, is kept as it is, so that a reload does not reset its
+// sequence number, replay window or counters. One that the file names
+// with another config refuses the file (see changedState), and so does a
+// new SA with key material that an SA of the same direction had before
+// (n.usedKeys): it would start its sequence numbers again at 1, and the
+// AEADs take their nonces from them (RFC 4106 §3.1: never repeated under
+// one key); an inbound one would accept the old SA's packets again.
+//
+// The SAs come back oldest first: the kept ones in the order they were
+// added, then the new ones in file order. The SAD seals with the newest of
+// the outbound SAs that cover a packet, so an outbound SA that a reload
+// adds takes over from a running one wherever the file lists it
+// (make-before-break), and a reload that adds nothing changes no choice.
 func (n *node) buildStates(cfg *config.Config, old []*sa.SA) ([]*sa.SA, error) {
 	type id struct {
 		dir sa.Dir
 		spi uint32
-		dst string
+		dst netip.Addr
 	}
 	keep := make(map[id]*sa.SA, len(old))
 	for _, s := range old {
-		keep[id{s.Dir(), s.SPI(), s.Dst().String()}] = s
+		keep[id{s.Dir(), s.SPI(), s.Dst()}] = s
 	}
 	var errs config.ErrorList
 	states := make([]*sa.SA, 0, len(cfg.States))
 	for i, st := range cfg.States {
-		if s := keep[id{st.Dir, st.SPI, st.Dst.String()}]; s != nil && reflect.DeepEqual(s.Config(), st.Config) {
+		if s := keep[id{st.Dir, st.SPI, st.Dst}]; s != nil {
+			if field, msg := changedState(s.Config(), st.Config); field != "" {
+				errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, field), Msg: msg})
+				continue
+			}
 			states = append(states, s)
+			continue
+		}
+		if spi, ok := n.usedKeys[keyUseOf(st.Config)]; ok {
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, keyField(st.Config)),
+				Msg: fmt.Sprintf("SA spi 0x%08x dir %s dst %s: this key was already used by the SA with spi 0x%08x, and a second SA with it "+
+					"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
+					"(an inbound SA would accept the old packets again): give the new SA a new key", st.SPI, st.Dir, st.Dst, spi)})
 			continue
 		}
 		s, err := sa.New(st.Config, n.counters)
@@ -144,7 +180,125 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) ([]*sa.SA, error) {
 	if len(errs) != 0 {
 		return nil, errs
 	}
+	// Stable: SAs made in this call may share a clock reading.
+	slices.SortStableFunc(states, func(a, b *sa.SA) int { return a.Added().Compare(b.Added()) })
 	return states, nil
+}
+
+// changedState compares a running SA's config with the file's state of
+// the same direction, SPI and destination. It returns "" when they are
+// the same SA, else the first field that differs (named as in the file)
+// and why the file is refused. A running SA is never replaced in place: a
+// new SA under its SPI would start again at sequence number 1, which the
+// peer's replay window drops (outbound), or forget the packets it has seen
+// and let replays in (inbound); and a new key under a running SPI makes
+// the peer drop what is in flight, as no one can tell which key sealed a
+// packet. The message never holds key material.
+func changedState(run, file sa.Config) (field, msg string) {
+	name := fmt.Sprintf("SA spi 0x%08x dir %s dst %s", run.SPI, run.Dir, run.Dst)
+	for _, alg := range []struct {
+		field, bits string
+		run, file   *sa.Algorithm
+	}{{"aead", "icv_bits", run.AEAD, file.AEAD}, {"enc", "", run.Enc, file.Enc}, {"auth", "trunc_bits", run.Auth, file.Auth}} {
+		switch {
+		case (alg.run == nil) != (alg.file == nil):
+			field = alg.field
+		case alg.run == nil:
+			continue
+		case alg.run.Name != alg.file.Name:
+			field = alg.field + ".name"
+		case alg.run.Bits != alg.file.Bits:
+			field = alg.field + "." + alg.bits
+		case !bytes.Equal(alg.run.Key, alg.file.Key):
+			return alg.field + ".key", name + " is running with another key, and a running SA is not rekeyed in place " +
+				"(the peer would drop the packets in flight, and the sequence number would start again at 1): " +
+				"put the new key under a new SPI, and remove this state once the peer uses the new one (make-before-break)"
+		default:
+			continue
+		}
+		return field, name + " is running with another algorithm, and a running SA does not change in place: " +
+			"put the new algorithm under a new SPI, and remove this state once the peer uses the new one (make-before-break)"
+	}
+	switch {
+	case run.Src != file.Src:
+		field = "src"
+	case run.Mode != file.Mode:
+		field = "mode"
+	case run.IfID != file.IfID:
+		field = "if_id"
+	case !reflect.DeepEqual(run.Encap, file.Encap):
+		field = "encap"
+	case run.ReplayWindow != file.ReplayWindow:
+		field = "replay_window"
+	case run.ESN != file.ESN:
+		field = "esn"
+	case run.Lifetime != file.Lifetime:
+		field = "lifetime"
+	case !reflect.DeepEqual(run.Selector, file.Selector):
+		field = "selector"
+	case !reflect.DeepEqual(run, file):
+		field = "" // a field this function does not know: name the state
+	default:
+		return "", ""
+	}
+	what := "another " + field
+	if field == "" {
+		what = "another config"
+	}
+	msg = name + " is running with " + what + ", and a running SA does not change in place " +
+		"(a new SA would start its sequence number and replay window again): put the change under a new SPI, " +
+		"and remove this state once the peer uses the new one (make-before-break)"
+	if field == "" {
+		field = "spi"
+	}
+	return field, msg
+}
+
+// keyUse is the direction and a digest of the key material of an SA: what
+// no second SA of this daemon may have (see buildStates). The digest keeps
+// no key in memory longer than the SA itself.
+type keyUse struct {
+	dir    sa.Dir
+	digest [sha256.Size]byte
+}
+
+func keyUseOf(c sa.Config) keyUse {
+	h := sha256.New()
+	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
+		if a == nil {
+			h.Write([]byte{0})
+			continue
+		}
+		// Lengths first, so that no two configs hash the same bytes.
+		h.Write([]byte{1, byte(len(a.Name) >> 8), byte(len(a.Name)), byte(len(a.Key) >> 8), byte(len(a.Key))})
+		h.Write([]byte(a.Name))
+		h.Write(a.Key)
+	}
+	u := keyUse{dir: c.Dir}
+	h.Sum(u.digest[:0])
+	return u
+}
+
+// keyField names the key of a state as the config file does.
+func keyField(c sa.Config) string {
+	switch {
+	case c.AEAD != nil:
+		return "aead.key"
+	case c.Enc != nil && len(c.Enc.Key) != 0:
+		return "enc.key"
+	}
+	return "auth.key"
+}
+
+// rememberKeys records the keys of states, just installed, in
+// n.usedKeys. Called with n.mu held, or before the node is shared.
+func (n *node) rememberKeys(states []*sa.SA) {
+	if n.usedKeys == nil {
+		n.usedKeys = make(map[keyUse]uint32, len(states))
+	}
+	for _, s := range states {
+		n.usedKeys[keyUseOf(s.Config())] = s.SPI()
+	}
 }
 
 func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
@@ -211,6 +365,7 @@ func (n *node) reload(path string) {
 		log.WithError(err).Error("reload: SAD")
 		return
 	}
+	n.rememberKeys(states)
 	n.cfg = cfg
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
@@ -241,28 +396,31 @@ func (n *node) reapWorkers() {
 	}
 }
 
-// tick runs the add-time lifetimes once a second.
+// tick runs the add-time lifetimes once a second, and logs lifetime
+// events and removes hard-expired SAs as soon as onEvent hands them over
+// (at the latest on the next second, should an event be lost).
 func (n *node) tick() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	wake := n.expiry.wakeup()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case now := <-t.C:
 			n.sad.Tick(now)
+		case <-wake:
 		}
+		n.logExpiries()
+		n.reapExpired()
 	}
 }
 
-// onEvent logs SA lifetime events. It runs on the data path: it must not
-// block.
+// onEvent receives SA lifetime events. It runs on the data path, so it
+// only queues the event for tick, which logs it and, for a hard expiry,
+// removes the SA.
 func (n *node) onEvent(ev sa.Event) {
-	kind := "soft"
-	if ev.Kind == sa.HardExpire {
-		kind = "hard"
-	}
-	n.log.WithFields(logrus.Fields{"sa": ev.SA.String(), "reason": ev.Reason}).Warnf("SA %s lifetime expired", kind)
+	n.expiry.push(ev)
 }
 
 // stop removes the interfaces and closes the sockets. It waits for the

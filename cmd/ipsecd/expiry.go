@@ -1,0 +1,142 @@
+package main
+
+import (
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// maxQueuedExpiries bounds the lifetime events waiting for tick. Each SA
+// raises at most two, so only a mass expiry of thousands of SAs within a
+// second can fill it; the events beyond are counted and reported, and
+// their SAs are still removed by tick's sweep.
+const maxQueuedExpiries = 4096
+
+// expiryQueue hands lifetime events from the data path (sa's event
+// handler, which must not block) to the node's tick goroutine. The zero
+// value is ready to use; it is safe for concurrent use.
+type expiryQueue struct {
+	mu sync.Mutex
+	// mu guards: events, lost and wake, which is made on first use.
+	events []sa.Event
+	lost   int
+	wake   chan struct{}
+}
+
+// push queues ev and wakes the reader. It holds the lock for an append
+// and never waits for the reader.
+func (q *expiryQueue) push(ev sa.Event) {
+	q.mu.Lock()
+	if len(q.events) < maxQueuedExpiries {
+		q.events = append(q.events, ev)
+	} else {
+		q.lost++
+	}
+	wake := q.wakeLocked()
+	q.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// wakeup returns the channel that receives a value after push.
+func (q *expiryQueue) wakeup() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wakeLocked()
+}
+
+func (q *expiryQueue) wakeLocked() chan struct{} {
+	if q.wake == nil {
+		q.wake = make(chan struct{}, 1)
+	}
+	return q.wake
+}
+
+// take returns the queued events, oldest first, and how many were lost
+// since the last take.
+func (q *expiryQueue) take() ([]sa.Event, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	events, lost := q.events, q.lost
+	q.events, q.lost = nil, 0
+	return events, lost
+}
+
+// saFields names an SA in a log line: the fields of `ip xfrm state`'s
+// id, never its keys.
+func saFields(s *sa.SA) logrus.Fields {
+	return logrus.Fields{
+		"spi":   control.FormatSPI(s.SPI()),
+		"dir":   s.Dir().String(),
+		"src":   s.Src().String(),
+		"dst":   s.Dst().String(),
+		"if_id": s.IfID(),
+	}
+}
+
+// logExpiries logs the queued lifetime events, one line each:
+//
+//	level=warning msg="SA lifetime expired" dir=out dst=192.0.2.2 if_id=1 kind=soft reason=packets spi=0x00001001 src=192.0.2.1
+//
+// kind is soft (the SA is dying: it keeps working until a fresh SA with
+// the same selector takes over, or until its hard limit) or hard (it
+// stops and is removed); reason is the limit: bytes, packets, add time or
+// sequence number.
+func (n *node) logExpiries() {
+	events, lost := n.expiry.take()
+	for _, ev := range events {
+		n.log.WithFields(saFields(ev.SA)).WithFields(logrus.Fields{
+			"kind":   ev.Kind.String(),
+			"reason": ev.Reason,
+		}).Warn("SA lifetime expired")
+	}
+	if lost != 0 {
+		n.log.WithField("lost", lost).Warn("SA lifetime events lost (too many at once); hard-expired SAs are removed all the same")
+	}
+}
+
+// reapExpired removes the hard-expired SAs from the SAD, as Linux deletes
+// a state once its hard lifetime expires, and logs each. It holds n.mu so
+// that a reload or control change never works from an SA that is being
+// removed (and whose keys are being wiped).
+func (n *node) reapExpired() {
+	n.mu.Lock()
+	removed := n.sad.RemoveExpired()
+	n.mu.Unlock()
+	for _, s := range removed {
+		n.log.WithFields(saFields(s)).Info("SA removed: its hard lifetime expired")
+	}
+}
+
+// runningConfig returns the config the node runs.
+func (n *node) runningConfig() *config.Config {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cfg
+}
+
+// wipeKeys empties the SAD, which zeroes every SA's keys once no worker
+// uses them (sa/retire.go), and zeroes the running config's keys. The
+// daemon calls it when it stops.
+func (n *node) wipeKeys() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.sad.Replace(nil, nil); err != nil {
+		n.log.WithError(err).Warn("stopping: emptying the SAD")
+	}
+	n.cfg.WipeKeys()
+}
+
+// logConfigWarnings logs what the config file's check found short of an
+// error (key files readable by others, for one).
+func logConfigWarnings(log logrus.FieldLogger, cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+}
