@@ -55,6 +55,10 @@ const helperEnv = "IPSECD_TEST_HELPER"
 //	send-udp DST HEX...  send each packet to DST:4500 over UDP from an ephemeral port
 //	send-esp DST HEX...  send each packet to DST as IP protocol 50 (raw ESP)
 //	http-get URL         print the body of a GET of URL (retried for up to 5 s)
+//	sidecar CFG PEER N S a stack.Net from CFG: take one TCP stream on :5201, then send N bytes (seed S) to PEER
+//	udp-seq-source DST RATE SIZE  send sequence-numbered datagrams to DST at RATE/s until stdin closes
+//	udp-seq-sink ADDR             receive them until stdin closes; print what was missing, repeated, reordered
+//	tcp-paced ADDR BITRATE SEED   send pseudo-random bytes at BITRATE bit/s until stdin closes, print SHA-256 and count
 func runHelper(mode string) int {
 	args := os.Args[1:]
 	var err error
@@ -69,6 +73,10 @@ func runHelper(mode string) int {
 		err = sendPackets(mode, args) // badtraffic_test.go
 	case "http-get":
 		err = httpGet(args[0]) // metrics_test.go
+	case "sidecar":
+		err = sidecarHelper(args) // sidecar_test.go
+	case "udp-seq-source", "udp-seq-sink", "tcp-paced":
+		err = streamHelper(mode, args) // streams_test.go
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}

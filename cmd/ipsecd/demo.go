@@ -37,10 +37,12 @@ type demoEndpoint struct {
 	NS            string // network namespace
 	Dev           string // its end of the veth pair
 	Local, Peer   string // underlay addresses
+	Port          int    // underlay UDP port, the same at both ends
+	Mark          string // SO_MARK of the underlay; "" for none
 	Inner, Remote string // its cleartext address, the other side's network
 	SPIOut, SPIIn string
 	KeyOut, KeyIn string
-	Control       string
+	Control       string // "" for none (the netstack demo)
 	cmd           *exec.Cmd
 	log           bytes.Buffer
 }
@@ -49,16 +51,33 @@ type demoEndpoint struct {
 // by a veth pair, each an `ipsecd run` of this binary with the embedded
 // default config; a checksummed TCP stream each way through the tunnel,
 // then what crossed and the counters. Everything it makes is removed when
-// it ends, also on Ctrl-C.
+// it ends, also on Ctrl-C. Without root, or with --netstack, the two
+// endpoints are netstacks in this process instead (demo_netstack.go).
 func runDemo(args []string) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	size := fs.Int("mib", 256, "MiB of TCP to send each way")
+	netstack := fs.Bool("netstack", false, "two netstacks in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "ipsecd demo: needs root: it creates network namespaces, a veth pair and TUN devices")
-		return 1
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "ipsecd demo: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *size <= 0 || *size > 1<<20 {
+		fmt.Fprintf(os.Stderr, "ipsecd demo: --mib %d: want 1..%d\n", *size, 1<<20)
+		return 2
+	}
+	if !*netstack && os.Geteuid() != 0 {
+		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the netstack demo (--netstack)")
+		*netstack = true
+	}
+	if *netstack {
+		if err := demoNetstack(int64(*size) << 20); err != nil {
+			fmt.Fprintln(os.Stderr, "ipsecd demo:", err)
+			return 1
+		}
+		return 0
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		fmt.Fprintln(os.Stderr, "ipsecd demo: needs the ip command (Debian package iproute2)")
@@ -84,15 +103,17 @@ func demo(size int64) (err error) {
 
 	tag := fmt.Sprint(os.Getpid())
 	keyAB, keyBA := demoKey(), demoKey()
-	a := &demoEndpoint{Name: "A", NS: "ipsecd-demo-a-" + tag, Dev: "veth-a", Local: "192.0.2.1", Peer: "192.0.2.2",
+	a := &demoEndpoint{Name: "A", NS: "ipsecd-demo-a-" + tag, Dev: "veth-a", Local: "192.0.2.1", Peer: "192.0.2.2", Port: 4500, Mark: "0x100",
 		Inner: "198.51.100.1", Remote: "203.0.113.0", SPIOut: "0x1001", SPIIn: "0x2001", KeyOut: keyAB, KeyIn: keyBA,
 		Control: filepath.Join(dir, "a.sock")}
-	b := &demoEndpoint{Name: "B", NS: "ipsecd-demo-b-" + tag, Dev: "veth-b", Local: "192.0.2.2", Peer: "192.0.2.1",
+	b := &demoEndpoint{Name: "B", NS: "ipsecd-demo-b-" + tag, Dev: "veth-b", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100",
 		Inner: "203.0.113.1", Remote: "198.51.100.0", SPIOut: "0x2001", SPIIn: "0x1001", KeyOut: keyBA, KeyIn: keyAB,
 		Control: filepath.Join(dir, "b.sock")}
 
-	// Ctrl-C ends the demo through the same clean-up as an error.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C ends the demo through the same clean-up as an error, and so
+	// does a closed stdout (`ipsecd demo | head`): without Notify for
+	// SIGPIPE, Go would exit at once and leave the namespaces behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
 	defer demoCleanup(a, b)
 
@@ -100,14 +121,13 @@ func demo(size int64) (err error) {
 	if err := demoNetwork(a, b); err != nil {
 		return err
 	}
-	tmpl := template.Must(template.New("endpoint").Parse(demoTemplate))
 	for _, e := range []*demoEndpoint{a, b} {
-		var cfg bytes.Buffer
-		if err := tmpl.Execute(&cfg, e); err != nil {
+		cfg, err := demoConfig(e)
+		if err != nil {
 			return err
 		}
 		path := filepath.Join(dir, strings.ToLower(e.Name)+".yaml")
-		if err := os.WriteFile(path, cfg.Bytes(), 0o600); err != nil {
+		if err := os.WriteFile(path, cfg, 0o600); err != nil {
 			return err
 		}
 		e.cmd = exec.Command("ip", "netns", "exec", e.NS, self, "run", "--config", path)
@@ -134,8 +154,7 @@ func demo(size int64) (err error) {
 		if err != nil {
 			return fmt.Errorf("TCP %s → %s: %w", from.Name, to.Name, err)
 		}
-		fmt.Printf("TCP %s %s → %s %s:5201: %d MiB in %v, %.2f Gbit/s, SHA-256 equal at both ends\n",
-			from.Name, from.Inner, to.Name, to.Inner, size>>20, took.Round(time.Millisecond), float64(size*8)/took.Seconds()/1e9)
+		demoPrintTransfer(from, to, size, took)
 	}
 	fmt.Println()
 	for _, e := range []*demoEndpoint{a, b} {
@@ -144,6 +163,22 @@ func demo(size int64) (err error) {
 		}
 	}
 	return nil
+}
+
+// demoConfig renders the embedded default config for e.
+func demoConfig(e *demoEndpoint) ([]byte, error) {
+	var cfg bytes.Buffer
+	if err := demoTmpl.Execute(&cfg, e); err != nil {
+		return nil, err
+	}
+	return cfg.Bytes(), nil
+}
+
+var demoTmpl = template.Must(template.New("endpoint").Parse(demoTemplate))
+
+func demoPrintTransfer(from, to *demoEndpoint, size int64, took time.Duration) {
+	fmt.Printf("TCP %s %s → %s %s:5201: %d MiB in %v, %.2f Gbit/s, SHA-256 equal at both ends\n",
+		from.Name, from.Inner, to.Name, to.Inner, size>>20, took.Round(time.Millisecond), float64(size*8)/took.Seconds()/1e9)
 }
 
 func demoKey() string {
@@ -202,6 +237,21 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64) (time.Dura
 	}); err != nil {
 		return 0, err
 	}
+	return demoStream(ctx, ln, func(ctx context.Context) (c net.Conn, err error) {
+		err = inNetns(from.NS, func() (err error) {
+			d := net.Dialer{Timeout: 10 * time.Second}
+			c, err = d.DialContext(ctx, "tcp", net.JoinHostPort(to.Inner, "5201"))
+			return err
+		})
+		return c, err
+	}, size)
+}
+
+// demoStream accepts one connection on ln (and closes ln), sends size
+// pseudo-random bytes to it over a connection from dial, and compares the
+// SHA-256 digests at both ends. It returns the time from the first byte
+// sent to the far end's digest.
+func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error), size int64) (time.Duration, error) {
 	defer ln.Close()
 	got := make(chan string, 1)
 	go func() {
@@ -216,12 +266,10 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64) (time.Dura
 		got <- hex.EncodeToString(h.Sum(nil))
 	}()
 
-	var c net.Conn
-	if err := inNetns(from.NS, func() (err error) {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		c, err = d.DialContext(ctx, "tcp", net.JoinHostPort(to.Inner, "5201"))
-		return err
-	}); err != nil {
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, err := dial(dialCtx)
+	cancel()
+	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
@@ -233,7 +281,12 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64) (time.Dura
 	if _, err := io.Copy(io.MultiWriter(c, h), io.LimitReader(rand.NewChaCha8(seed), size)); err != nil {
 		return 0, err
 	}
-	c.(*net.TCPConn).CloseWrite()
+	// The far end's copy ends at our FIN.
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		c.Close()
+	}
 	select {
 	case digest := <-got:
 		took := time.Since(start)

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// demoSA is one SA line of the demo's report.
+type demoSA struct {
+	endpoint, dir, spi      string
+	packets, bytes          uint64
+	replay, integrityFailed uint64
+}
+
+var (
+	demoEndpointLine = regexp.MustCompile(`^endpoint ([AB]) \(SAs`)
+	demoIfLine       = regexp.MustCompile(`(?m)^  rx (\d+) packets, \d+ bytes, (\d+) errors, \d+ drops; tx (\d+) packets, \d+ bytes, (\d+) errors, \d+ drops$`)
+	demoSALine       = regexp.MustCompile(`^  (out|in) +spi (0x[0-9a-f]{8}) \S+ → \S+  (\d+) packets, (\d+) bytes, replay (\d+), integrity-failed (\d+)$`)
+)
+
+// parseDemoSAs returns the SA lines of the netstack demo's report.
+func parseDemoSAs(text string) []demoSA {
+	var sas []demoSA
+	endpoint := ""
+	for _, line := range strings.Split(text, "\n") {
+		if m := demoEndpointLine.FindStringSubmatch(line); m != nil {
+			endpoint = m[1]
+			continue
+		}
+		m := demoSALine.FindStringSubmatch(line)
+		if m == nil || endpoint == "" {
+			continue
+		}
+		n := func(s string) uint64 { v, _ := strconv.ParseUint(s, 10, 64); return v }
+		sas = append(sas, demoSA{endpoint: endpoint, dir: m[1], spi: m[2],
+			packets: n(m[3]), bytes: n(m[4]), replay: n(m[5]), integrityFailed: n(m[6])})
+	}
+	return sas
+}
+
+// checkDemoOutput wants what a successful netstack demo prints: two
+// transfers whose digests matched, all four SAs (A and B, out and in)
+// carrying at least the bytes sent, each inbound SA having accepted no more
+// than its peer's outbound SA sent, and no drop counted anywhere.
+func checkDemoOutput(t *testing.T, text string, mib int) {
+	t.Helper()
+	if got := strings.Count(text, "SHA-256 equal at both ends"); got != 2 {
+		t.Errorf("demo reported %d checked transfers, want 2:\n%s", got, text)
+	}
+	sas := parseDemoSAs(text)
+	if len(sas) != 4 {
+		t.Fatalf("demo reported %d SAs, want 4 (out and in at A and B):\n%s", len(sas), text)
+	}
+	out := map[string]demoSA{} // by SPI
+	for _, s := range sas {
+		if s.dir == "out" {
+			out[s.spi] = s
+		}
+	}
+	for _, s := range sas {
+		// Each SA carries one stream's data one way and the other
+		// stream's ACKs: at least the stream's bytes.
+		if s.bytes < uint64(mib)<<20 || s.packets == 0 {
+			t.Errorf("endpoint %s SA %s %s: %d packets, %d bytes, want at least %d MiB", s.endpoint, s.dir, s.spi, s.packets, s.bytes, mib)
+		}
+		if s.replay != 0 || s.integrityFailed != 0 {
+			t.Errorf("endpoint %s SA %s %s: replay %d, integrity-failed %d, want 0", s.endpoint, s.dir, s.spi, s.replay, s.integrityFailed)
+		}
+		if s.dir == "in" {
+			peer, ok := out[s.spi]
+			if !ok || peer.endpoint == s.endpoint {
+				t.Errorf("endpoint %s SA in %s has no outbound twin at the other endpoint", s.endpoint, s.spi)
+			} else if s.packets > peer.packets {
+				t.Errorf("endpoint %s SA in %s accepted %d packets, but %s sent only %d", s.endpoint, s.spi, s.packets, peer.endpoint, peer.packets)
+			}
+		}
+	}
+	// Each endpoint's interface counted the packets both ways, no errors.
+	ifLines := demoIfLine.FindAllStringSubmatch(text, -1)
+	if len(ifLines) != 2 {
+		t.Errorf("demo reported %d interface lines, want 2:\n%s", len(ifLines), text)
+	}
+	for _, m := range ifLines {
+		if m[1] == "0" || m[3] == "0" || m[2] != "0" || m[4] != "0" {
+			t.Errorf("interface counters %q: want packets both ways and no errors", m[0])
+		}
+	}
+	if bad := regexp.MustCompile(`Xfrm\w*Error|XfrmInNoStates|XfrmOutNoStates|XfrmInStateSeqError`).FindString(text); bad != "" {
+		t.Errorf("demo output shows %q:\n%s", bad, text)
+	}
+}
+
+// TestDemoNetstack runs `ipsecd demo --netstack --mib 8`: two netstacks in
+// one process, ESP over loopback, a checksummed TCP stream each way.
+func TestDemoNetstack(t *testing.T) {
+	bin := ipsecdBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "demo", "--netstack", "--mib", "8").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ipsecd demo --netstack: %v\n%s", err, out)
+	}
+	checkDemoOutput(t, string(out), 8)
+	// The two endpoints really used the loopback underlay.
+	for _, want := range []string{"A: underlay 127.0.0.1:", "B: underlay 127.0.0.2:"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestDemoWithoutRoot runs plain `ipsecd demo` as an unprivileged user
+// (nobody, when the test runs as root): it must choose the netstack demo
+// by itself and succeed.
+func TestDemoWithoutRoot(t *testing.T) {
+	bin := ipsecdBinary(t)
+	cmd := exec.Command(bin, "demo", "--mib", "2")
+	if os.Geteuid() == 0 {
+		// nobody must be able to reach the binary: copy it to a directory
+		// anyone may enter.
+		dir, err := os.MkdirTemp("", "ipsecd-demo-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copyBin := filepath.Join(dir, "ipsecd")
+		if err := os.WriteFile(copyBin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd = exec.Command(copyBin, "demo", "--mib", "2")
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ipsecd demo as uid %d: %v\n%s", uidOf(cmd), err, out.String())
+		}
+	case <-time.After(180 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("ipsecd demo did not end within 180 s:\n%s", out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, "not root") {
+		t.Errorf("demo without root did not say it chose the netstack demo:\n%s", text)
+	}
+	checkDemoOutput(t, text, 2)
+}
+
+func uidOf(cmd *exec.Cmd) int {
+	if cmd.SysProcAttr != nil && cmd.SysProcAttr.Credential != nil {
+		return int(cmd.SysProcAttr.Credential.Uid)
+	}
+	return os.Geteuid()
+}
+
+// TestDemoFlags: a bad size or a stray argument is a usage error (exit 2)
+// naming what is wrong, before anything is set up.
+func TestDemoFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--netstack", "--mib", "0"}, "--mib 0: want 1.."},
+		{[]string{"demo", "--netstack", "--mib", "-3"}, "--mib -3: want 1.."},
+		{[]string{"demo", "--netstack", "extra"}, `unexpected argument "extra"`},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := execIpsecd(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q lacks %q", stderr, tt.want)
+			}
+		})
+	}
+}
