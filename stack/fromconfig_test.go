@@ -61,6 +61,9 @@ func TestFromConfig(t *testing.T) {
 		if got := n.Interface().IfID(); got != 7 {
 			t.Fatalf("if_id %d, want 7 from the file", got)
 		}
+		if got, want := n.Interface().Name(), c.Interfaces[0].Name; got != want {
+			t.Fatalf("interface %q, want %q from the file", got, want)
+		}
 		if got := len(n.SAD().States()); got != 2 {
 			t.Fatalf("%d states, want 2 from the file", got)
 		}

@@ -18,8 +18,9 @@ import (
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
-// ifName names the netstack's xfrm interface in logs and errors.
-const ifName = "netstack"
+// defaultName names the netstack's xfrm interface in logs, errors and
+// counters when Config.Name is empty.
+const defaultName = "netstack"
 
 // ErrInvalidConfig is wrapped by the errors New and FromConfig return
 // about the Config itself; errors.Is also matches the sa or xfrmif
@@ -28,6 +29,10 @@ var ErrInvalidConfig = errors.New("stack: invalid config")
 
 // Config is what a sidecar needs; the types are the daemon's.
 type Config struct {
+	// Name names the netstack's xfrm interface in logs, errors and
+	// counters; empty means "netstack". FromConfig uses the config
+	// file's interface name.
+	Name string
 	// Underlay is the local UDP address for ESP in UDP (RFC 3948); port 0
 	// picks a free one (see UnderlayAddr). An unspecified address also
 	// binds the other family, as the daemon does.
@@ -94,20 +99,30 @@ func New(cfg Config) (*Net, error) {
 	n.sad.SetEventHandler(func(ev sa.Event) {
 		log.WithFields(logrus.Fields{"sa": ev.SA.String(), "reason": ev.Reason}).Warnf("SA %s lifetime expired", ev.Kind)
 	})
-	built := make([]*sa.SA, len(states))
+	built := make([]*sa.SA, 0, len(states))
+	discard := func() { // zero the keys of SAs that will not run
+		for _, s := range built {
+			s.Discard()
+		}
+	}
 	for i, st := range states {
 		s, err := sa.New(st, n.counters)
 		if err != nil {
+			discard()
 			return nil, fmt.Errorf("%w: States[%d]: %w", ErrInvalidConfig, i, err)
 		}
-		built[i] = s
+		built = append(built, s)
 	}
 	if err := n.sad.Replace(built, cfg.Policies); err != nil {
+		discard()
 		return nil, fmt.Errorf("%w: States/Policies: %w", ErrInvalidConfig, err)
 	}
+	// From here on the SAs are in the SAD: emptying it zeroes their keys.
+	empty := func() { n.sad.Replace(nil, nil) }
 
 	n.conn, err = underlay.Open(underlay.Config{UDP: cfg.Underlay}, log.WithField("part", "underlay").Debugf)
 	if err != nil {
+		empty()
 		return nil, fmt.Errorf("stack: Underlay %v: %w", cfg.Underlay, err)
 	}
 	n.underlay = netip.AddrPortFrom(cfg.Underlay.Addr(), n.conn.Port())
@@ -115,18 +130,21 @@ func New(cfg Config) (*Net, error) {
 	lk, err := newLink(cfg.MTU)
 	if err != nil {
 		n.conn.Close()
+		empty()
 		return nil, err
 	}
 	n.link = lk
 	ifc, err := xfrmif.NewInterface(interfaceConfig(cfg), lk) // owns lk, also on error
 	if err != nil {
 		n.conn.Close()
+		empty()
 		return nil, fmt.Errorf("stack: %w", err)
 	}
 	n.ifc = ifc
 	if err := n.reg.Add(ifc); err != nil {
 		ifc.Close()
 		n.conn.Close()
+		empty()
 		return nil, fmt.Errorf("stack: %w", err)
 	}
 
@@ -167,6 +185,9 @@ func prepare(cfg Config) (Config, []sa.Config, error) {
 	}
 	if cfg.IfID == 0 {
 		cfg.IfID = 1
+	}
+	if cfg.Name == "" {
+		cfg.Name = defaultName
 	}
 	if cfg.MTU == 0 {
 		cfg.MTU = xfrmif.DefaultMTU
@@ -216,7 +237,7 @@ func interfaceConfig(cfg Config) xfrmif.Config {
 			routes = append(routes, m)
 		}
 	}
-	return xfrmif.Config{Name: ifName, IfID: cfg.IfID, MTU: cfg.MTU, Addresses: cfg.Addresses, Routes: routes, Queues: 1}
+	return xfrmif.Config{Name: cfg.Name, IfID: cfg.IfID, MTU: cfg.MTU, Addresses: cfg.Addresses, Routes: routes, Queues: 1}
 }
 
 func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
@@ -249,6 +270,7 @@ func FromConfig(c *config.Config) (*Net, error) {
 	}
 	ifc := c.Interfaces[0]
 	cfg := Config{
+		Name:      ifc.Name,
 		Underlay:  c.Underlay.UDP,
 		Addresses: ifc.Addresses,
 		Routes:    ifc.Routes,
@@ -289,7 +311,11 @@ func (n *Net) AddState(cfg sa.Config) error {
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	return n.sad.Add(s)
+	if err := n.sad.Add(s); err != nil {
+		s.Discard()
+		return err
+	}
+	return nil
 }
 
 // Interface returns the netstack's xfrm interface, for its counters
@@ -297,8 +323,8 @@ func (n *Net) AddState(cfg sa.Config) error {
 func (n *Net) Interface() *xfrmif.Interface { return n.ifc }
 
 // Close closes every connection and listener of the netstack, stops its
-// goroutines and closes the underlay socket. It waits for the workers up
-// to 5 s and is idempotent.
+// goroutines, closes the underlay socket and empties the SAD, which zeroes
+// the SAs' keys. It waits for the workers up to 5 s and is idempotent.
 func (n *Net) Close() error {
 	n.closeOnce.Do(func() {
 		n.cancel()
@@ -314,12 +340,15 @@ func (n *Net) Close() error {
 		case <-time.After(5 * time.Second):
 			errs = append(errs, errors.New("stack: workers did not stop within 5 s"))
 		}
+		errs = append(errs, n.sad.Replace(nil, nil))
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
 }
 
-// tick runs the SAs' add-time lifetimes once a second.
+// tick runs the SAs' add-time lifetimes once a second and removes the SAs
+// whose hard lifetime expired, as the daemon does (a fresh SA with the
+// same selectors takes over as soon as it is added).
 func (n *Net) tick(ctx context.Context) {
 	defer n.ticker.Done()
 	t := time.NewTicker(time.Second)
@@ -330,6 +359,7 @@ func (n *Net) tick(ctx context.Context) {
 			return
 		case now := <-t.C:
 			n.sad.Tick(now)
+			n.sad.RemoveExpired()
 		}
 	}
 }

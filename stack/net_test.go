@@ -140,3 +140,67 @@ func busyUDPPort(t *testing.T) netip.AddrPort {
 	t.Cleanup(func() { c.Close() })
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
+
+// TestCloseZeroesKeys: Close empties the SAD, so every SA's keys are
+// zeroed (sa/retire.go), as when the daemon stops.
+func TestCloseZeroesKeys(t *testing.T) {
+	p := startPair(t, pairSpec{suite: suites[0], mode: sa.ModeTunnel, outer: lo4, inner: doc4})
+	exchangeTCP(t, p, 64<<10, 60*time.Second)
+	states := p.nets[0].SAD().States()
+	if len(states) == 0 {
+		t.Fatal("no states before Close")
+	}
+	p.nets[0].Close()
+	for _, s := range states {
+		if !s.Wiped() {
+			t.Errorf("SA %v: keys not zeroed after Close", s)
+		}
+	}
+	if got := len(p.nets[0].SAD().States()); got != 0 {
+		t.Errorf("%d states left after Close, want 0", got)
+	}
+}
+
+// TestHardExpiredRemoved: an SA whose hard lifetime ends is removed from
+// the SAD within a couple of ticks, as the daemon removes it, so a fresh
+// SA with the same selectors is all that is left to seal.
+func TestHardExpiredRemoved(t *testing.T) {
+	p := startPair(t, pairSpec{suite: suites[0], mode: sa.ModeTunnel, outer: lo4, inner: doc4})
+	n := p.nets[0]
+	var out sa.Config
+	for _, s := range n.SAD().States() {
+		if s.Dir() == sa.DirOut {
+			out = s.Config()
+		}
+	}
+	if out.SPI == 0 {
+		t.Fatal("no outbound SA")
+	}
+	// A second outbound SA with the same selectors, a new SPI and key, and
+	// a hard add-time limit of 1 s.
+	out.SPI++
+	for _, a := range []*sa.Algorithm{out.AEAD, out.Enc, out.Auth} {
+		if a != nil {
+			a.Key[0] ^= 0xff // Config returns a copy
+		}
+	}
+	out.Lifetime = sa.Lifetime{HardAdd: time.Second}
+	if err := n.AddState(out); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		found := false
+		for _, s := range n.SAD().States() {
+			if s.SPI() == out.SPI && s.Dir() == sa.DirOut {
+				found = true
+			}
+		}
+		if !found {
+			exchangeTCP(t, p, 64<<10, 60*time.Second) // the first SA seals again
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("SA 0x%x still in the SAD 5 s after its 1 s hard lifetime", out.SPI)
+}
