@@ -30,7 +30,8 @@ const (
 	// ModeTunnel carries a whole inner IP packet (next header 4 or 41).
 	ModeTunnel Mode = 1
 	// ModeTransport carries the payload of an IP packet whose header the
-	// outer header stands for.
+	// outer header stands for: whole datagrams only, never fragments (see
+	// the package doc for what it refuses).
 	ModeTransport Mode = 2
 )
 

@@ -8,6 +8,26 @@
 // it must have Headroom bytes before the packet and Tailroom bytes after it.
 // Nothing on the seal or open path allocates.
 //
+// Modes (RFC 4303 §3.1): tunnel mode carries a whole inner packet, whatever
+// it is, an IP fragment included. Transport mode strips the IP header and
+// the peer rebuilds one from the SA's outer addresses (the underlay builds
+// the outer header; ipsecd never sends the inner one), so it carries only
+// what that rebuilt header describes truthfully, and both SealBatch and
+// OpenBatch refuse the rest (XfrmOutStateModeError, XfrmInStateModeError):
+//   - whole datagrams only. Linux applies transport-mode xfrm to a whole
+//     datagram and fragments the ESP packet afterwards, so an IPv4 fragment
+//     (MF set or a non-zero offset) or an IPv6 packet with a fragment
+//     header is never sealed, and the rebuilt header has zero fragment
+//     fields. Length fields must agree with the packet (IPv4 total length,
+//     IPv6 payload length, UDP length, TCP data offset).
+//   - IPv6 extension headers: RFC 4303 §3.1.1 puts ESP after hop-by-hop,
+//     routing and fragment headers, which would have to stay in an outer
+//     header ipsecd does not send, so packets with them are refused (and
+//     after a rebuilt header, where hop-by-hop is not even allowed).
+//     Destination options may go either side of ESP: they travel inside it.
+//   - IPv4 options are stripped with the header; the rebuilt one has none.
+//   - the SA's family only: an IPv4 SA seals IPv4 packets, an IPv6 SA IPv6.
+//
 // Concurrency: an SA, the SAD and the SPD are safe for concurrent use. Many
 // workers may seal or open packets of one SA at once: outbound sequence
 // numbers come from an atomic add, and an inbound packet takes the SA's lock

@@ -1,6 +1,7 @@
 package sa
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -47,21 +48,31 @@ func FuzzSADOpenBatch(f *testing.F) {
 }
 
 // FuzzSealOpen: any cleartext either is refused by SealBatch or comes back
-// from OpenBatch.
+// from OpenBatch: whole in tunnel mode; in transport mode as its payload
+// behind a rebuilt header that makes a datagram SealBatch would take again.
+// which picks the suite (low bits), outer IPv6 (0x20), ESN (0x40) and
+// transport mode (0x80).
 func FuzzSealOpen(f *testing.F) {
 	f.Add(rfc7634Inner, uint8(0))
 	f.Add(scapyInner, uint8(5))
 	f.Add([]byte{0x60}, uint8(3))
+	f.Add(v4(protoUDP, udp(30)), uint8(0x81))
+	f.Add(v4Flags(v4(protoICMP, echo(30)), 0x2000), uint8(0x82))
+	f.Add(v6(ipv6DestOpts, ext(protoTCP, 0), tcp(6, 9)), uint8(0xa4))
+	f.Add(v6(ipv6Fragment, frag(protoUDP, 0, true), udp(9)), uint8(0xa6))
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		su := suites[int(which)%len(suites)]
 		mode := ModeTunnel
 		if which&0x80 != 0 {
 			mode = ModeTransport
 		}
-		out, in := pair(t, mode, false, which&0x40 != 0, 64, su.set)
+		out, in := pair(t, mode, which&0x20 != 0, which&0x40 != 0, 64, su.set)
 		ps := []Packet{mkPacket(b)}
 		out.SealBatch(ps)
 		if ps[0].Drop != CounterNone {
+			if ps[0].Drop != XfrmOutStateModeError {
+				t.Fatalf("seal: Drop = %v, want CounterNone or XfrmOutStateModeError", ps[0].Drop)
+			}
 			return
 		}
 		p := openOne(in, ps[0])
@@ -73,6 +84,18 @@ func FuzzSealOpen(f *testing.F) {
 				return // protocol 59 became next header 59: a dummy to the receiver (testdata seed)
 			}
 			t.Fatalf("sealed packet dropped on open: %v", p.Drop)
+		}
+		got := p.Data()
+		if mode == ModeTunnel {
+			if !bytes.Equal(got, b) {
+				t.Fatalf("tunnel: got %x, want %x", got, b)
+			}
+			return
+		}
+		hl, _, _ := transportHeader(b)
+		ghl, _, ok := transportHeader(got)
+		if !ok || !bytes.Equal(got[ghl:], b[hl:]) {
+			t.Fatalf("transport: got %x (a datagram SealBatch takes: %v), want payload %x", got, ok, b[hl:])
 		}
 	})
 }

@@ -110,6 +110,7 @@ func ipv6Packet(n int) []byte {
 	p[7] = 64
 	copy(p[8:], netip.MustParseAddr("2001:db8:1::1").AsSlice())
 	copy(p[24:], netip.MustParseAddr("2001:db8:2::1").AsSlice())
+	binary.BigEndian.PutUint16(p[44:], uint16(8+n))
 	for i := 48; i < len(p); i++ {
 		p[i] = byte(i)
 	}

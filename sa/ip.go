@@ -12,7 +12,25 @@ import (
 const (
 	ipv4MinHeaderLen = 20
 	ipv6HeaderLen    = 40
+	ipv6ExtMinLen    = 8 // an extension header's length is in units of 8 bytes
 	rebuiltTTL       = 64
+
+	// The flags and fragment offset word of an IPv4 header (RFC 791):
+	// a datagram is a fragment when MF is set or the offset is non-zero.
+	ipv4FlagMF      = 0x2000
+	ipv4FragOffMask = 0x1fff
+
+	// IPv6 extension headers transport mode looks at (RFC 8200 §4).
+	ipv6HopByHop = 0
+	ipv6Routing  = 43
+	ipv6Fragment = 44
+	ipv6DestOpts = 60
+
+	// Upper layers whose length transport mode checks.
+	protoTCP        = 6
+	protoUDP        = 17
+	tcpMinHeaderLen = 20
+	udpHeaderLen    = 8
 )
 
 // tunnelNextHeader returns the ESP next header for a whole inner packet:
@@ -34,8 +52,17 @@ func tunnelNextHeader(pkt []byte) (uint8, bool) {
 	return 0, false
 }
 
-// transportHeader returns the length of pkt's IP header (which transport
-// mode strips) and the protocol it carries.
+// transportHeader checks that pkt is a datagram transport mode can carry
+// and returns the length of its IP header (which transport mode strips)
+// and the protocol it carries, the ESP next header. See transportPayload
+// for what the payload must be; the header must describe pkt exactly:
+//   - IPv4: a valid IHL, a total length of len(pkt), and no fragment (MF
+//     clear, offset 0). Linux applies transport-mode xfrm to whole
+//     datagrams and fragments the ESP packet afterwards; a fragment sealed
+//     here would reach the peer behind a rebuilt header that claims a whole
+//     datagram. Options are stripped with the header: the peer's rebuilt
+//     header has none.
+//   - IPv6: a payload length of len(pkt)-40 (so no jumbogram).
 func transportHeader(pkt []byte) (hdrLen int, proto uint8, ok bool) {
 	if len(pkt) == 0 {
 		return 0, 0, false
@@ -46,17 +73,75 @@ func transportHeader(pkt []byte) (hdrLen int, proto uint8, ok bool) {
 			return 0, 0, false
 		}
 		hl := int(pkt[0]&0x0f) * 4
-		if hl < ipv4MinHeaderLen || hl > len(pkt) {
+		if hl < ipv4MinHeaderLen || hl > len(pkt) ||
+			int(binary.BigEndian.Uint16(pkt[2:])) != len(pkt) ||
+			binary.BigEndian.Uint16(pkt[6:])&(ipv4FlagMF|ipv4FragOffMask) != 0 {
+			return 0, 0, false
+		}
+		if !transportPayload(false, pkt[9], pkt[hl:]) {
 			return 0, 0, false
 		}
 		return hl, pkt[9], true
 	case 6:
-		if len(pkt) < ipv6HeaderLen {
+		if len(pkt) < ipv6HeaderLen ||
+			int(binary.BigEndian.Uint16(pkt[4:])) != len(pkt)-ipv6HeaderLen {
+			return 0, 0, false
+		}
+		if !transportPayload(true, pkt[6], pkt[ipv6HeaderLen:]) {
 			return 0, 0, false
 		}
 		return ipv6HeaderLen, pkt[6], true
 	}
 	return 0, 0, false
+}
+
+// transportPayload reports whether payload, behind an IPv4 (v6 false) or
+// IPv6 header with protocol proto, is something transport mode carries.
+// Both directions use it: SealBatch on the payload it is about to seal,
+// OpenBatch on the payload it is about to put behind a rebuilt header.
+//
+// IPv6 extension headers (RFC 8200 §4.1): ESP goes after the hop-by-hop,
+// routing and fragment headers (RFC 4303 §3.1.1), which would have to
+// stay in the outer header. The outer header here is not the inner one
+// (the underlay builds it from the SA), so a packet with any of them is
+// refused, and a payload that would put one behind the rebuilt header
+// (where hop-by-hop is not allowed at all, and a fragment header would
+// make the rebuilt datagram a fragment) is refused too. Destination
+// options may go either side of ESP: they travel inside it, and the walk
+// goes through them to check what follows.
+//
+// The upper layer's own length must agree with the payload's: a UDP
+// header's length is the payload's length, a TCP header's data offset is
+// inside it. A payload that fails this is the piece of a datagram (or
+// garbage that authenticated), which the rebuilt header would misdescribe.
+func transportPayload(v6 bool, proto uint8, payload []byte) bool {
+	if v6 {
+		for proto == ipv6DestOpts {
+			if len(payload) < ipv6ExtMinLen {
+				return false
+			}
+			n := (int(payload[1]) + 1) * 8
+			if n > len(payload) {
+				return false
+			}
+			proto, payload = payload[0], payload[n:]
+		}
+		switch proto {
+		case ipv6HopByHop, ipv6Routing, ipv6Fragment:
+			return false
+		}
+	}
+	switch proto {
+	case protoTCP:
+		if len(payload) < tcpMinHeaderLen {
+			return false
+		}
+		off := int(payload[12]>>4) * 4
+		return off >= tcpMinHeaderLen && off <= len(payload)
+	case protoUDP:
+		return len(payload) >= udpHeaderLen && int(binary.BigEndian.Uint16(payload[4:])) == len(payload)
+	}
+	return true
 }
 
 // innerAddrs returns the source and destination of an IP packet.

@@ -13,7 +13,9 @@ import (
 // inner IP packet: in tunnel mode the packet that was carried, in transport
 // mode the payload behind a rebuilt IPv4 (20-byte) or IPv6 (40-byte) header
 // from the SA's outer Src (the peer) to its Dst (us), so Off must leave room
-// for it (Headroom does). Proto is the next header.
+// for it (Headroom does). The rebuilt header describes a whole datagram:
+// its length is the payload's, the IPv4 id, flags and fragment offset are
+// 0, and no IPv6 fragment header follows it. Proto is the next header.
 //
 // Drops, each counted once in the SA's Counters:
 //   - XfrmInHdrError: shorter than header, IV, trailer and ICV, or the
@@ -28,7 +30,13 @@ import (
 //     3, ... or the pad length runs past the payload (Linux counts a bad
 //     trailer, esp_remove_trailer's -EINVAL, here too);
 //   - XfrmInStateModeError: tunnel mode with a next header other than 4/41,
-//     or one that does not match the inner version;
+//     or one that does not match the inner version; transport mode with
+//     a payload the rebuilt header would misdescribe (the rules SealBatch
+//     applies: on an IPv6 SA a hop-by-hop, routing or fragment header,
+//     first or behind destination options, or destination options that
+//     run past the payload; a UDP length other than the payload's, a TCP
+//     data offset outside it), or one too long for the rebuilt header's
+//     16-bit length;
 //   - XfrmInBufferError: transport mode without room for the rebuilt header.
 //
 // A next header 59 packet (RFC 4303 §2.6) advances the window and is then
@@ -187,9 +195,13 @@ func (s *SA) decapsulate(p *Packet) Counter {
 		return CounterNone
 	}
 	src, dst := s.cfg.Src, s.cfg.Dst
-	hl := ipv6HeaderLen
-	if src.Is4() {
-		hl = ipv4MinHeaderLen
+	v4 := src.Is4()
+	hl, maxLen := ipv6HeaderLen, 0xffff // the IPv6 payload length
+	if v4 {
+		hl, maxLen = ipv4MinHeaderLen, 0xffff-ipv4MinHeaderLen // the IPv4 total length
+	}
+	if p.Len > maxLen || !transportPayload(!v4, p.Proto, data) {
+		return XfrmInStateModeError
 	}
 	if p.Off < hl {
 		return XfrmInBufferError

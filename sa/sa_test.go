@@ -2,6 +2,7 @@ package sa
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"net/netip"
@@ -115,6 +116,16 @@ func TestRoundTrip(t *testing.T) {
 								} else {
 									pkt = ipv4Packet(n)
 								}
+								if mode == ModeTransport && inner6 != outer6 {
+									// The peer would rebuild a header of
+									// the other family: refused.
+									ps := []Packet{mkPacket(pkt)}
+									out.SealBatch(ps)
+									if ps[0].Drop != XfrmOutStateModeError {
+										t.Fatalf("inner6=%v: Drop = %v, want XfrmOutStateModeError", inner6, ps[0].Drop)
+									}
+									continue
+								}
 								roundTrip(t, out, in, mode, pkt)
 							}
 						}
@@ -171,6 +182,7 @@ func TestTransportIPv4Options(t *testing.T) {
 	// Insert 4 bytes of options (NOP NOP NOP EOL): IHL 6.
 	opt := append(append(append([]byte{}, pkt[:20]...), 1, 1, 1, 0), pkt[20:]...)
 	opt[0] = 0x46
+	binary.BigEndian.PutUint16(opt[2:], uint16(len(opt)))
 	p := openOne(in, sealOne(t, out, opt))
 	if p.Drop != CounterNone || !bytes.Equal(p.Data()[20:], pkt[20:]) {
 		t.Errorf("drop %v, payload %x, want %x", p.Drop, p.Data()[20:], pkt[20:])

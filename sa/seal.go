@@ -12,9 +12,16 @@ import (
 // (outbound) SA, in place.
 //
 // On entry each packet's Buf[Off:Off+Len] is the cleartext: in tunnel mode a
-// whole inner IPv4 or IPv6 packet; in transport mode a whole IP packet whose
-// header (IPv4 with its options, or the fixed IPv6 header) is removed, its
-// protocol becoming the next header. The ESP header and IV go into the
+// whole inner IPv4 or IPv6 packet (a fragment too: it is just a payload);
+// in transport mode a whole IP datagram of the SA's family whose header
+// (IPv4 with its options, or the fixed IPv6 header) is removed, its
+// protocol becoming the next header. Transport mode refuses, as
+// XfrmOutStateModeError, what the peer's rebuilt header would misdescribe:
+// a fragment (IPv4 MF or offset, an IPv6 fragment header), an IPv6
+// hop-by-hop or routing header, a length field that disagrees with Len, a
+// UDP or TCP header that does not fit the payload (see the package doc).
+// A packet that is not IP is XfrmOutStateModeError in either mode. The
+// ESP header and IV go into the
 // Headroom before the payload, the padding, trailer and ICV into the
 // Tailroom after it (up to len(Buf)). On return Buf[Off:Off+Len] is the ESP
 // packet, SPI to ICV, ready for the underlay; Drop is CounterNone, or the
@@ -129,6 +136,11 @@ func (s *SA) prepareSeal(p *Packet) Counter {
 		}
 		p.Proto = nh
 	} else {
+		// The peer rebuilds the header in the SA's family, so a packet of
+		// the other family could only arrive as garbage.
+		if len(data) == 0 || (data[0]>>4 == 4) != s.cfg.Src.Is4() {
+			return XfrmOutStateModeError
+		}
 		hl, proto, ok := transportHeader(data)
 		if !ok {
 			return XfrmOutStateModeError

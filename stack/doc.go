@@ -80,8 +80,9 @@
 //
 // Transport mode carries what netstack sends from and to its own address,
 // which must then be the SA's outer address. It cannot carry IP fragments:
-// package sa strips the IP header, fragment fields included, and the peer
-// rebuilds an unfragmented one. So in transport mode a UDP datagram must
-// fit the MTU (TCP always does); tunnel mode carries fragments whole and
-// has no such limit.
+// the peer rebuilds the IP header from the SA, so package sa refuses to
+// seal a fragment in transport mode (XfrmOutStateModeError; Linux seals the
+// whole datagram and fragments the ESP packet, which the underlay does
+// not do). So in transport mode a UDP datagram must fit the MTU (TCP
+// always does); tunnel mode carries fragments whole and has no such limit.
 package stack

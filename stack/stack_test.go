@@ -17,9 +17,9 @@ var (
 )
 
 // transportUDPMax is the largest datagram sent in transport mode: one
-// that netstack does not fragment. Transport mode loses inner fragments
-// (package sa strips the IP header and its fragment fields), so only
-// tunnel mode carries larger ones.
+// that netstack does not fragment. Transport mode refuses inner fragments
+// (package sa counts them as XfrmOutStateModeError), so only tunnel mode
+// carries larger ones.
 const transportUDPMax = 1300
 
 // TestTraffic is the in-process tier of DESIGN.md: two netstacks joined
