@@ -78,6 +78,8 @@ func TestControlSocket(t *testing.T) {
 		t.Errorf("state list --json: aead %+v, want the algorithm without its key", s.AEAD)
 	}
 
+	// The rekey's key: deleted with its SA below, and then refused.
+	newKey := randomKey(spec.suite.keyLen)
 	t.Run("rekey without loss", func(t *testing.T) {
 		// Ping all through the switch: 60 echoes 50 ms apart.
 		const count = 60
@@ -89,7 +91,6 @@ func TestControlSocket(t *testing.T) {
 		if err := pinger.Start(); err != nil {
 			t.Fatal(err)
 		}
-		newKey := randomKey(spec.suite.keyLen)
 		time.Sleep(500 * time.Millisecond)
 		// Make before break: B can open the new SPI before A uses it.
 		db.addState(t, underlayA4, underlayB4, 0x3001, "in", newKey)
@@ -131,7 +132,14 @@ func TestControlSocket(t *testing.T) {
 		tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
 	})
 
-	// What the control socket refuses.
+	// What the control socket refuses. A deleted SA back with its key
+	// would start its sequence numbers, GCM's nonces, again at 1.
+	if out, err := da.ctl("state", "add", "--src", underlayA4, "--dst", underlayB4, "--spi", "0x3001", "--dir", "out",
+		"--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", hexKey(newKey),
+		"--encap", "espinudp:4500:4500"); err == nil || !strings.Contains(out, "key material already used by an earlier SA (spi 0x00003001") ||
+		!strings.Contains(out, "ipsecd genkey") || strings.Contains(out, hex.EncodeToString(newKey)) {
+		t.Errorf("re-adding the deleted SA 0x3001 with its key: err %v, want it refused for the reused key, naming no key:\n%s", err, out)
+	}
 	if out, err := da.ctl("state", "delete", "--spi", "0x9999", "--dst", underlayB4, "--dir", "out"); err == nil {
 		t.Errorf("deleting an SA that does not exist succeeded:\n%s", out)
 	}

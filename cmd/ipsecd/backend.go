@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/sa"
@@ -13,10 +14,22 @@ type backend node
 
 var _ control.Backend = (*backend)(nil)
 
-func stateInfo(s *sa.SA) control.StateInfo {
+// stateInfo describes s. Without keys, the copy of the keys that
+// s.Config made is zeroed and dropped here, rather than left to the
+// garbage collector after the server redacts it.
+func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 	st := s.Stats()
+	c := s.Config()
+	if !keys {
+		clearKeys(c)
+		for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
+			if a != nil {
+				a.Key = nil
+			}
+		}
+	}
 	return control.StateInfo{
-		Config: s.Config(),
+		Config: c,
 		Stats: control.StateStats{
 			Bytes:           st.Bytes,
 			Packets:         st.Packets,
@@ -35,7 +48,7 @@ func (b *backend) States(keys bool) []control.StateInfo {
 	states := b.sad.States()
 	out := make([]control.StateInfo, len(states))
 	for i, s := range states {
-		out[i] = stateInfo(s)
+		out[i] = stateInfo(s, keys)
 	}
 	return out
 }
@@ -43,24 +56,67 @@ func (b *backend) States(keys bool) []control.StateInfo {
 func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, error) {
 	for _, s := range b.sad.States() {
 		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
-			return stateInfo(s), nil
+			return stateInfo(s, keys), nil
 		}
 	}
 	return control.StateInfo{}, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
 }
 
-// AddState installs an SA on a running interface.
+// AddState installs an SA on a running interface (`ipsecd state add`).
+//
+// Key material that an SA of the same direction had in this daemon, from
+// the config file or an earlier `state add`, running or removed, is
+// refused, as a reload refuses it (node.buildStates): a second SA with it
+// would start its sequence numbers, the AEADs' nonces, again at 1. That is
+// what a `state delete` and a `state add` of the same SPI and key would
+// do. The key is then recorded, so that later adds and reloads refuse it
+// too.
+//
+// c's key bytes are zeroed before AddState returns (the SA keeps a copy
+// of its own; an SA that does not join the SAD is Discarded). What cannot
+// be zeroed: the request's JSON text and the hex strings decoded from it,
+// which Go keeps as immutable strings until the garbage collector reuses
+// their memory.
 func (b *backend) AddState(c sa.Config) error {
+	defer clearKeys(c)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.reg.Lookup(c.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
 	}
-	s, err := sa.New(c, b.counters)
+	use := keyUseOf(c)
+	if spi, used := b.usedKeys[use]; used {
+		if b.running(c.Dir, c.SPI, c.Dst) {
+			// The SA itself is still there: that is the first
+			// thing wrong with the request.
+			return mapSAError(fmt.Errorf("state spi 0x%08x dir %s dst %s: %w", c.SPI, c.Dir, c.Dst, sa.ErrExists))
+		}
+		return fmt.Errorf("%w: %s: SA spi 0x%08x dir %s dst %s: key material already used by an earlier SA (spi 0x%08x dir %s); "+
+			"a second SA with it would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
+			"(an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
+			control.ErrInvalid, keyField(c), c.SPI, c.Dir, c.Dst, spi, c.Dir)
+	}
+	s, err := (*node)(b).makeSA(c)
 	if err != nil {
 		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
 	}
-	return mapSAError(b.sad.Add(s))
+	if err := b.sad.Add(s); err != nil {
+		s.Discard()
+		return mapSAError(err)
+	}
+	(*node)(b).rememberKey(use, s.SPI())
+	return nil
+}
+
+// running reports whether the SAD holds an SA with this direction, SPI
+// and outer destination.
+func (b *backend) running(dir sa.Dir, spi uint32, dst netip.Addr) bool {
+	for _, s := range b.sad.States() {
+		if s.Dir() == dir && s.SPI() == spi && s.Dst() == dst {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *backend) DeleteState(id control.StateID) error {

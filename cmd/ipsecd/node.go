@@ -49,9 +49,24 @@ type node struct {
 	// control changes.
 	cfg     *config.Config
 	workers map[*xfrmif.Interface]*datapath.Workers
-	// usedKeys holds the key material of every SA a config file
-	// brought up, as a digest, with the SA's SPI (see buildStates).
+	// usedKeys holds the key material of every SA a config file brought
+	// up or `state add` installed, as a digest, with the SA's SPI (see
+	// buildStates and backend.AddState).
 	usedKeys map[keyUse]uint32
+
+	// newSA makes the SAs of buildStates and AddState; nil means sa.New.
+	// Tests set it to see the SAs that were made.
+	newSA func(sa.Config, *sa.Counters) (*sa.SA, error)
+}
+
+// makeSA makes an SA that shares the node's counters. The caller owns it
+// until it joins the SAD: an SA that does not join must be Discarded, so
+// that its copies of the keys are zeroed.
+func (n *node) makeSA(c sa.Config) (*sa.SA, error) {
+	if n.newSA != nil {
+		return n.newSA(c, n.counters)
+	}
+	return sa.New(c, n.counters)
 }
 
 // startNode brings a config up. On failure it removes what it made.
@@ -64,15 +79,23 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		workers:  map[*xfrmif.Interface]*datapath.Workers{},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.sad = sa.NewSAD(n.counters)
+	n.sad.SetEventHandler(n.onEvent)
+	var states []*sa.SA
 	defer func() {
 		if err != nil {
 			n.stop()
+			// Zero the SAs' keys: emptying the SAD retires those that
+			// joined it, Discard those that did not (both idempotent).
+			// cfg's own keys are the caller's (runDaemon wipes them).
+			n.sad.Replace(nil, nil)
+			for _, s := range states {
+				s.Discard()
+			}
 		}
 	}()
-	n.sad = sa.NewSAD(n.counters)
-	n.sad.SetEventHandler(n.onEvent)
 
-	states, err := n.buildStates(cfg, nil)
+	states, err = n.buildStates(cfg, nil)
 	if err != nil {
 		return n, err
 	}
@@ -142,7 +165,11 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 // the outbound SAs that cover a packet, so an outbound SA that a reload
 // adds takes over from a running one wherever the file lists it
 // (make-before-break), and a reload that adds nothing changes no choice.
-func (n *node) buildStates(cfg *config.Config, old []*sa.SA) ([]*sa.SA, error) {
+//
+// On error it returns no SAs, and those it made are Discarded (their keys
+// zeroed); the running ones are left as they are. On success the new SAs
+// are the caller's: they must join the SAD or be Discarded (discardNew).
+func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err error) {
 	type id struct {
 		dir sa.Dir
 		spi uint32
@@ -154,9 +181,17 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) ([]*sa.SA, error) {
 	}
 	var errs config.ErrorList
 	states := make([]*sa.SA, 0, len(cfg.States))
+	defer func() {
+		if err != nil {
+			discardNew(states, old)
+		}
+	}()
 	for i, st := range cfg.States {
 		if s := keep[id{st.Dir, st.SPI, st.Dst}]; s != nil {
-			if field, msg := changedState(s.Config(), st.Config); field != "" {
+			run := s.Config()
+			field, msg := changedState(run, st.Config)
+			clearKeys(run)
+			if field != "" {
 				errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, field), Msg: msg})
 				continue
 			}
@@ -170,7 +205,7 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) ([]*sa.SA, error) {
 					"(an inbound SA would accept the old packets again): give the new SA a new key", st.SPI, st.Dir, st.Dst, spi)})
 			continue
 		}
-		s, err := sa.New(st.Config, n.counters)
+		s, err := n.makeSA(st.Config)
 		if err != nil {
 			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d]", i), Msg: err.Error()})
 			continue
@@ -293,11 +328,43 @@ func keyField(c sa.Config) string {
 // rememberKeys records the keys of states, just installed, in
 // n.usedKeys. Called with n.mu held, or before the node is shared.
 func (n *node) rememberKeys(states []*sa.SA) {
+	for _, s := range states {
+		c := s.Config()
+		n.rememberKey(keyUseOf(c), s.SPI())
+		clearKeys(c)
+	}
+}
+
+// rememberKey records one key use in n.usedKeys, with n.mu held.
+func (n *node) rememberKey(u keyUse, spi uint32) {
 	if n.usedKeys == nil {
-		n.usedKeys = make(map[keyUse]uint32, len(states))
+		n.usedKeys = map[keyUse]uint32{}
+	}
+	n.usedKeys[u] = spi
+}
+
+// clearKeys zeroes the key bytes of c: a copy that SA.Config handed out,
+// or a request's keys once sa.New has copied them.
+func clearKeys(c sa.Config) {
+	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
+		if a != nil {
+			clear(a.Key)
+		}
+	}
+}
+
+// discardNew zeroes the keys of the SAs of states that are not among the
+// running ones (old): those made for a reload that was refused. The
+// running SAs stay as they are.
+func discardNew(states, old []*sa.SA) {
+	running := make(map[*sa.SA]bool, len(old))
+	for _, s := range old {
+		running[s] = true
 	}
 	for _, s := range states {
-		n.usedKeys[keyUseOf(s.Config())] = s.SPI()
+		if !running[s] {
+			s.Discard()
+		}
 	}
 }
 
@@ -329,24 +396,43 @@ func (n *node) startWorkers(names []string) {
 // the control socket and absent from the file are removed, as the file
 // is the whole configuration.
 func (n *node) reload(path string) {
-	log := n.log.WithField("config", path)
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path) // on error, Load has zeroed what it decoded
 	if err != nil {
-		log.Errorf("reload refused, the running config stays:\n%v", err)
+		n.log.WithField("config", path).Errorf("reload refused, the running config stays:\n%v", err)
 		return
 	}
+	n.apply(cfg)
+}
+
+// apply makes cfg, just loaded, the running config, or refuses it; it
+// reports whether cfg was applied. Once applied, cfg is n.cfg and the
+// previous config's keys are the caller's to zero (runDaemon does). When
+// refused, the SAs made for cfg are Discarded and cfg's keys zeroed here:
+// nothing of it will be used. The running config and SAs are never wiped.
+func (n *node) apply(cfg *config.Config) (applied bool) {
+	log := n.log.WithField("config", cfg.File)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	var states, old []*sa.SA
+	defer func() {
+		if !applied {
+			discardNew(states, old)
+			if cfg != n.cfg {
+				cfg.WipeKeys()
+			}
+		}
+	}()
 	if cfg.Underlay != n.cfg.Underlay {
 		log.Warn("reload: underlay changes take effect on restart")
 	}
 	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics {
 		log.Warn("reload: control and metrics changes take effect on restart")
 	}
-	states, err := n.buildStates(cfg, n.sad.States())
+	old = n.sad.States()
+	states, err := n.buildStates(cfg, old)
 	if err != nil {
 		log.Errorf("reload refused, the running config stays:\n%v", err)
-		return
+		return false
 	}
 	// Interfaces first, so that SAs of new interfaces have somewhere
 	// to deliver; then the SAD, new SAs in before old ones go
@@ -354,7 +440,7 @@ func (n *node) reload(path string) {
 	res, err := n.reg.Sync(interfaceConfigs(cfg))
 	if err != nil && len(res.Added)+len(res.Removed)+len(res.Reconfigured)+len(res.Replaced)+len(res.Unchanged) == 0 {
 		log.WithError(err).Error("reload refused, the running config stays")
-		return
+		return false
 	}
 	if err != nil {
 		log.WithError(err).Error("reload: some interfaces failed")
@@ -362,8 +448,9 @@ func (n *node) reload(path string) {
 	n.reapWorkers()
 	n.startWorkers(append(res.Added, res.Replaced...))
 	if err := n.sad.Replace(states, cfg.Policies); err != nil {
+		// Replace changes nothing when it fails: the running SAs stay.
 		log.WithError(err).Error("reload: SAD")
-		return
+		return false
 	}
 	n.rememberKeys(states)
 	n.cfg = cfg
@@ -375,6 +462,7 @@ func (n *node) reload(path string) {
 	log.WithFields(logrus.Fields{
 		"added": len(res.Added), "removed": len(res.Removed), "reconfigured": len(res.Reconfigured), "replaced": len(res.Replaced),
 	}).Info("reloaded: " + cfg.Summary())
+	return true
 }
 
 // reapWorkers stops the workers of interfaces no longer registered, and
