@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"net/netip"
@@ -190,4 +191,39 @@ func family(a netip.Addr) string {
 		return "IPv4"
 	}
 	return "IPv6"
+}
+
+// KeyDigest is a SHA-256 digest of a state's algorithm names and keys: two
+// states of one direction with the same digest share key material. A
+// second SA with an SA's key starts its sequence numbers at 1 again, and
+// AES-GCM and ChaCha20-Poly1305 take their nonces from them (RFC 4106
+// §3.1: never repeated under one key), so the config file and the daemon
+// refuse it. The digest lets them remember keys without holding them.
+func KeyDigest(c *sa.Config) [sha256.Size]byte {
+	h := sha256.New()
+	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
+		if a == nil {
+			h.Write([]byte{0})
+			continue
+		}
+		// Lengths first, so that no two configs hash the same bytes.
+		h.Write([]byte{1, byte(len(a.Name) >> 8), byte(len(a.Name)), byte(len(a.Key) >> 8), byte(len(a.Key))})
+		h.Write([]byte(a.Name))
+		h.Write(a.Key)
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// KeyField names a state's key field as the config file does: aead.key,
+// enc.key, or auth.key when the cipher is NULL.
+func KeyField(c *sa.Config) string {
+	switch {
+	case c.AEAD != nil:
+		return "aead.key"
+	case c.Enc != nil && len(c.Enc.Key) != 0:
+		return "enc.key"
+	}
+	return "auth.key"
 }

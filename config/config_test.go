@@ -471,3 +471,44 @@ func TestKeyFileNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyReuseRefused: one key in two SAs of one direction is refused,
+// naming the second one's key field and the first SA, never the key; the
+// same key once each way is allowed (each side's sequence numbers are
+// their own).
+func TestKeyReuseRefused(t *testing.T) {
+	const key = "0x000102030405060708090a0b0c0d0e0f10111213"
+	state := func(spi, dir, k string) string {
+		return `  - {src: 192.0.2.1, dst: 192.0.2.2, spi: ` + spi + `, dir: ` + dir + `, mode: tunnel, if_id: 1,
+     aead: {name: "rfc4106(gcm(aes))", key: "` + k + `"}}
+`
+	}
+	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
+	tests := []struct {
+		name, text, want string
+	}{
+		{"two out", head + state("0x1001", "out", key) + state("0x1002", "out", key),
+			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir out"},
+		{"two in", head + state("0x1001", "in", key) + state("0x1002", "in", key),
+			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir in"},
+		{"one each way", head + state("0x1001", "out", key) + state("0x1002", "in", key), ""},
+		{"different keys", head + state("0x1001", "out", key) + state("0x1002", "out", "0x"+strings.Repeat("ab", 20)), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tt.text))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse error %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), key[2:]) {
+				t.Errorf("error holds the key: %v", err)
+			}
+		})
+	}
+}

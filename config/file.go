@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -388,6 +389,11 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		spi uint32
 	}
 	seen := map[stateID]string{}
+	type keyUse struct {
+		dir    sa.Dir
+		digest [sha256.Size]byte
+	}
+	keys := map[keyUse]string{} // digests: the map holds no key
 	for i, it := range items {
 		base := index("states", i)
 		m, ok := d.fields(it, base, stateFields...)
@@ -413,6 +419,14 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		seen[id] = base
+		if k := (keyUse{s.Dir, KeyDigest(&s)}); keys[k] != "" {
+			f := KeyField(&s)
+			d.errorf(fn.nodes[f], join(base, f), "the same key as %s, also dir %s: each SA needs its own key, or the second starts "+
+				"its sequence numbers at 1 again, which AES-GCM and ChaCha20-Poly1305 use as nonces (make one with ipsecd genkey)", keys[k], s.Dir)
+			continue
+		} else {
+			keys[k] = base
+		}
 		c.States = append(c.States, State{Config: s, Line: it.Line})
 	}
 }

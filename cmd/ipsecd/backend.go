@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -94,7 +95,7 @@ func (b *backend) AddState(c sa.Config) error {
 		return fmt.Errorf("%w: %s: SA spi 0x%08x dir %s dst %s: key material already used by an earlier SA (spi 0x%08x dir %s); "+
 			"a second SA with it would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
 			"(an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
-			control.ErrInvalid, keyField(c), c.SPI, c.Dir, c.Dst, spi, c.Dir)
+			control.ErrInvalid, config.KeyField(&c), c.SPI, c.Dir, c.Dst, spi, c.Dir)
 	}
 	s, err := (*node)(b).makeSA(c)
 	if err != nil {

@@ -199,7 +199,7 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 			continue
 		}
 		if spi, ok := n.usedKeys[keyUseOf(st.Config)]; ok {
-			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, keyField(st.Config)),
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, config.KeyField(&st.Config)),
 				Msg: fmt.Sprintf("SA spi 0x%08x dir %s dst %s: this key was already used by the SA with spi 0x%08x, and a second SA with it "+
 					"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
 					"(an inbound SA would accept the old packets again): give the new SA a new key", st.SPI, st.Dir, st.Dst, spi)})
@@ -297,33 +297,7 @@ type keyUse struct {
 	digest [sha256.Size]byte
 }
 
-func keyUseOf(c sa.Config) keyUse {
-	h := sha256.New()
-	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
-		if a == nil {
-			h.Write([]byte{0})
-			continue
-		}
-		// Lengths first, so that no two configs hash the same bytes.
-		h.Write([]byte{1, byte(len(a.Name) >> 8), byte(len(a.Name)), byte(len(a.Key) >> 8), byte(len(a.Key))})
-		h.Write([]byte(a.Name))
-		h.Write(a.Key)
-	}
-	u := keyUse{dir: c.Dir}
-	h.Sum(u.digest[:0])
-	return u
-}
-
-// keyField names the key of a state as the config file does.
-func keyField(c sa.Config) string {
-	switch {
-	case c.AEAD != nil:
-		return "aead.key"
-	case c.Enc != nil && len(c.Enc.Key) != 0:
-		return "enc.key"
-	}
-	return "auth.key"
-}
+func keyUseOf(c sa.Config) keyUse { return keyUse{dir: c.Dir, digest: config.KeyDigest(&c)} }
 
 // rememberKeys records the keys of states, just installed, in
 // n.usedKeys. Called with n.mu held, or before the node is shared.
