@@ -35,6 +35,9 @@ go test -count=1 -timeout 30m ./...
 
 echo "== go test -race (data plane packages)"
 go test -count=1 -race -timeout 15m ./sa/... ./xfrmif/... ./underlay/... ./datapath/...
+# The sidecar's endpoint meets netstack's goroutines and the datapath's
+# workers; -short keeps the traffic matrix small (gVisor under -race is slow).
+go test -count=1 -race -short -timeout 15m ./stack/...
 
 echo "== fuzz (${fuzztime} each)"
 # Every FuzzXxx target in the module, run one at a time as go test requires.
