@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/internal/promtest"
 )
 
 // withLifetime gives the state of cfg with spi and dir a lifetime line.
@@ -100,7 +101,7 @@ func saExpiredMetric(t *testing.T, body string, spi int, dir, kind string) (v fl
 	if !strings.Contains(body, "ipsecd_sa_expired") {
 		return 0, false, false
 	}
-	samples, _ := scrapeSamples(t, body)
+	samples, _ := promtest.Samples(t, body)
 	for k, val := range samples {
 		if strings.HasPrefix(k, "ipsecd_sa_expired{") && strings.Contains(k, fmt.Sprintf(`spi="0x%x"`, spi)) &&
 			strings.Contains(k, `dir="`+dir+`"`) && strings.Contains(k, `kind="`+kind+`"`) {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/ipsecd/ipsecd/internal/promtest"
 )
 
 // httpGet is the http-get helper: it prints the body of a GET of url,
@@ -57,55 +57,6 @@ func scrape(t *testing.T, ns *netns, url string) string {
 		t.Fatalf("GET %s in %s: %v\n%s", url, ns.name, err, stderr.String())
 	}
 	return string(out)
-}
-
-// scrapeSamples parses a scrape in the Prometheus text format (with the
-// parser Prometheus uses) into its series, keyed by name and sorted
-// labels (`name{a="x",b="y"}`), and fails on a series given twice.
-func scrapeSamples(t *testing.T, body string) (map[string]float64, map[string]*dto.MetricFamily) {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("scrape does not parse: %v\n%s", err, body)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := seriesOf(name, m.GetLabel())
-			if _, dup := out[key]; dup {
-				t.Errorf("series %s given twice", key)
-			}
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Untyped != nil:
-				out[key] = m.Untyped.GetValue()
-			}
-		}
-	}
-	return out, fams
-}
-
-func seriesOf(name string, labels []*dto.LabelPair) string {
-	parts := make([]string, len(labels))
-	for i, l := range labels {
-		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
-	}
-	sort.Strings(parts)
-	return name + "{" + strings.Join(parts, ",") + "}"
-}
-
-// series spells a series as seriesOf does, from alternating label names
-// and values.
-func series(name string, kv ...string) string {
-	var labels []*dto.LabelPair
-	for i := 0; i+1 < len(kv); i += 2 {
-		labels = append(labels, &dto.LabelPair{Name: &kv[i], Value: &kv[i+1]})
-	}
-	return seriesOf(name, labels)
 }
 
 // labelNames returns the sorted label names of every series of f, once
@@ -157,14 +108,14 @@ func TestMetrics(t *testing.T) {
 
 	out := []string{"spi", "0x1001", "dir", "out", "dst", underlayB4}
 	in := []string{"spi", "0x2001", "dir", "in", "dst", underlayA4}
-	integrity := series("ipsecd_sa_errors_total", append(in, "kind", "integrity_failed")...)
+	integrity := promtest.Series("ipsecd_sa_errors_total", append(in, "kind", "integrity_failed")...)
 	var body string
 	var got map[string]float64
 	var fams map[string]*dto.MetricFamily
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		body = scrape(t, p.a, "http://127.0.0.1:9578/metrics")
-		got, fams = scrapeSamples(t, body)
-		if got[integrity] >= 1 && got[series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates")] >= 1 || time.Now().After(deadline) {
+		got, fams = promtest.Samples(t, body)
+		if got[integrity] >= 1 && got[promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates")] >= 1 || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -211,33 +162,33 @@ func TestMetrics(t *testing.T) {
 
 	// Values that moved with the traffic.
 	for _, s := range []string{
-		series("ipsecd_sa_bytes_total", out...), series("ipsecd_sa_packets_total", out...),
-		series("ipsecd_sa_bytes_total", in...), series("ipsecd_sa_packets_total", in...),
-		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "rx"),
-		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "tx"),
-		series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "rx"),
-		series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "tx"),
-		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayRxPackets"),
-		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayTxPackets"),
+		promtest.Series("ipsecd_sa_bytes_total", out...), promtest.Series("ipsecd_sa_packets_total", out...),
+		promtest.Series("ipsecd_sa_bytes_total", in...), promtest.Series("ipsecd_sa_packets_total", in...),
+		promtest.Series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "rx"),
+		promtest.Series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "tx"),
+		promtest.Series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "rx"),
+		promtest.Series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "tx"),
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayRxPackets"),
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayTxPackets"),
 	} {
 		if v, ok := got[s]; !ok || v == 0 {
 			t.Errorf("%s = %v (present %v), want > 0 after ping and TCP", s, v, ok)
 		}
 	}
 	// The TCP stream alone sealed 64 KiB on A's outbound SA.
-	if v := got[series("ipsecd_sa_bytes_total", out...)]; v < 64<<10 {
+	if v := got[promtest.Series("ipsecd_sa_bytes_total", out...)]; v < 64<<10 {
 		t.Errorf("outbound SA bytes = %v, want at least the 65536 bytes of TCP sent", v)
 	}
 	// The bad packets, each counted once where it belongs.
 	for s, want := range map[string]float64{
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates"):        1,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateProtoError"): 1,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates"):        1,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateProtoError"): 1,
 		integrity: 1,
-		series("ipsecd_sa_errors_total", append(in, "kind", "replay")...):            0,
-		series("ipsecd_sa_errors_total", append(in, "kind", "replay_window")...):     0,
-		series("ipsecd_sa_errors_total", append(out, "kind", "integrity_failed")...): 0,
-		series("ipsecd_sa_expired", append(in, "kind", "soft")...):                   0,
-		series("ipsecd_sa_expired", append(out, "kind", "hard")...):                  0,
+		promtest.Series("ipsecd_sa_errors_total", append(in, "kind", "replay")...):            0,
+		promtest.Series("ipsecd_sa_errors_total", append(in, "kind", "replay_window")...):     0,
+		promtest.Series("ipsecd_sa_errors_total", append(out, "kind", "integrity_failed")...): 0,
+		promtest.Series("ipsecd_sa_expired", append(in, "kind", "soft")...):                   0,
+		promtest.Series("ipsecd_sa_expired", append(out, "kind", "hard")...):                  0,
 	} {
 		if v, ok := got[s]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", s, v, ok, want)
@@ -259,7 +210,7 @@ func TestMetrics(t *testing.T) {
 				queues++
 			}
 		}
-		total := got[series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", dir)]
+		total := got[promtest.Series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", dir)]
 		if queues != spec.queues || sum != total {
 			t.Errorf("ipsec1 %s: %d queues summing to %v packets, want %d summing to the interface's %v", dir, queues, sum, spec.queues, total)
 		}
@@ -267,7 +218,7 @@ func TestMetrics(t *testing.T) {
 
 	// Every counter of `ipsecd stats` (xfrm_stat and IpsecdUnderlay*).
 	for name := range da.stats() {
-		if _, ok := got[series("ipsecd_xfrm_stat_total", "counter", name)]; !ok {
+		if _, ok := got[promtest.Series("ipsecd_xfrm_stat_total", "counter", name)]; !ok {
 			t.Errorf("ipsecd stats counter %s is not in ipsecd_xfrm_stat_total", name)
 		}
 	}
@@ -284,7 +235,7 @@ func TestMetrics(t *testing.T) {
 			revision = s.Value
 		}
 	}
-	wantInfo := series("ipsecd_build_info", "version", bi.Main.Version, "revision", revision, "goversion", bi.GoVersion)
+	wantInfo := promtest.Series("ipsecd_build_info", "version", bi.Main.Version, "revision", revision, "goversion", bi.GoVersion)
 	if v, ok := got[wantInfo]; !ok || v != 1 || len(fams["ipsecd_build_info"].GetMetric()) != 1 {
 		t.Errorf("want exactly one %s 1", wantInfo)
 	}

@@ -127,22 +127,8 @@ func sidecarStreams(t *testing.T, p *pair, cfgPath, daemonAddr, sidecarAddr stri
 	toSidecar := net.JoinHostPort(sidecarAddr, "5201")
 
 	// The kernel's sink behind the daemon, for the sidecar → daemon stream.
-	sink := p.a.cmd(ctx, self, toDaemon)
-	sink.Env = append(os.Environ(), helperEnv+"=tcp-sink")
-	sinkOut, err := sink.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sinkErr syncBuffer
-	sink.Stderr = &sinkErr
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sink.Process.Kill(); sink.Wait() }()
-	sinkLines := bufio.NewScanner(sinkOut)
-	if !sinkLines.Scan() || sinkLines.Text() != "listening" {
-		t.Fatalf("tcp sink in %s did not start: %s", p.a.name, sinkErr.String())
-	}
+	sinkLines, sinkErr, stopSink := startTCPSink(t, ctx, p.a, self, toDaemon)
+	defer stopSink()
 
 	seed := uint64(time.Now().UnixNano())
 	side := p.b.cmd(ctx, self, cfgPath, toDaemon, fmt.Sprint(n), fmt.Sprint(seed+1))

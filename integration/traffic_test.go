@@ -46,22 +46,8 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
-	sink := dstNS.cmd(ctx, self, addr)
-	sink.Env = append(os.Environ(), helperEnv+"=tcp-sink")
-	stdout, err := sink.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sinkErr syncBuffer
-	sink.Stderr = &sinkErr
-	if err := sink.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sink.Process.Kill(); sink.Wait() }()
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() || lines.Text() != "listening" {
-		t.Fatalf("tcp sink in %s did not start: %s", dstNS.name, sinkErr.String())
-	}
+	lines, sinkErr, stop := startTCPSink(t, ctx, dstNS, self, addr)
+	defer stop()
 
 	start := time.Now()
 	source := srcNS.cmd(ctx, self, addr, fmt.Sprint(n), fmt.Sprint(time.Now().UnixNano()))
@@ -82,6 +68,31 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 		t.Fatalf("tcp %s → %s: far end got %q, want %d bytes", srcNS.name, addr, got, n)
 	}
 	return elapsed
+}
+
+// startTCPSink starts the tcp-sink helper (this test binary) on addr in ns
+// and waits until it listens. lines then gives its result line (the
+// SHA-256 and count of what arrived), sinkErr its stderr; stop kills it.
+func startTCPSink(t *testing.T, ctx context.Context, ns *netns, self, addr string) (lines *bufio.Scanner, sinkErr *syncBuffer, stop func()) {
+	t.Helper()
+	sink := ns.cmd(ctx, self, addr)
+	sink.Env = append(os.Environ(), helperEnv+"=tcp-sink")
+	stdout, err := sink.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkErr = &syncBuffer{}
+	sink.Stderr = sinkErr
+	if err := sink.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() { sink.Process.Kill(); sink.Wait() }
+	lines = bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "listening" {
+		stop()
+		t.Fatalf("tcp sink in %s did not start: %s", ns.name, sinkErr.String())
+	}
+	return lines, sinkErr, stop
 }
 
 // captureFile runs tcpdump -w path on dev in ns until stop is called, which

@@ -10,16 +10,14 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/internal/promtest"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
@@ -136,55 +134,6 @@ func scrapeMetrics(t testing.TB, h http.Handler, path string) string {
 	return rec.Body.String()
 }
 
-// samples parses a scrape in the Prometheus text format into its series,
-// keyed by name and sorted labels (`name{a="x",b="y"}`), and fails on a
-// series given twice.
-func samples(t testing.TB, body string) (map[string]float64, map[string]*dto.MetricFamily) {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("scrape does not parse: %v", err)
-	}
-	out := map[string]float64{}
-	for name, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := seriesKey(name, m.GetLabel())
-			if _, dup := out[key]; dup {
-				t.Errorf("series %s given twice", key)
-			}
-			switch {
-			case m.Counter != nil:
-				out[key] = m.Counter.GetValue()
-			case m.Gauge != nil:
-				out[key] = m.Gauge.GetValue()
-			case m.Untyped != nil:
-				out[key] = m.Untyped.GetValue()
-			}
-		}
-	}
-	return out, fams
-}
-
-func seriesKey(name string, labels []*dto.LabelPair) string {
-	parts := make([]string, len(labels))
-	for i, l := range labels {
-		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
-	}
-	sort.Strings(parts)
-	return name + "{" + strings.Join(parts, ",") + "}"
-}
-
-// series spells a series as seriesKey does, from alternating label names
-// and values.
-func series(name string, kv ...string) string {
-	var labels []*dto.LabelPair
-	for i := 0; i < len(kv); i += 2 {
-		labels = append(labels, &dto.LabelPair{Name: &kv[i], Value: &kv[i+1]})
-	}
-	return seriesKey(name, labels)
-}
-
 // TestMetricsScrape drives real SAs (seal, open, replay, left of the
 // window, bad ICV, lifetimes), interfaces (writes through given queues,
 // drops) and the SAD's counters, scrapes /metrics through the handler the
@@ -257,42 +206,42 @@ func TestMetricsScrape(t *testing.T) {
 
 	h := metricsHandler(n)
 	body := scrapeMetrics(t, h, "/metrics")
-	got, fams := samples(t, body)
+	got, fams := promtest.Samples(t, body)
 	saOut := []string{"spi", "0x1001", "dir", "out", "dst", "198.51.100.2"}
 	saIn := []string{"spi", "0x1001", "dir", "in", "dst", "198.51.100.1"}
 	saOther := []string{"spi", "0x1001", "dir", "in", "dst", "198.51.100.4"}
 	with := func(base []string, kv ...string) []string { return append(append([]string{}, base...), kv...) }
 	want := map[string]float64{
-		series("ipsecd_sa_packets_total", saOut...):                                                 40,
-		series("ipsecd_sa_bytes_total", saOut...):                                                   float64(out.Stats().Bytes),
-		series("ipsecd_sa_packets_total", saIn...):                                                  2,
-		series("ipsecd_sa_bytes_total", saIn...):                                                    float64(in.Stats().Bytes),
-		series("ipsecd_sa_packets_total", saOther...):                                               0,
-		series("ipsecd_sa_errors_total", with(saIn, "kind", "replay_window")...):                    1,
-		series("ipsecd_sa_errors_total", with(saIn, "kind", "replay")...):                           1,
-		series("ipsecd_sa_errors_total", with(saIn, "kind", "integrity_failed")...):                 1,
-		series("ipsecd_sa_errors_total", with(saOut, "kind", "integrity_failed")...):                0,
-		series("ipsecd_sa_errors_total", with(saOther, "kind", "replay")...):                        0,
-		series("ipsecd_sa_expired", with(saOut, "kind", "soft")...):                                 1,
-		series("ipsecd_sa_expired", with(saOut, "kind", "hard")...):                                 0,
-		series("ipsecd_sa_expired", with(saIn, "kind", "soft")...):                                  0,
-		series("ipsecd_sa_expired", with(saIn, "kind", "hard")...):                                  1,
-		series("ipsecd_sa_expired", with(saOther, "kind", "hard")...):                               0,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates"):                               1,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateSeqError"):                          2,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateProtoError"):                        1,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateExpired"):                           1,
-		series("ipsecd_xfrm_stat_total", "counter", "XfrmOutNoStates"):                              0,
-		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayRxPackets"):                      0,
-		series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayKeepalives"):                     0,
-		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "rx"):                     4,
-		series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "tx"):                     0,
-		series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "rx"):                       200,
-		series("ipsecd_interface_drops_total", "name", "ipsec1", "dir", "tx"):                       2,
-		series("ipsecd_interface_errors_total", "name", "ipsec1", "dir", "rx"):                      0,
-		series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "0", "dir", "rx"): 3,
-		series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "1", "dir", "rx"): 1,
-		series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "1", "dir", "tx"): 0,
+		promtest.Series("ipsecd_sa_packets_total", saOut...):                                                 40,
+		promtest.Series("ipsecd_sa_bytes_total", saOut...):                                                   float64(out.Stats().Bytes),
+		promtest.Series("ipsecd_sa_packets_total", saIn...):                                                  2,
+		promtest.Series("ipsecd_sa_bytes_total", saIn...):                                                    float64(in.Stats().Bytes),
+		promtest.Series("ipsecd_sa_packets_total", saOther...):                                               0,
+		promtest.Series("ipsecd_sa_errors_total", with(saIn, "kind", "replay_window")...):                    1,
+		promtest.Series("ipsecd_sa_errors_total", with(saIn, "kind", "replay")...):                           1,
+		promtest.Series("ipsecd_sa_errors_total", with(saIn, "kind", "integrity_failed")...):                 1,
+		promtest.Series("ipsecd_sa_errors_total", with(saOut, "kind", "integrity_failed")...):                0,
+		promtest.Series("ipsecd_sa_errors_total", with(saOther, "kind", "replay")...):                        0,
+		promtest.Series("ipsecd_sa_expired", with(saOut, "kind", "soft")...):                                 1,
+		promtest.Series("ipsecd_sa_expired", with(saOut, "kind", "hard")...):                                 0,
+		promtest.Series("ipsecd_sa_expired", with(saIn, "kind", "soft")...):                                  0,
+		promtest.Series("ipsecd_sa_expired", with(saIn, "kind", "hard")...):                                  1,
+		promtest.Series("ipsecd_sa_expired", with(saOther, "kind", "hard")...):                               0,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInNoStates"):                               1,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateSeqError"):                          2,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateProtoError"):                        1,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmInStateExpired"):                           1,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "XfrmOutNoStates"):                              0,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayRxPackets"):                      0,
+		promtest.Series("ipsecd_xfrm_stat_total", "counter", "IpsecdUnderlayKeepalives"):                     0,
+		promtest.Series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "rx"):                     4,
+		promtest.Series("ipsecd_interface_packets_total", "name", "ipsec1", "dir", "tx"):                     0,
+		promtest.Series("ipsecd_interface_bytes_total", "name", "ipsec1", "dir", "rx"):                       200,
+		promtest.Series("ipsecd_interface_drops_total", "name", "ipsec1", "dir", "tx"):                       2,
+		promtest.Series("ipsecd_interface_errors_total", "name", "ipsec1", "dir", "rx"):                      0,
+		promtest.Series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "0", "dir", "rx"): 3,
+		promtest.Series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "1", "dir", "rx"): 1,
+		promtest.Series("ipsecd_interface_queue_packets_total", "name", "ipsec1", "queue", "1", "dir", "tx"): 0,
 	}
 	for s, w := range want {
 		v, ok := got[s]
@@ -303,7 +252,7 @@ func TestMetricsScrape(t *testing.T) {
 			t.Errorf("%s = %v, want %v", s, v, w)
 		}
 	}
-	if got[series("ipsecd_sa_bytes_total", saOut...)] == 0 || got[series("ipsecd_sa_bytes_total", saIn...)] == 0 {
+	if got[promtest.Series("ipsecd_sa_bytes_total", saOut...)] == 0 || got[promtest.Series("ipsecd_sa_bytes_total", saIn...)] == 0 {
 		t.Errorf("SA bytes are 0 after traffic")
 	}
 
@@ -359,11 +308,11 @@ func TestMetricsScrape(t *testing.T) {
 	if err := n.sad.Delete(sa.DirIn, 0x1001, netip.MustParseAddr("198.51.100.4")); err != nil {
 		t.Fatal(err)
 	}
-	got2, _ := samples(t, scrapeMetrics(t, h, "/metrics"))
-	if _, ok := got2[series("ipsecd_sa_packets_total", saOther...)]; ok {
+	got2, _ := promtest.Samples(t, scrapeMetrics(t, h, "/metrics"))
+	if _, ok := got2[promtest.Series("ipsecd_sa_packets_total", saOther...)]; ok {
 		t.Errorf("a deleted SA is still in the scrape")
 	}
-	if v := got2[series("ipsecd_sa_packets_total", saOut...)]; v != 40 {
+	if v := got2[promtest.Series("ipsecd_sa_packets_total", saOut...)]; v != 40 {
 		t.Errorf("after the delete, the outbound SA's packets = %v, want 40", v)
 	}
 
