@@ -512,3 +512,24 @@ func TestKeyReuseRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestInboundSPIUnique: two inbound states may not share an SPI, even to
+// different destinations (the data path finds them by SPI alone); two
+// outbound states may.
+func TestInboundSPIUnique(t *testing.T) {
+	state := func(dst, dir, key string) string {
+		return `  - {src: 192.0.2.1, dst: ` + dst + `, spi: 0x1001, dir: ` + dir + `, mode: tunnel, if_id: 1,
+     aead: {name: "rfc4106(gcm(aes))", key: "0x` + key + `"}}
+`
+	}
+	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
+	k1, k2 := strings.Repeat("a1", 20), strings.Repeat("b2", 20)
+	_, err := Parse("f.yaml", []byte(head+state("192.0.2.2", "in", k1)+state("192.0.2.3", "in", k2)))
+	want := "f.yaml:6: states[1].spi: states[0] already has dir in and spi 0x00001001 (inbound SAs are found by SPI alone"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("two inbound states, one SPI: %v, want %q", err, want)
+	}
+	if _, err := Parse("f.yaml", []byte(head+state("192.0.2.2", "out", k1)+state("192.0.2.3", "out", k2))); err != nil {
+		t.Errorf("two outbound states, one SPI, two destinations: %v, want no error", err)
+	}
+}

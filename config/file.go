@@ -414,8 +414,15 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		id := stateID{s.Dir, s.Dst, s.SPI}
+		if s.Dir == sa.DirIn {
+			id.dst = netip.Addr{} // inbound SAs are found by SPI alone
+		}
 		if prev, dup := seen[id]; dup {
-			d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir %s, dst %s and spi %#08x", prev, s.Dir, s.Dst, s.SPI)
+			if s.Dir == sa.DirIn {
+				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir in and spi %#08x (inbound SAs are found by SPI alone, whatever their dst)", prev, s.SPI)
+			} else {
+				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir %s, dst %s and spi %#08x", prev, s.Dir, s.Dst, s.SPI)
+			}
 			continue
 		}
 		seen[id] = base

@@ -255,10 +255,8 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 		keep[s] = true
 		m := shard(t.bySPI(s.cfg.Dir), shardOf(s.cfg.SPI))
 		list := m.lookup(s.cfg.SPI)
-		for _, o := range list {
-			if o.cfg.Dst == s.cfg.Dst {
-				return fmt.Errorf("state %v: %w", s, ErrExists)
-			}
+		if err := conflict(list, s); err != nil {
+			return err
 		}
 		m.set(s.cfg.SPI, append(list, s))
 		if s.cfg.Dir == DirOut {
@@ -331,8 +329,27 @@ func (t *table) bySPI(dir Dir) *[numShards]*u32table[[]*SA] {
 	return &t.out
 }
 
-// Add puts s into the SAD. An SA with the same direction, SPI and outer
-// destination is refused with ErrExists. Among outbound SAs with the same
+// conflict returns ErrExists when s may not join list, the SAs of its
+// direction with its SPI. Outbound SAs are told apart by SPI and outer
+// destination. Inbound ones by SPI alone: OpenBatch finds them from the
+// ESP header, without the outer destination address (RFC 4301 §4.1 lets
+// a receiver that chooses its SPIs, as IKE does, use the SPI alone).
+func conflict(list []*SA, s *SA) error {
+	for _, o := range list {
+		switch {
+		case o.cfg.Dst == s.cfg.Dst:
+			return fmt.Errorf("state %v: %w", s, ErrExists)
+		case s.cfg.Dir == DirIn:
+			return fmt.Errorf("state %v: inbound SPI %#08x is taken by the SA to %v (inbound SAs are found by SPI alone): %w",
+				s, s.cfg.SPI, o.cfg.Dst, ErrExists)
+		}
+	}
+	return nil
+}
+
+// Add puts s into the SAD. An outbound SA with the same SPI and outer
+// destination, or an inbound SA with the same SPI, is refused with
+// ErrExists (see conflict). Among outbound SAs with the same
 // if_id and selector, the newest that is not dying is used
 // (make-before-break rekeying; see LookupOut). An SA that has left a SAD is
 // refused with ErrRetired.
@@ -345,10 +362,8 @@ func (d *SAD) Add(s *SA) error {
 	old := d.table.Load()
 	sh := shardOf(s.cfg.SPI)
 	list := old.bySPI(s.cfg.Dir)[sh].lookup(s.cfg.SPI)
-	for _, o := range list {
-		if o.cfg.Dst == s.cfg.Dst {
-			return fmt.Errorf("state %v: %w", s, ErrExists)
-		}
+	if err := conflict(list, s); err != nil {
+		return err
 	}
 	t := *old
 	m := old.bySPI(s.cfg.Dir)[sh].clone()
@@ -653,8 +668,9 @@ func pick(list []*SA, src, dst netip.Addr) *SA {
 }
 
 // OpenBatch opens a batch of ESP packets from the underlay: per packet it
-// reads the SPI, finds the inbound SA (any destination), and opens runs of
-// consecutive packets of one SA with that SA's OpenBatch. Then, when the
+// reads the SPI, finds the inbound SA by SPI alone (Add refuses a second
+// inbound SA with a taken SPI), and opens runs of consecutive packets of
+// one SA with that SA's OpenBatch. Then, when the
 // SA's interface has inbound policies, the inner packet must match an
 // allowing one (XfrmInPolBlock; XfrmInNoPols when none matches).
 // Each drop is counted once; see (*SA).OpenBatch for the others. Packets

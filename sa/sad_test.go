@@ -274,3 +274,46 @@ func TestLookupOutTransport(t *testing.T) {
 		})
 	}
 }
+
+// TestSPIConflicts: inbound SAs are found by SPI alone, so a second
+// inbound SA with a taken SPI is refused even to another destination,
+// by Add and by Replace; outbound SAs may share an SPI across
+// destinations.
+func TestSPIConflicts(t *testing.T) {
+	mk := func(dir Dir, dst netip.Addr) *SA {
+		t.Helper()
+		s, err := New(Config{Src: outer4a, Dst: dst, SPI: 0x1001, Dir: dir, Mode: ModeTunnel, IfID: 1,
+			AEAD: &Algorithm{Name: AlgGCM, Key: seqKey(20, 0)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	other := netip.MustParseAddr("198.51.100.9")
+	for _, tt := range []struct {
+		name   string
+		dir    Dir
+		wantOK bool
+	}{
+		{"inbound", DirIn, false},
+		{"outbound", DirOut, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := NewSAD(nil)
+			if err := d.Add(mk(tt.dir, outer4b)); err != nil {
+				t.Fatal(err)
+			}
+			err := d.Add(mk(tt.dir, other))
+			if tt.wantOK && err != nil {
+				t.Errorf("Add to another destination: %v, want it added", err)
+			}
+			if !tt.wantOK && !errors.Is(err, ErrExists) {
+				t.Errorf("Add to another destination: %v, want ErrExists", err)
+			}
+			err = NewSAD(nil).Replace([]*SA{mk(tt.dir, outer4b), mk(tt.dir, other)}, nil)
+			if tt.wantOK != (err == nil) || (err != nil && !errors.Is(err, ErrExists)) {
+				t.Errorf("Replace with both: %v, want ok %v", err, tt.wantOK)
+			}
+		})
+	}
+}

@@ -145,10 +145,10 @@ func TestMetricsScrape(t *testing.T) {
 	rand.Read(keyOut)
 	rand.Read(keyOther)
 	// out and in share SPI 0x1001 and key (in opens what out seals);
-	// other shares the SPI and direction of in but not its destination.
+	// other shares the SPI and direction of out but not its destination.
 	out := newTestSA(t, n, sa.DirOut, 0x1001, "198.51.100.1", "198.51.100.2", keyOut, 0, sa.Lifetime{SoftPackets: 5})
 	in := newTestSA(t, n, sa.DirIn, 0x1001, "198.51.100.2", "198.51.100.1", keyOut, 32, sa.Lifetime{HardPackets: 2})
-	other := newTestSA(t, n, sa.DirIn, 0x1001, "198.51.100.3", "198.51.100.4", keyOther, 32, sa.Lifetime{})
+	other := newTestSA(t, n, sa.DirOut, 0x1001, "198.51.100.3", "198.51.100.4", keyOther, 0, sa.Lifetime{})
 	if err := n.sad.Replace([]*sa.SA{out, in, other}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestMetricsScrape(t *testing.T) {
 	got, fams := promtest.Samples(t, body)
 	saOut := []string{"spi", "0x1001", "dir", "out", "dst", "198.51.100.2"}
 	saIn := []string{"spi", "0x1001", "dir", "in", "dst", "198.51.100.1"}
-	saOther := []string{"spi", "0x1001", "dir", "in", "dst", "198.51.100.4"}
+	saOther := []string{"spi", "0x1001", "dir", "out", "dst", "198.51.100.4"}
 	with := func(base []string, kv ...string) []string { return append(append([]string{}, base...), kv...) }
 	want := map[string]float64{
 		promtest.Series("ipsecd_sa_packets_total", saOut...):                                                 40,
@@ -305,7 +305,7 @@ func TestMetricsScrape(t *testing.T) {
 
 	// Deleting an SA (a rekey's end) removes its series at the next
 	// scrape, with no unregistering; the others keep their values.
-	if err := n.sad.Delete(sa.DirIn, 0x1001, netip.MustParseAddr("198.51.100.4")); err != nil {
+	if err := n.sad.Delete(sa.DirOut, 0x1001, netip.MustParseAddr("198.51.100.4")); err != nil {
 		t.Fatal(err)
 	}
 	got2, _ := promtest.Samples(t, scrapeMetrics(t, h, "/metrics"))
