@@ -92,3 +92,11 @@ func configureLog(log *logrus.Logger, c config.Log) error {
 	}
 	return nil
 }
+
+// logConfigWarnings logs what the config file's check found short of an
+// error (key files readable by others, for one).
+func logConfigWarnings(log logrus.FieldLogger, cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+}

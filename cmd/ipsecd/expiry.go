@@ -5,7 +5,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -111,32 +110,5 @@ func (n *node) reapExpired() {
 	n.mu.Unlock()
 	for _, s := range removed {
 		n.log.WithFields(saFields(s)).Info("SA removed: its hard lifetime expired")
-	}
-}
-
-// runningConfig returns the config the node runs.
-func (n *node) runningConfig() *config.Config {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cfg
-}
-
-// wipeKeys empties the SAD, which zeroes every SA's keys once no worker
-// uses them (sa/retire.go), and zeroes the running config's keys. The
-// daemon calls it when it stops.
-func (n *node) wipeKeys() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := n.sad.Replace(nil, nil); err != nil {
-		n.log.WithError(err).Warn("stopping: emptying the SAD")
-	}
-	n.cfg.WipeKeys()
-}
-
-// logConfigWarnings logs what the config file's check found short of an
-// error (key files readable by others, for one).
-func logConfigWarnings(log logrus.FieldLogger, cfg *config.Config) {
-	for _, w := range cfg.Warnings {
-		log.Warn(w)
 	}
 }

@@ -511,3 +511,22 @@ func (n *node) stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// runningConfig returns the config the node runs.
+func (n *node) runningConfig() *config.Config {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cfg
+}
+
+// wipeKeys empties the SAD, which zeroes every SA's keys once no worker
+// uses them (sa/retire.go), and zeroes the running config's keys. The
+// daemon calls it when it stops.
+func (n *node) wipeKeys() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.sad.Replace(nil, nil); err != nil {
+		n.log.WithError(err).Warn("stopping: emptying the SAD")
+	}
+	n.cfg.WipeKeys()
+}
