@@ -1,3 +1,5 @@
+//go:build linux
+
 package integration
 
 // Long-running traffic for tests that change a tunnel under load (see

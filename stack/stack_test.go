@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
 
 var (
@@ -68,24 +67,6 @@ func TestTraffic(t *testing.T) {
 		exchangeTCP(t, p, size, 120*time.Second)
 		exchangeUDP(t, p, 9000)
 	})
-}
-
-// inNamespace makes a network namespace with addrs on its loopback
-// device and returns a New that binds the underlay socket in it. The
-// netstacks and every goroutine stay in the test's own namespace: only
-// the socket belongs to the new one. It skips the test unless root.
-func inNamespace(t *testing.T, addrs []netip.Addr) func(Config) (*Net, error) {
-	ns := netnstest.New(t, "stack")
-	for _, a := range addrs {
-		ns.IP(t, "addr", "add", netip.PrefixFrom(a, a.BitLen()).String(), "dev", "lo", "nodad")
-	}
-	return func(cfg Config) (n *Net, err error) {
-		err = ns.Do(func() error {
-			n, err = New(cfg)
-			return err
-		})
-		return n, err
-	}
 }
 
 // TestOffloadsInUse checks DESIGN.md's lesson 3 end to end: netstack

@@ -17,13 +17,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"text/template"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ipsecd/ipsecd/control"
 )
@@ -297,32 +294,6 @@ func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context)
 	case <-time.After(60 * time.Second):
 		return 0, errors.New("no digest from the far end within 60 s")
 	}
-}
-
-// inNetns runs fn on a thread that is in network namespace ns; sockets fn
-// creates stay in ns.
-func inNetns(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		return err
-	}
-	defer orig.Close()
-	target, err := os.Open(filepath.Join("/run/netns", ns))
-	if err != nil {
-		return err
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", ns, err)
-	}
-	defer func() {
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
-			panic("ipsecd demo: cannot return to the original network namespace: " + err.Error())
-		}
-	}()
-	return fn()
 }
 
 // demoReport prints e's SAs and the counters that are not zero.
