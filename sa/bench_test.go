@@ -122,6 +122,36 @@ func BenchmarkOpenParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkSealParallel seals batches of 8 packets of 1400 bytes on one
+// SA from every goroutine, as the send workers of many TUN queues do:
+// DESIGN.md lesson 1 wants the time per batch not to grow with -cpu (the
+// sequence numbers and the retire guard are one atomic add each per
+// batch).
+func BenchmarkSealParallel(b *testing.B) {
+	const batch = 8
+	out, _ := pair(b, ModeTunnel, false, true, 0, suites[0].set) // ESN: no sequence limit
+	plain := ipv4Packet(1400 - 28)
+	b.ReportAllocs()
+	b.SetBytes(1400 * batch)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ps := make([]Packet, batch)
+		for k := range ps {
+			ps[k] = mkPacket(plain)
+		}
+		for pb.Next() {
+			for k := range ps {
+				copy(ps[k].Buf[Headroom:], plain)
+				ps[k].Off, ps[k].Len = Headroom, len(plain)
+			}
+			out.SealBatch(ps)
+			if ps[0].Drop != CounterNone {
+				panic(ps[0].Drop.String())
+			}
+		}
+	})
+}
+
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{1, 1000, 100_000} {
 		d := NewSAD(nil)
