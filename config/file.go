@@ -426,14 +426,14 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		seen[id] = base
-		if k := (keyUse{s.Dir, KeyDigest(&s)}); keys[k] != "" {
+		k := keyUse{s.Dir, KeyDigest(&s)}
+		if prev := keys[k]; prev != "" {
 			f := KeyField(&s)
 			d.errorf(fn.nodes[f], join(base, f), "the same key as %s, also dir %s: each SA needs its own key, or the second starts "+
-				"its sequence numbers at 1 again, which AES-GCM and ChaCha20-Poly1305 use as nonces (make one with ipsecd genkey)", keys[k], s.Dir)
+				"its sequence numbers at 1 again, which AES-GCM and ChaCha20-Poly1305 use as nonces (make one with ipsecd genkey)", prev, s.Dir)
 			continue
-		} else {
-			keys[k] = base
 		}
+		keys[k] = base
 		c.States = append(c.States, State{Config: s, Line: it.Line})
 	}
 }
