@@ -193,13 +193,20 @@ func family(a netip.Addr) string {
 	return "IPv6"
 }
 
-// KeyDigest is a SHA-256 digest of a state's algorithm names and keys: two
-// states of one direction with the same digest share key material. A
-// second SA with an SA's key starts its sequence numbers at 1 again, and
-// AES-GCM and ChaCha20-Poly1305 take their nonces from them (RFC 4106
-// §3.1: never repeated under one key), so the config file and the daemon
-// refuse it. The digest lets them remember keys without holding them.
-func KeyDigest(c *sa.Config) [sha256.Size]byte {
+// KeyUse identifies the key material of a state in one direction: its
+// direction and a SHA-256 digest of its algorithm names and keys. Two
+// states with the same KeyUse share key material. A second SA with an
+// SA's key starts its sequence numbers at 1 again, and AES-GCM and
+// ChaCha20-Poly1305 take their nonces from them (RFC 4106 §3.1: never
+// repeated under one key), so the config file and the daemon refuse it.
+// The digest lets them remember keys without holding them.
+type KeyUse struct {
+	Dir    sa.Dir
+	Digest [sha256.Size]byte
+}
+
+// KeyUseOf returns c's KeyUse.
+func KeyUseOf(c *sa.Config) KeyUse {
 	h := sha256.New()
 	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
 		if a == nil {
@@ -211,9 +218,9 @@ func KeyDigest(c *sa.Config) [sha256.Size]byte {
 		h.Write([]byte(a.Name))
 		h.Write(a.Key)
 	}
-	var d [sha256.Size]byte
-	h.Sum(d[:0])
-	return d
+	u := KeyUse{Dir: c.Dir}
+	h.Sum(u.Digest[:0])
+	return u
 }
 
 // KeyField names a state's key field as the config file does: aead.key,

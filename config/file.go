@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -389,11 +388,7 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		spi uint32
 	}
 	seen := map[stateID]string{}
-	type keyUse struct {
-		dir    sa.Dir
-		digest [sha256.Size]byte
-	}
-	keys := map[keyUse]string{} // digests: the map holds no key
+	keys := map[KeyUse]string{} // digests: the map holds no key
 	for i, it := range items {
 		base := index("states", i)
 		m, ok := d.fields(it, base, stateFields...)
@@ -426,7 +421,7 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		seen[id] = base
-		k := keyUse{s.Dir, KeyDigest(&s)}
+		k := KeyUseOf(&s)
 		if prev := keys[k]; prev != "" {
 			f := KeyField(&s)
 			d.errorf(fn.nodes[f], join(base, f), "the same key as %s, also dir %s: each SA needs its own key, or the second starts "+

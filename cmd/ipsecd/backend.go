@@ -85,7 +85,7 @@ func (b *backend) AddState(c sa.Config) error {
 	if b.reg.Lookup(c.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
 	}
-	use := keyUseOf(c)
+	use := config.KeyUseOf(&c)
 	if spi, used := b.usedKeys[use]; used {
 		if b.running(c.Dir, c.SPI, c.Dst) {
 			// The SA itself is still there: that is the first

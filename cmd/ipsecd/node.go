@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -52,7 +51,7 @@ type node struct {
 	// usedKeys holds the key material of every SA a config file brought
 	// up or `state add` installed, as a digest, with the SA's SPI (see
 	// buildStates and backend.AddState).
-	usedKeys map[keyUse]uint32
+	usedKeys map[config.KeyUse]uint32
 
 	// newSA makes the SAs of buildStates and AddState; nil means sa.New.
 	// Tests set it to see the SAs that were made.
@@ -198,7 +197,7 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 			states = append(states, s)
 			continue
 		}
-		if spi, ok := n.usedKeys[keyUseOf(st.Config)]; ok {
+		if spi, ok := n.usedKeys[config.KeyUseOf(&st.Config)]; ok {
 			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, config.KeyField(&st.Config)),
 				Msg: fmt.Sprintf("SA spi 0x%08x dir %s dst %s: this key was already used by the SA with spi 0x%08x, and a second SA with it "+
 					"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
@@ -289,30 +288,20 @@ func changedState(run, file sa.Config) (field, msg string) {
 	return field, msg
 }
 
-// keyUse is the direction and a digest of the key material of an SA: what
-// no second SA of this daemon may have (see buildStates). The digest keeps
-// no key in memory longer than the SA itself.
-type keyUse struct {
-	dir    sa.Dir
-	digest [sha256.Size]byte
-}
-
-func keyUseOf(c sa.Config) keyUse { return keyUse{dir: c.Dir, digest: config.KeyDigest(&c)} }
-
 // rememberKeys records the keys of states, just installed, in
 // n.usedKeys. Called with n.mu held, or before the node is shared.
 func (n *node) rememberKeys(states []*sa.SA) {
 	for _, s := range states {
 		c := s.Config()
-		n.rememberKey(keyUseOf(c), s.SPI())
+		n.rememberKey(config.KeyUseOf(&c), s.SPI())
 		clearKeys(c)
 	}
 }
 
 // rememberKey records one key use in n.usedKeys, with n.mu held.
-func (n *node) rememberKey(u keyUse, spi uint32) {
+func (n *node) rememberKey(u config.KeyUse, spi uint32) {
 	if n.usedKeys == nil {
-		n.usedKeys = map[keyUse]uint32{}
+		n.usedKeys = map[config.KeyUse]uint32{}
 	}
 	n.usedKeys[u] = spi
 }
