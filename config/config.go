@@ -146,12 +146,7 @@ func (c *Config) WipeKeys() {
 		return
 	}
 	for i := range c.States {
-		st := &c.States[i]
-		for _, a := range []*sa.Algorithm{st.AEAD, st.Enc, st.Auth} {
-			if a != nil {
-				clear(a.Key)
-			}
-		}
+		c.States[i].ClearKeys()
 	}
 }
 

@@ -129,3 +129,13 @@ type Policy struct {
 	Selector Selector
 	Action   Action
 }
+
+// ClearKeys zeroes the key bytes of c's algorithms in place (the slices
+// stay, zero-filled). An SA made from c holds copies of its own.
+func (c *Config) ClearKeys() {
+	for _, a := range []*Algorithm{c.AEAD, c.Enc, c.Auth} {
+		if a != nil {
+			clear(a.Key)
+		}
+	}
+}

@@ -94,11 +94,7 @@ func (s *SA) Wiped() bool { return s.use.Load()&wipedBit != 0 }
 // Only the goroutine that swapped in wipedBit calls it, after every batch
 // has left, so nothing reads these fields concurrently.
 func (s *SA) wipe() {
-	for _, a := range []*Algorithm{s.cfg.AEAD, s.cfg.Enc, s.cfg.Auth} {
-		if a != nil {
-			clear(a.Key)
-		}
-	}
+	s.cfg.ClearKeys()
 	t := s.t
 	clear(t.macKey)
 	t.salt = [4]byte{}

@@ -22,7 +22,7 @@ func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 	st := s.Stats()
 	c := s.Config()
 	if !keys {
-		clearKeys(c)
+		c.ClearKeys()
 		for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
 			if a != nil {
 				a.Key = nil
@@ -79,7 +79,7 @@ func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, er
 // which Go keeps as immutable strings until the garbage collector reuses
 // their memory.
 func (b *backend) AddState(c sa.Config) error {
-	defer clearKeys(c)
+	defer c.ClearKeys()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.reg.Lookup(c.IfID) == nil {

@@ -189,7 +189,7 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 		if s := keep[id{st.Dir, st.SPI, st.Dst}]; s != nil {
 			run := s.Config()
 			field, msg := changedState(run, st.Config)
-			clearKeys(run)
+			run.ClearKeys()
 			if field != "" {
 				errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, field), Msg: msg})
 				continue
@@ -294,7 +294,7 @@ func (n *node) rememberKeys(states []*sa.SA) {
 	for _, s := range states {
 		c := s.Config()
 		n.rememberKey(config.KeyUseOf(&c), s.SPI())
-		clearKeys(c)
+		c.ClearKeys()
 	}
 }
 
@@ -304,16 +304,6 @@ func (n *node) rememberKey(u config.KeyUse, spi uint32) {
 		n.usedKeys = map[config.KeyUse]uint32{}
 	}
 	n.usedKeys[u] = spi
-}
-
-// clearKeys zeroes the key bytes of c: a copy that SA.Config handed out,
-// or a request's keys once sa.New has copied them.
-func clearKeys(c sa.Config) {
-	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
-		if a != nil {
-			clear(a.Key)
-		}
-	}
 }
 
 // discardNew zeroes the keys of the SAs of states that are not among the
