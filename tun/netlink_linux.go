@@ -34,7 +34,9 @@ func openRTNL() (*rtnl, error) {
 	// Ask for extended acknowledgements so failures come with the
 	// kernel's message; ignore kernels without them.
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
-	return &rtnl{fd: fd, buf: make([]byte, 0, 8192)}, nil
+	// 32 KiB: the kernel sizes a dump's messages to the largest read
+	// seen, up to 32 KiB, and a shorter read would cut them.
+	return &rtnl{fd: fd, buf: make([]byte, 0, 32<<10)}, nil
 }
 
 func (c *rtnl) close() error {
@@ -90,7 +92,9 @@ func (c *rtnl) query(typ, flags uint16, body func(b []byte) []byte, reply func(t
 				return errors.New("tun: netlink: malformed reply")
 			}
 			mtyp, mseq := ne.Uint16(m[4:]), ne.Uint32(m[8:])
-			if mseq == seq && mtyp == unix.NLMSG_ERROR {
+			// A dump (NLM_F_DUMP) ends with NLMSG_DONE, which carries
+			// an error code as NLMSG_ERROR does, instead of an ack.
+			if mseq == seq && (mtyp == unix.NLMSG_ERROR || mtyp == unix.NLMSG_DONE) {
 				if l < unix.SizeofNlMsghdr+4 {
 					return errors.New("tun: netlink: short error message")
 				}
