@@ -36,6 +36,7 @@ type Config struct {
 	Control    string // unix socket path of the control socket
 	Metrics    string // host:port of the Prometheus listener; "" disables it
 	Underlay   Underlay
+	FailClosed FailClosed
 	Interfaces []Interface
 	States     []State
 	Policies   []sa.Policy
@@ -57,6 +58,15 @@ type Underlay struct {
 	UDP    netip.AddrPort // ESP in UDP (RFC 3948)
 	RawESP bool           // also IP protocol 50
 	Mark   uint32         // SO_MARK on the underlay sockets
+}
+
+// FailClosed configures the guard routes that keep the interfaces'
+// prefixes off every other route once the daemon is gone (tun.Guard).
+type FailClosed struct {
+	// KeepOnStop leaves the guards in the kernel on a clean stop (SIGTERM,
+	// SIGINT), for hosts that must never route those prefixes in clear;
+	// by default a clean stop removes them. A crash always leaves them.
+	KeepOnStop bool
 }
 
 // Interface is one xfrm interface.
@@ -192,6 +202,7 @@ func (c *Config) String() string {
 		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)
 	}
 	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
+	fmt.Fprintf(&b, "fail_closed: {keep_on_stop: %t}\n", c.FailClosed.KeepOnStop)
 	for _, ifc := range c.Interfaces {
 		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d addresses %v routes %v\n",
 			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.Addresses, ifc.Routes)

@@ -533,3 +533,32 @@ func TestInboundSPIUnique(t *testing.T) {
 		t.Errorf("two outbound states, one SPI, two destinations: %v, want no error", err)
 	}
 }
+
+// TestFailClosed parses fail_closed: keep_on_stop defaults to false (a
+// clean stop removes the guards), and a wrong key or type is refused with
+// its line and field.
+func TestFailClosed(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		keep bool
+		err  string
+	}{
+		{"", false, ""},
+		{"fail_closed: {}", false, ""},
+		{"fail_closed: {keep_on_stop: true}", true, ""},
+		{"fail_closed:\n  keep_on_stop: false", false, ""},
+		{"fail_closed: {keep_on_stop: yes please}", false, `f.yaml:1: fail_closed.keep_on_stop: want true or false`},
+		{"fail_closed: {keep_on_sotp: true}", false, `f.yaml:1: fail_closed.keep_on_sotp: unknown field; did you mean keep_on_stop?`},
+		{"fail_closed: on_stop", false, `f.yaml:1: fail_closed: want a mapping`},
+	} {
+		c, err := Parse("f.yaml", []byte(tt.text))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("Parse(%q): %v", tt.text, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("Parse(%q): error %v, want %q", tt.text, err, tt.err)
+		case err == nil && c.FailClosed.KeepOnStop != tt.keep:
+			t.Errorf("Parse(%q): keep_on_stop %v, want %v", tt.text, c.FailClosed.KeepOnStop, tt.keep)
+		}
+	}
+}

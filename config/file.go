@@ -106,7 +106,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "underlay", "interfaces", "states", "policies")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "underlay", "fail_closed", "interfaces", "states", "policies")
 	if !ok {
 		return
 	}
@@ -138,6 +138,11 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 	}
 	if v := m["underlay"]; v != nil {
 		d.underlay(v, &c.Underlay)
+	}
+	if v := m["fail_closed"]; v != nil {
+		if fc, ok := d.fields(v, "fail_closed", "keep_on_stop"); ok && fc["keep_on_stop"] != nil {
+			c.FailClosed.KeepOnStop, _ = d.bool(fc["keep_on_stop"], "fail_closed.keep_on_stop")
+		}
 	}
 	// ifaces holds the if_ids states and policies may name; nil when the
 	// interfaces had errors, as a wrong if_id there would be reported

@@ -74,6 +74,10 @@ type tunnelSpec struct {
 	keyBA  []byte
 	extraA string // appended to A's config
 	noOutA bool   // leave A without its outbound SA (fail-closed tests)
+	// noReplay turns anti-replay off on the inbound SAs (replay_window
+	// 0), for tests that restart a daemon with the same file: its
+	// outbound SAs start again at sequence number 1.
+	noReplay bool
 	mtu    int
 	queues int
 }
@@ -89,7 +93,7 @@ func (s *tunnelSpec) fill() {
 	if s.queues == 0 {
 		s.queues = 1
 	}
-	if s.window == 0 {
+	if s.window == 0 && !s.noReplay {
 		s.window = 1024
 	}
 }

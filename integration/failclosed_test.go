@@ -4,8 +4,12 @@ package integration
 
 import (
 	"fmt"
+	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestFailClosed checks that what A routes into its interface and may not
@@ -91,4 +95,167 @@ func espFrom(dump, src string) int {
 		}
 	}
 	return n
+}
+
+// protectedPrefixes are the inner networks of tunnelSpec, as tcpdump -n
+// prints their addresses: a packet that names one and is not ESP has
+// crossed the veth in clear.
+var protectedPrefixes = []string{"198.51.100.", "203.0.113.", "2001:db8:a:", "2001:db8:b:"}
+
+// clearLeaks returns the packet lines of a tcpdump -n print that are not
+// ESP and carry an address of the protected prefixes.
+func clearLeaks(dump string) []string {
+	var leaks []string
+	for _, line := range strings.Split(dump, "\n") {
+		if line == "" || strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ") || strings.Contains(line, "ESP(") {
+			continue // hex dump of the previous packet, or ESP
+		}
+		for _, p := range protectedPrefixes {
+			if strings.Contains(line, p) {
+				leaks = append(leaks, line)
+				break
+			}
+		}
+	}
+	return leaks
+}
+
+// defaultRoutes gives each side a default route towards the other over
+// the veth, in both families, as every real host has one: without a
+// guard, what a dead daemon's tunnel carried would leave by it in clear.
+func defaultRoutes(t *testing.T, p *pair) {
+	t.Helper()
+	p.a.mustRun(t, "ip", "route", "add", "default", "via", underlayB4)
+	p.a.mustRun(t, "ip", "-6", "route", "add", "default", "via", underlayB6)
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	p.b.mustRun(t, "ip", "-6", "route", "add", "default", "via", underlayA6)
+}
+
+// restart starts the daemon again from the same config file, as an
+// operator (or systemd) does after a crash or a stop, and returns the new
+// process once its control socket answers.
+func (d *daemon) restart(t *testing.T) *daemon {
+	t.Helper()
+	nd := &daemon{t: t, ns: d.ns, cfgPath: d.cfgPath, control: d.control, log: &syncBuffer{}, done: make(chan error, 1)}
+	nd.cmd = exec.Command("ip", "netns", "exec", d.ns.name, ipsecdBin, "run", "--config", d.cfgPath)
+	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
+	if err := nd.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { nd.done <- nd.cmd.Wait() }()
+	t.Cleanup(func() {
+		nd.stop()
+		if t.Failed() {
+			t.Logf("ipsecd log in %s (restarted):\n%s", d.ns.name, nd.log.String())
+		}
+	})
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := nd.ctl("stats"); err == nil {
+			return nd
+		}
+		select {
+		case err := <-nd.done:
+			nd.done <- err
+			t.Fatalf("ipsecd exited during its restart: %v\n%s", err, nd.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted ipsecd did not answer on %s within 15 s\n%s", nd.control, nd.log.String())
+		}
+	}
+}
+
+// tryToLeak sends what A has for B's protected prefixes for dur: pings of
+// both families and new TCP connections, beside whatever streams are
+// already running. It returns how many pings were answered.
+func tryToLeak(t *testing.T, ns *netns, dur time.Duration) (answered int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	count := fmt.Sprint(int(dur / (200 * time.Millisecond)))
+	for _, dst := range []string{innerB4, innerB6} {
+		wg.Go(func() {
+			out, _ := ns.run("ping", "-n", "-q", "-c", count, "-i", "0.2", "-w", fmt.Sprint(int(dur.Seconds())+1), dst)
+			if m := pingReceived.FindStringSubmatch(out); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				mu.Lock()
+				answered += n
+				mu.Unlock()
+			}
+		})
+		wg.Go(func() {
+			for end := time.Now().Add(dur); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+				ns.run("timeout", "1", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/5201", dst))
+			}
+		})
+	}
+	wg.Wait()
+	return answered
+}
+
+// waitSAPackets waits up to 10 s for the SA of d to have carried more than
+// n packets, so that a stream is seen to flow before the test goes on.
+func waitSAPackets(t *testing.T, d *daemon, spi int, dir string, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); d.state(spi, dir).Stats.Packets <= n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: SA 0x%x %s carried no more than %d packets within 10 s", d.ns.name, spi, dir, n)
+		}
+	}
+}
+
+// TestFailClosedCrash kills A's daemon with SIGKILL while a TCP stream, a
+// UDP stream and pings run through the tunnel, both sides having a default
+// route towards the other: for 5 s after, nothing to or from the protected
+// prefixes may cross the veth other than as ESP. Then A is started again
+// from the same file, with no manual cleanup, and ping and TCP work both
+// ways.
+func TestFailClosedCrash(t *testing.T) {
+	// Anti-replay is off: the restarted A starts its outbound SA again
+	// at sequence number 1, which B's window would refuse.
+	spec := tunnelSpec{suite: suiteByName("aes-gcm-128"), noReplay: true}
+	p := newPair(t)
+	defaultRoutes(t, p)
+	cfgA, cfgB := spec.configs()
+	da := startDaemon(t, p.a, cfgA)
+	startDaemon(t, p.b, cfgB)
+	ping(t, p.a, innerB4, 2)
+	ping(t, p.a, innerB6, 2)
+
+	startHelperProc(t, p.b, "tcp-sink", true, fmt.Sprintf("%s:%d", innerB4, tcpPort))
+	startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	before := da.state(spiAB, "out").Stats.Packets
+	startHelperProc(t, p.a, "tcp-paced", false, fmt.Sprintf("%s:%d", innerB4, tcpPort), "2000000", fmt.Sprint(time.Now().UnixNano()))
+	startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), "200", "200")
+	waitSAPackets(t, da, spiAB, "out", before+50)
+
+	stop := capture(t, p.a, "veth0")
+	if err := da.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	da.waitExit(t, 5*time.Second)
+	if out, err := p.a.run("ip", "link", "show", "ipsec1"); err == nil {
+		t.Fatalf("ipsec1 is still there after SIGKILL:\n%s", out)
+	}
+	answered := tryToLeak(t, p.a, 5*time.Second)
+	dump := stop()
+	for _, line := range clearLeaks(dump) {
+		t.Errorf("veth0 carried a packet in clear after the crash: %s", line)
+	}
+	if answered != 0 {
+		t.Errorf("%d pings answered with A's daemon dead, want none", answered)
+	}
+	t.Logf("A's routes and guards after the crash:\n%s", p.a.mustRun(t, "ip", "route", "show", "table", "all", "proto", "90"))
+
+	// The same file, no cleanup: the restart adopts the guards.
+	da = da.restart(t)
+	if log := da.waitLog(t, "fail-closed guards"); !strings.Contains(log, "adopted") {
+		t.Errorf("the restarted daemon does not say it adopted the guards:\n%s", log)
+	}
+	ping(t, p.a, innerB4, 3)
+	ping(t, p.b, innerA4, 3)
+	ping(t, p.a, innerB6, 3)
+	ping(t, p.b, innerA6, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
+	tcpTransfer(t, p.b, p.a, innerA6, 1<<20)
 }
