@@ -222,11 +222,14 @@ func TestFailClosedCrash(t *testing.T) {
 	ping(t, p.a, innerB4, 2)
 	ping(t, p.a, innerB6, 2)
 
-	startHelperProc(t, p.b, "tcp-sink", true, fmt.Sprintf("%s:%d", innerB4, tcpPort))
-	startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	helpers := []*helperProc{
+		startHelperProc(t, p.b, "tcp-sink", true, fmt.Sprintf("%s:%d", innerB4, tcpPort)),
+		startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB)),
+	}
 	before := da.state(spiAB, "out").Stats.Packets
-	startHelperProc(t, p.a, "tcp-paced", false, fmt.Sprintf("%s:%d", innerB4, tcpPort), "2000000", fmt.Sprint(time.Now().UnixNano()))
-	startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), "200", "200")
+	helpers = append(helpers,
+		startHelperProc(t, p.a, "tcp-paced", false, fmt.Sprintf("%s:%d", innerB4, tcpPort), "2000000", fmt.Sprint(time.Now().UnixNano())),
+		startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), "200", "200"))
 	waitSAPackets(t, da, spiAB, "out", before+50)
 
 	stop := capture(t, p.a, "veth0")
@@ -245,7 +248,10 @@ func TestFailClosedCrash(t *testing.T) {
 	if answered != 0 {
 		t.Errorf("%d pings answered with A's daemon dead, want none", answered)
 	}
-	t.Logf("A's routes and guards after the crash:\n%s", p.a.mustRun(t, "ip", "route", "show", "table", "all", "proto", "90"))
+	t.Logf("A's guards after the crash:\n%s", p.a.mustRun(t, "ip", "route", "show", "table", "all", "proto", "90"))
+	for _, h := range helpers {
+		h.cmd.Process.Kill() // the streams are broken; free their ports
+	}
 
 	// The same file, no cleanup: the restart adopts the guards.
 	da = da.restart(t)

@@ -35,6 +35,8 @@ type node struct {
 	engine   *datapath.Engine
 	ctl      *control.Server
 	metrics  *http.Server
+	guards   *guards // fail-closed guard routes (guards.go)
+	started  bool    // startNode succeeded; a failed start keeps the guards it found
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -113,6 +115,13 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 	n.engine = datapath.New(n.sad, n.reg, n.conn, log.WithField("part", "datapath"))
 
+	// Guards before interfaces: a prefix is guarded before it is routed,
+	// and one a crashed run left stays guarded throughout.
+	n.guards, err = openGuards(cfg, log.WithField("part", "fail-closed"))
+	if err != nil {
+		return n, err
+	}
+
 	start := time.Now()
 	res, err := n.reg.Sync(interfaceConfigs(cfg))
 	if err != nil {
@@ -145,6 +154,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 
 	go n.tick()
+	n.started = true
 	return n, nil
 }
 
@@ -375,6 +385,13 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 			}
 		}
 	}()
+	// Whatever the outcome, the guards end up covering the running
+	// config and what the interfaces still have.
+	defer func() {
+		if err := n.guards.sync(wantGuards(n.cfg, n.reg)); err != nil {
+			log.WithError(err).Error("reload: fail-closed guards")
+		}
+	}()
 	if cfg.Underlay != n.cfg.Underlay {
 		log.Warn("reload: underlay changes take effect on restart")
 	}
@@ -386,6 +403,11 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	if err != nil {
 		log.Errorf("reload refused, the running config stays:\n%v", err)
 		return false
+	}
+	// Guards of new routes before the routes; those of removed ones
+	// go after them (the deferred sync above).
+	if err := n.guards.ensure(wantGuards(cfg, n.reg)); err != nil {
+		log.WithError(err).Error("reload: fail-closed guards")
 	}
 	// Interfaces first, so that SAs of new interfaces have somewhere
 	// to deliver; then the SAD, new SAs in before old ones go
@@ -464,7 +486,8 @@ func (n *node) onEvent(ev sa.Event) {
 	n.expiry.push(ev)
 }
 
-// stop removes the interfaces and closes the sockets. It waits for the
+// stop removes the interfaces and closes the sockets, then removes the
+// fail-closed guards unless the config keeps them. It waits for the
 // workers for a few seconds at most.
 func (n *node) stop() error {
 	n.cancel()
@@ -479,6 +502,8 @@ func (n *node) stop() error {
 		errs = append(errs, n.conn.Close())
 	}
 	errs = append(errs, n.reg.Close())
+	// Guards last: they cover the prefixes until the routes are gone.
+	errs = append(errs, n.guards.close(n.runningConfig().FailClosed.KeepOnStop, !n.started))
 	if n.engine != nil {
 		done := make(chan struct{})
 		go func() { n.engine.Wait(); close(done) }()

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/tun"
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// guardTable is the kernel's routing table as the guards see it;
+// *tun.Guards is the real one, fakeGuardTable (guards_test.go) a map.
+type guardTable interface {
+	Add(tun.Guard) error
+	Remove(tun.Guard) error
+	List() ([]tun.Guard, error)
+	Close() error
+}
+
+// guards keeps the fail-closed guard routes (tun.Guard) in step with the
+// running config: one for each route and each address prefix of every
+// interface, so that once the daemon is gone (and its TUN devices with
+// it) nothing it routed into a tunnel can leave by another route in
+// clear. Guards outlive the process on purpose: a crash leaves them, the
+// next start adopts those its config still wants and removes the others,
+// and a clean stop removes them unless fail_closed.keep_on_stop says to
+// keep them. See docs/design.md, "Fail closed".
+//
+// A nil *guards does nothing (tests that run a node without a kernel).
+// Safe for concurrent use.
+type guards struct {
+	log   logrus.FieldLogger
+	table guardTable
+
+	mu sync.Mutex
+	// mu guards: have, leftover.
+	have map[tun.Guard]bool // installed or adopted by this process
+	// leftover holds the guards a previous run left and this one
+	// adopted: a start that fails leaves them, as it found them.
+	leftover map[tun.Guard]bool
+}
+
+// openGuards opens the kernel's routing table in the calling thread's
+// network namespace and adopts it for cfg (see adopt). When adopt fails,
+// the guards are returned with the error, for the caller's close to
+// undo what was added.
+func openGuards(cfg *config.Config, log logrus.FieldLogger) (*guards, error) {
+	t, err := tun.OpenGuards()
+	if err != nil {
+		return nil, fmt.Errorf("fail-closed guards: %w", err)
+	}
+	g := &guards{log: log, table: t}
+	return g, g.adopt(wantGuards(cfg, nil))
+}
+
+// adopt takes over the guards a previous run left: those in want stay
+// (the prefix is never unguarded, not even during the start), the others
+// are removed; then the missing ones of want are added. Each step is
+// logged, with the guards named, so that an operator sees what a crash
+// left and what was cleaned.
+func (g *guards) adopt(want []tun.Guard) error {
+	found, err := g.table.List()
+	if err != nil {
+		return fmt.Errorf("fail-closed guards: %w", err)
+	}
+	wanted := make(map[tun.Guard]bool, len(want))
+	for _, gd := range want {
+		wanted[gd] = true
+	}
+	g.mu.Lock()
+	g.have = map[tun.Guard]bool{}
+	g.leftover = map[tun.Guard]bool{}
+	var adopted, removed []tun.Guard
+	var errs []error
+	for _, gd := range found {
+		if wanted[gd] {
+			g.have[gd], g.leftover[gd] = true, true
+			adopted = append(adopted, gd)
+			continue
+		}
+		if err := g.table.Remove(gd); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, gd)
+	}
+	g.mu.Unlock()
+	if len(adopted) != 0 {
+		g.log.WithField("guards", guardList(adopted)).Infof("fail-closed guards left by a previous run: adopted %d", len(adopted))
+	}
+	if len(removed) != 0 {
+		g.log.WithField("guards", guardList(removed)).Infof("fail-closed guards left by a previous run: removed %d that the config no longer routes", len(removed))
+	}
+	errs = append(errs, g.sync(want))
+	g.log.Infof("fail-closed guards in place: %d (ip route show table all proto %d)", g.count(), tun.GuardProto)
+	return errors.Join(errs...)
+}
+
+// sync adds the guards of want that are missing, then removes those this
+// process has that want does not name. Adding comes first, so that a
+// change never leaves a wanted prefix unguarded.
+func (g *guards) sync(want []tun.Guard) error {
+	if g == nil {
+		return nil
+	}
+	err := g.ensure(want)
+	wanted := make(map[tun.Guard]bool, len(want))
+	for _, gd := range want {
+		wanted[gd] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for _, gd := range sortedGuards(g.have) {
+		if wanted[gd] {
+			continue
+		}
+		if err := g.table.Remove(gd); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(g.have, gd)
+		delete(g.leftover, gd)
+		g.log.WithField("guard", gd.String()).Debug("fail-closed guard removed")
+	}
+	return errors.Join(append(errs, err)...)
+}
+
+// ensure adds the guards of want that are missing and removes none.
+func (g *guards) ensure(want []tun.Guard) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for _, gd := range want {
+		if g.have[gd] {
+			continue
+		}
+		if err := g.table.Add(gd); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		g.have[gd] = true
+		g.log.WithField("guard", gd.String()).Debug("fail-closed guard added")
+	}
+	return errors.Join(errs...)
+}
+
+func (g *guards) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.have)
+}
+
+// close ends the guards' part in a stop. keep leaves every guard in the
+// kernel (fail_closed.keep_on_stop); otherwise they are removed, except,
+// when the start failed (failedStart), those a previous run left: a start
+// that fails leaves the kernel as closed as it found it. It logs what it
+// did.
+func (g *guards) close(keep, failedStart bool) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	defer g.table.Close()
+	if keep {
+		g.log.WithField("guards", guardList(sortedGuards(g.have))).
+			Infof("fail-closed guards kept: %d (fail_closed.keep_on_stop); the next start adopts them", len(g.have))
+		return nil
+	}
+	var errs []error
+	removed, kept := 0, 0
+	for _, gd := range sortedGuards(g.have) {
+		if failedStart && g.leftover[gd] {
+			kept++
+			continue
+		}
+		if err := g.table.Remove(gd); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(g.have, gd)
+		removed++
+	}
+	if kept != 0 {
+		g.log.Infof("fail-closed guards removed: %d; kept the %d a previous run left", removed, kept)
+	} else {
+		g.log.Infof("fail-closed guards removed: %d", removed)
+	}
+	return errors.Join(errs...)
+}
+
+// wantGuards returns the guards cfg calls for, and those of what the
+// registry's interfaces have applied (reg may be nil): a route or address
+// a reload failed to remove stays guarded until it is gone.
+func wantGuards(cfg *config.Config, reg *xfrmif.Registry) []tun.Guard {
+	set := map[tun.Guard]bool{}
+	add := func(routes, addrs []netip.Prefix) {
+		for _, p := range routes {
+			set[tun.Guard{Prefix: p.Masked()}] = true
+		}
+		// The kernel routes an address's subnet into its interface
+		// (proto kernel): that prefix is routed into the tunnel too.
+		for _, p := range addrs {
+			if p.Bits() < p.Addr().BitLen() {
+				set[tun.Guard{Prefix: p.Masked()}] = true
+			}
+		}
+	}
+	for _, ifc := range cfg.Interfaces {
+		add(ifc.Routes, ifc.Addresses)
+	}
+	if reg != nil {
+		for _, ifc := range reg.All() {
+			c := ifc.Config()
+			add(c.Routes, c.Addresses)
+		}
+	}
+	return sortedGuards(set)
+}
+
+func sortedGuards(set map[tun.Guard]bool) []tun.Guard {
+	return slices.SortedFunc(maps.Keys(set), func(a, b tun.Guard) int {
+		if a.Table != b.Table {
+			return int(int64(a.Table) - int64(b.Table))
+		}
+		if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+			return c
+		}
+		return a.Prefix.Bits() - b.Prefix.Bits()
+	})
+}
+
+// guardList names guards for a log field: "203.0.113.0/24, 2001:db8:b::/64 table 100".
+func guardList(gs []tun.Guard) string {
+	names := make([]string, len(gs))
+	for i, gd := range gs {
+		names[i] = gd.Prefix.String()
+		if gd.Table != 0 {
+			names[i] += fmt.Sprintf(" table %d", gd.Table)
+		}
+	}
+	return strings.Join(names, ", ")
+}
