@@ -78,8 +78,8 @@ type tunnelSpec struct {
 	// 0), for tests that restart a daemon with the same file: its
 	// outbound SAs start again at sequence number 1.
 	noReplay bool
-	mtu    int
-	queues int
+	mtu      int
+	queues   int
 }
 
 func (s *tunnelSpec) fill() {
