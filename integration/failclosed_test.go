@@ -4,7 +4,9 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,4 +266,193 @@ func TestFailClosedCrash(t *testing.T) {
 	ping(t, p.b, innerA6, 3)
 	tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
 	tcpTransfer(t, p.b, p.a, innerA6, 1<<20)
+}
+
+// guardsIn lists the fail-closed guards in ns, both families and every
+// table, as "PREFIX" or "PREFIX table N", sorted.
+func guardsIn(t *testing.T, ns *netns) []string {
+	t.Helper()
+	var out []string
+	for _, fam := range []string{"-4", "-6"} {
+		for _, line := range strings.Split(ns.mustRun(t, "ip", fam, "route", "show", "table", "all", "proto", "90"), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			if f[0] != "unreachable" || !strings.Contains(line, "metric 4294967295") {
+				t.Errorf("a route of proto 90 that is not a guard: %s", line)
+				continue
+			}
+			g := f[1]
+			if i := slices.Index(f, "table"); i > 0 && i+1 < len(f) {
+				g += " table " + f[i+1]
+			}
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kernelState is what `ip` shows of a namespace's links, addresses,
+// routes (every table) and rules, both families, one line each.
+func kernelState(t *testing.T, ns *netns) []string {
+	t.Helper()
+	var lines []string
+	for _, args := range [][]string{
+		{"-o", "link"}, {"-o", "addr"},
+		{"-4", "route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"},
+		{"-4", "rule"}, {"-6", "rule"},
+	} {
+		for _, l := range strings.Split(ns.mustRun(t, "ip", args...), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines
+}
+
+// added returns the lines of after that are not in before.
+func added(before, after []string) []string {
+	var out []string
+	for _, l := range after {
+		if !slices.Contains(before, l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestFailClosedStop stops A with SIGTERM: by default nothing of the
+// daemon is left in the kernel (no device, route, guard or rule that was
+// not there before it started); with fail_closed.keep_on_stop the guards
+// stay, keep A's traffic for B's prefixes off the veth, and the next start
+// adopts them.
+func TestFailClosedStop(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep_on_stop=%v", keep), func(t *testing.T) {
+			spec := tunnelSpec{suite: suiteByName("aes-gcm-128"), noReplay: true}
+			if keep {
+				spec.extraA = "fail_closed: {keep_on_stop: true}\n"
+			}
+			p := newPair(t)
+			defaultRoutes(t, p)
+			before := kernelState(t, p.a)
+			cfgA, cfgB := spec.configs()
+			da := startDaemon(t, p.a, cfgA)
+			startDaemon(t, p.b, cfgB)
+			ping(t, p.a, innerB4, 2)
+			ping(t, p.a, innerB6, 2)
+			want := []string{"198.51.100.0/24", "2001:db8:a::/64", "2001:db8:b::/64", "203.0.113.0/24"}
+			if got := guardsIn(t, p.a); !slices.Equal(got, want) {
+				t.Errorf("guards while running: %q, want %q", got, want)
+			}
+
+			if err := da.stop(); err != nil {
+				t.Fatalf("SIGTERM: %v", err)
+			}
+			left := added(before, kernelState(t, p.a))
+			if !keep {
+				for _, l := range left {
+					t.Errorf("left in the kernel after SIGTERM: %s", l)
+				}
+				return
+			}
+			if got := guardsIn(t, p.a); !slices.Equal(got, want) {
+				t.Errorf("guards after SIGTERM with keep_on_stop: %q, want %q", got, want)
+			}
+			if len(left) != len(want) {
+				t.Errorf("left in the kernel after SIGTERM: %q, want only the %d guards", left, len(want))
+			}
+			stop := capture(t, p.a, "veth0")
+			answered := tryToLeak(t, p.a, 2*time.Second)
+			for _, line := range clearLeaks(stop()) {
+				t.Errorf("veth0 carried a packet in clear after the stop: %s", line)
+			}
+			if answered != 0 {
+				t.Errorf("%d pings answered with A's daemon stopped, want none", answered)
+			}
+			da = da.restart(t)
+			if log := da.waitLog(t, "fail-closed guards"); !strings.Contains(log, "adopted 4") {
+				t.Errorf("the restarted daemon does not say it adopted the 4 guards:\n%s", log)
+			}
+			ping(t, p.a, innerB4, 3)
+			ping(t, p.b, innerA6, 3)
+		})
+	}
+}
+
+// TestFailClosedReload checks that guards follow reloads: a reload that
+// drops an interface or a route leaves no guard of it behind, one that adds
+// a route or an interface adds its guard, and a refused reload changes
+// none. A restart after a crash with a file changed meanwhile removes the
+// guards of what the file no longer routes, and says so.
+func TestFailClosedReload(t *testing.T) {
+	ns := newNetns(t)
+	const base = `log: {level: debug, format: text}
+underlay: {udp: "127.0.0.1:4500"}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24, "2001:db8:a::1/64"], routes: [%s]}
+%s`
+	const ipsec2 = `  - {name: ipsec2, if_id: 2, addresses: [100.64.1.1/24], routes: [100.64.2.0/24]}
+`
+	d := startDaemon(t, ns, fmt.Sprintf(base, `203.0.113.0/24, "2001:db8:b::/64"`, ipsec2))
+	check := func(when string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		if got := guardsIn(t, ns); !slices.Equal(got, want) {
+			t.Errorf("guards %s: %q, want %q", when, got, want)
+		}
+	}
+	check("at start", "100.64.1.0/24", "100.64.2.0/24", "198.51.100.0/24", "2001:db8:a::/64", "2001:db8:b::/64", "203.0.113.0/24")
+
+	reloads := 0
+	reload := func(cfg, want string) {
+		t.Helper()
+		d.reload(t, cfg)
+		reloads++
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(d.log.String(), want) < reloads; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q in the log within 10 s:\n%s", want, d.log.String())
+			}
+		}
+	}
+	// ipsec2 goes, ipsec1 loses its IPv6 route and gains 100.64.9.0/24.
+	reload(fmt.Sprintf(base, `203.0.113.0/24, 100.64.9.0/24`, ""), "reloaded:")
+	check("after dropping ipsec2 and a route and adding a route", "100.64.9.0/24", "198.51.100.0/24", "2001:db8:a::/64", "203.0.113.0/24")
+	if out := ns.mustRun(t, "ip", "route", "show", "100.64.9.0/24"); !strings.Contains(out, "dev ipsec1") {
+		t.Errorf("route 100.64.9.0/24 after the reload: %q, want dev ipsec1", out)
+	}
+
+	// A broken file changes nothing.
+	reloads = strings.Count(d.log.String(), "reload refused")
+	reload(fmt.Sprintf(base, `203.0.113.0/24, 100.64.9.0/33`, ipsec2), "reload refused")
+	check("after a refused reload", "100.64.9.0/24", "198.51.100.0/24", "2001:db8:a::/64", "203.0.113.0/24")
+
+	// ipsec2 comes back.
+	reloads = strings.Count(d.log.String(), "reloaded:")
+	reload(fmt.Sprintf(base, `203.0.113.0/24, 100.64.9.0/24`, ipsec2), "reloaded:")
+	check("after adding ipsec2 back", "100.64.1.0/24", "100.64.2.0/24", "100.64.9.0/24", "198.51.100.0/24", "2001:db8:a::/64", "203.0.113.0/24")
+
+	// A crash, and a file without ipsec2 meanwhile: the restart keeps
+	// the guards the file wants and removes ipsec2's.
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	d.waitExit(t, 5*time.Second)
+	if err := os.WriteFile(d.cfgPath, []byte("control: "+d.control+"\n"+fmt.Sprintf(base, `203.0.113.0/24`, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d = d.restart(t)
+	log := d.waitLog(t, "fail-closed guards in place")
+	for _, want := range []string{
+		`fail-closed guards left by a previous run: adopted 3" guards="198.51.100.0/24, 203.0.113.0/24, 2001:db8:a::/64"`,
+		`fail-closed guards left by a previous run: removed 3 that the config no longer routes" guards="100.64.1.0/24, 100.64.2.0/24, 100.64.9.0/24"`,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the restart's log has no %s:\n%s", want, log)
+		}
+	}
+	check("after the restart", "198.51.100.0/24", "2001:db8:a::/64", "203.0.113.0/24")
 }
