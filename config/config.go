@@ -77,6 +77,7 @@ type Interface struct {
 	Addresses []netip.Prefix // the interface's own addresses, with prefix length
 	Routes    []netip.Prefix // routed into the interface; masked
 	Queues    int            // TUN queues, each with a worker
+	Table     uint32         // routing table of Routes (and their guards); 0 is main
 	Line      int            // where it is in the file
 }
 
@@ -204,8 +205,12 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
 	fmt.Fprintf(&b, "fail_closed: {keep_on_stop: %t}\n", c.FailClosed.KeepOnStop)
 	for _, ifc := range c.Interfaces {
-		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d addresses %v routes %v\n",
+		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d addresses %v routes %v",
 			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.Addresses, ifc.Routes)
+		if ifc.Table != 0 {
+			fmt.Fprintf(&b, " table %d", ifc.Table)
+		}
+		b.WriteString("\n")
 	}
 	for _, s := range c.States {
 		fmt.Fprintf(&b, "state %s\n", FormatState(&s.Config))

@@ -562,3 +562,33 @@ func TestFailClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestInterfaceTable parses interfaces[].table: a table of the user's
+// own, main (kept as 0, the default), and the kernel's local and default
+// tables refused.
+func TestInterfaceTable(t *testing.T) {
+	for _, tt := range []struct {
+		table string
+		want  uint32
+		err   string
+	}{
+		{"100", 100, ""},
+		{"4294967295", 4294967295, ""},
+		{"254", 0, ""},
+		{"255", 0, `f.yaml:1: interfaces[0].table: 255 is the kernel's local table`},
+		{"253", 0, `f.yaml:1: interfaces[0].table: 253 is the kernel's default table`},
+		{"0", 0, `f.yaml:1: interfaces[0].table:`},
+		{"main", 0, `f.yaml:1: interfaces[0].table: want an integer`},
+	} {
+		text := "interfaces: [{name: ipsec1, if_id: 1, routes: [192.0.2.2/32], table: " + tt.table + "}]"
+		c, err := Parse("f.yaml", []byte(text))
+		switch {
+		case tt.err == "" && err != nil:
+			t.Errorf("table %s: %v", tt.table, err)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("table %s: error %v, want %q", tt.table, err, tt.err)
+		case err == nil && c.Interfaces[0].Table != tt.want:
+			t.Errorf("table %s: got %d, want %d", tt.table, c.Interfaces[0].Table, tt.want)
+		}
+	}
+}

@@ -226,7 +226,7 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 	routes := map[netip.Prefix]string{}
 	for i, it := range items {
 		f := index("interfaces", i)
-		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues")
+		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues", "table")
 		if !ok {
 			continue
 		}
@@ -270,6 +270,18 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 		}
 		if v := m["addresses"]; v != nil {
 			ifc.Addresses = d.prefixes(v, join(f, "addresses"), true)
+		}
+		if v := m["table"]; v != nil {
+			if t, ok := d.uint(v, join(f, "table"), 1, math.MaxUint32); ok {
+				switch t {
+				case 253, 255:
+					d.errorf(v, join(f, "table"), "%d is the kernel's %s table; want main (254) or a table of your own", t, map[uint64]string{253: "default", 255: "local"}[t])
+				case 254:
+					// main, the default
+				default:
+					ifc.Table = uint32(t)
+				}
+			}
 		}
 		if v := m["routes"]; v != nil {
 			field := join(f, "routes")

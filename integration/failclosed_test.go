@@ -456,3 +456,69 @@ interfaces:
 	}
 	check("after the restart", "198.51.100.0/24", "2001:db8:a::/64", "203.0.113.0/24")
 }
+
+// TestFailClosedTransport runs transport mode with the peer's addresses
+// routed into ipsec1 by the daemon itself, in table 100 (interfaces[].table),
+// which the recipe's rule sends every unmarked packet through. After a
+// SIGKILL of A the guards in table 100 keep A's traffic for B off the veth
+// (the marked ESP of a running daemon skips the table); the restart adopts
+// them, and ping and TCP work again.
+func TestFailClosedTransport(t *testing.T) {
+	spec := transportSpec{suite: suiteByName("aes-gcm-128")}
+	p := newPair(t)
+	keys := map[string][]byte{}
+	for _, spi := range []int{0x1001, 0x1002, 0x2001, 0x2002} {
+		keys[fmt.Sprint(spi)] = randomKey(spec.suite.keyLen)
+	}
+	side := func(local4, peer4, local6, peer6 string, spiOut, spiIn int) string {
+		cfg := spec.side(local4, peer4, local6, peer6, spiOut, spiIn, keys)
+		// The restarted A starts its sequence numbers again at 1.
+		cfg = strings.ReplaceAll(cfg, "replay_window: 128", "replay_window: 0")
+		return strings.Replace(cfg, "    mtu: 1400\n", fmt.Sprintf("    mtu: 1400\n    table: 100\n    routes: [\"%s/32\", \"%s/128\"]\n", peer4, peer6), 1)
+	}
+	for _, ns := range []*netns{p.a, p.b} {
+		ns.mustRun(t, "sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=2")
+		for _, fam := range []string{"-4", "-6"} {
+			ns.mustRun(t, "ip", fam, "rule", "add", "not", "fwmark", underlayMark, "table", "100")
+		}
+	}
+	da := startDaemon(t, p.a, side(underlayA4, underlayB4, underlayA6, underlayB6, 0x1001, 0x2001))
+	startDaemon(t, p.b, side(underlayB4, underlayA4, underlayB6, underlayA6, 0x2001, 0x1001))
+	want := []string{"192.0.2.2 table 100", "2001:db8:ff::2 table 100"} // as ip prints host routes
+	if got := guardsIn(t, p.a); !slices.Equal(got, want) {
+		t.Errorf("A's guards: %q, want %q", got, want)
+	}
+	ping(t, p.a, underlayB4, 2)
+	ping(t, p.a, underlayB6, 2)
+
+	stop := capture(t, p.a, "veth0")
+	if err := da.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	da.waitExit(t, 5*time.Second)
+	answered := 0
+	for _, dst := range []string{underlayB4, underlayB6} {
+		out, _ := p.a.run("ping", "-n", "-q", "-c", "10", "-i", "0.2", "-w", "3", dst)
+		if m := pingReceived.FindStringSubmatch(out); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			answered += n
+		}
+		p.a.run("timeout", "1", "bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/%s/5201", dst))
+	}
+	_, _, other := classifyCapture(stop())
+	for _, line := range other {
+		t.Errorf("veth0 carried a packet in clear after the crash: %s", line)
+	}
+	if answered != 0 {
+		t.Errorf("%d pings answered with A's daemon dead, want none", answered)
+	}
+
+	da = da.restart(t)
+	if log := da.waitLog(t, "fail-closed guards in place"); !strings.Contains(log, "adopted 2") {
+		t.Errorf("the restarted daemon does not say it adopted the 2 guards:\n%s", log)
+	}
+	ping(t, p.a, underlayB4, 3)
+	ping(t, p.b, underlayA6, 3)
+	tcpTransfer(t, p.a, p.b, underlayB4, 1<<20)
+	tcpTransfer(t, p.b, p.a, underlayA6, 1<<20)
+}

@@ -71,8 +71,10 @@ states:
 	return sb.String()
 }
 
-// steerIntoTUN installs the transport-mode routing recipe of
-// examples/transport.yaml in ns: what the kernel sends to peer (mark 0)
+// steerIntoTUN installs the transport-mode routing recipe by hand in ns
+// (examples/transport.yaml has the daemon add the routes, with their
+// fail-closed guards, through interfaces[].table; TestFailClosedTransport
+// runs that form): what the kernel sends to peer (mark 0)
 // goes into the interface dev through table 100, while the daemon's own ESP
 // (underlayMark) skips the table and leaves by the main table's veth
 // route. rp_filter is made loose: strict mode would drop the ESP arriving

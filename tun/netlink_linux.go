@@ -234,8 +234,16 @@ func (c *rtnl) isLocal(a netip.Addr) (bool, error) {
 }
 
 // route adds (RTM_NEWROUTE) or removes (RTM_DELROUTE) a route of prefix p
-// through the link, in the main table, as `ip route add P dev NAME` does.
-func (c *rtnl) route(typ uint16, index int, p netip.Prefix) error {
+// through the link, in table (0: main), as `ip route add P dev NAME table
+// T` does.
+func (c *rtnl) route(typ uint16, index int, table uint32, p netip.Prefix) error {
+	if table == 0 {
+		table = unix.RT_TABLE_MAIN
+	}
+	rtmTable := uint8(unix.RT_TABLE_UNSPEC) // RTA_TABLE holds it
+	if table < 256 {
+		rtmTable = uint8(table)
+	}
 	p = p.Masked()
 	a := p.Addr().Unmap()
 	scope := uint8(unix.RT_SCOPE_LINK)
@@ -253,9 +261,10 @@ func (c *rtnl) route(typ uint16, index int, p netip.Prefix) error {
 	err := c.request(typ, flags, func(b []byte) []byte {
 		// struct rtmsg
 		b = append(b, family(a), uint8(p.Bits()), 0, 0, // family, dst_len, src_len, tos
-			unix.RT_TABLE_MAIN, unix.RTPROT_STATIC, scope, unix.RTN_UNICAST)
+			rtmTable, unix.RTPROT_STATIC, scope, unix.RTN_UNICAST)
 		b = binary.NativeEndian.AppendUint32(b, 0) // flags
 		b = appendAttr(b, unix.RTA_DST, a.AsSlice())
+		b = appendAttrU32(b, unix.RTA_TABLE, table)
 		return appendAttrU32(b, unix.RTA_OIF, uint32(index))
 	})
 	if typ == unix.RTM_DELROUTE && errors.Is(err, unix.ESRCH) {

@@ -12,7 +12,8 @@ type Device struct{}
 
 // Options are the less common choices of OpenOptions.
 type Options struct {
-	Monitor bool
+	Monitor    bool
+	RouteTable uint32
 }
 
 // OpenOptions returns ErrNotSupported.

@@ -22,6 +22,9 @@ type Config struct {
 	Addresses []netip.Prefix // the interface's own addresses, 10.10.0.1/24
 	Routes    []netip.Prefix // prefixes routed into the interface
 	Queues    int
+	// Table is the routing table of Routes; 0 means the main table.
+	// Fixed for the interface's life, like Queues.
+	Table uint32
 }
 
 // ErrInvalidConfig is wrapped by Validate's errors: the config must be

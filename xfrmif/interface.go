@@ -64,7 +64,7 @@ func Create(cfg Config) (*Interface, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	dev, err := tun.Open(cfg.Name, cfg.MTU, cfg.Queues)
+	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, tun.Options{RouteTable: cfg.Table})
 	if err != nil {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
 	}
@@ -99,7 +99,7 @@ func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
 		shards: make([]statShard, len(qs)),
 		wmu:    make([]paddedLock, len(qs)),
 	}
-	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu}
+	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu, Table: cfg.Table}
 	ifc.mtu.Store(int64(mtu))
 	if err := ifc.Reconfigure(cfg); err != nil {
 		ifc.Close()
@@ -109,8 +109,8 @@ func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
 }
 
 // Reconfigure applies cfg's MTU, addresses and routes, changing only what
-// differs from what is applied. Name, IfID and Queues must be unchanged
-// (a new Interface is needed for those). On error, what was applied stays
+// differs from what is applied. Name, IfID, Queues and Table must be
+// unchanged (a new Interface is needed for those). On error, what was applied stays
 // applied and the next Reconfigure retries the rest.
 func (ifc *Interface) Reconfigure(cfg Config) error {
 	cfg = cfg.withDefaults()
@@ -119,6 +119,9 @@ func (ifc *Interface) Reconfigure(cfg Config) error {
 	}
 	ifc.mu.Lock()
 	defer ifc.mu.Unlock()
+	if cfg.Table != ifc.cfg.Table {
+		return fmt.Errorf("xfrmif: %s: reconfigure cannot change the routing table", ifc.name)
+	}
 	if ifc.closed.Load() {
 		return ErrClosed
 	}

@@ -161,8 +161,9 @@ type SyncResult struct {
 //   - an interface whose name and if_id are both in cfgs is kept running;
 //     its MTU, addresses and routes are reapplied where they changed
 //     (Reconfigured), or left alone (Unchanged);
-//   - one whose queue count changed is closed and created again
-//     (Replaced): queues cannot be added to a running device;
+//   - one whose queue count or routing table changed is closed and
+//     created again (Replaced): queues cannot be added to a running
+//     device, and its routes move with the table;
 //   - one not in cfgs (by name and if_id) is unpublished and closed
 //     (Removed), before new ones are created, so a name or if_id can move;
 //   - one in cfgs and not in the registry is created and published
@@ -201,7 +202,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 			toMake = append(toMake, c)
 			continue
 		}
-		if len(ifc.queues) != c.Queues {
+		if len(ifc.queues) != c.Queues || ifc.Config().Table != c.Table {
 			toMake = append(toMake, c)
 			res.Replaced = append(res.Replaced, c.Name)
 			continue

@@ -175,12 +175,13 @@ func TestSync(t *testing.T) {
 		{Name: "gone", IfID: 3},
 		{Name: "requeue", IfID: 4, Queues: 1},
 		{Name: "renumber", IfID: 5},
+		{Name: "retable", IfID: 8, Routes: prefixes("192.0.2.2/32")},
 	}
 	res, err := r.Sync(first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"change", "gone", "keep", "renumber", "requeue"}; !slices.Equal(res.Added, want) {
+	if want := []string{"change", "gone", "keep", "renumber", "requeue", "retable"}; !slices.Equal(res.Added, want) {
 		t.Errorf("first Sync added %v, want %v", res.Added, want)
 	}
 	keep, change := r.Lookup(1), r.Lookup(2)
@@ -193,6 +194,8 @@ func TestSync(t *testing.T) {
 		{Name: "requeue", IfID: 4, Queues: 2},
 		{Name: "renumber", IfID: 6},
 		{Name: "new", IfID: 7},
+		// Another routing table: its routes move, on a new device.
+		{Name: "retable", IfID: 8, Routes: prefixes("192.0.2.2/32"), Table: 100},
 	}
 	res, err = r.Sync(second)
 	if err != nil {
@@ -205,7 +208,7 @@ func TestSync(t *testing.T) {
 		{"added", res.Added, []string{"new", "renumber"}},
 		{"removed", res.Removed, []string{"gone", "renumber"}},
 		{"reconfigured", res.Reconfigured, []string{"change"}},
-		{"replaced", res.Replaced, []string{"requeue"}},
+		{"replaced", res.Replaced, []string{"requeue", "retable"}},
 		{"unchanged", res.Unchanged, []string{"keep"}},
 	} {
 		if !slices.Equal(tt.got, tt.want) {
@@ -226,6 +229,9 @@ func TestSync(t *testing.T) {
 	}
 	if got := r.Lookup(4); got == nil || got.NumQueues() != 2 {
 		t.Errorf("requeue: %v, want 2 queues", got)
+	}
+	if got := r.Lookup(8); got == nil || got.Config().Table != 100 {
+		t.Errorf("retable: %v, want table 100", got)
 	}
 	if got := r.Lookup(6); got == nil || got.Name() != "renumber" {
 		t.Errorf("Lookup(6) = %v, want renumber", got)

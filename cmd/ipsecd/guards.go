@@ -206,12 +206,13 @@ func (g *guards) close(keep, failedStart bool) error {
 // a reload failed to remove stays guarded until it is gone.
 func wantGuards(cfg *config.Config, reg *xfrmif.Registry) []tun.Guard {
 	set := map[tun.Guard]bool{}
-	add := func(routes, addrs []netip.Prefix) {
+	add := func(table uint32, routes, addrs []netip.Prefix) {
 		for _, p := range routes {
-			set[tun.Guard{Prefix: p.Masked()}] = true
+			set[tun.Guard{Table: table, Prefix: p.Masked()}] = true
 		}
 		// The kernel routes an address's subnet into its interface
-		// (proto kernel): that prefix is routed into the tunnel too.
+		// (proto kernel, main table): that prefix is routed into the
+		// tunnel too.
 		for _, p := range addrs {
 			if p.Bits() < p.Addr().BitLen() {
 				set[tun.Guard{Prefix: p.Masked()}] = true
@@ -219,12 +220,12 @@ func wantGuards(cfg *config.Config, reg *xfrmif.Registry) []tun.Guard {
 		}
 	}
 	for _, ifc := range cfg.Interfaces {
-		add(ifc.Routes, ifc.Addresses)
+		add(ifc.Table, ifc.Routes, ifc.Addresses)
 	}
 	if reg != nil {
 		for _, ifc := range reg.All() {
 			c := ifc.Config()
-			add(c.Routes, c.Addresses)
+			add(c.Table, c.Routes, c.Addresses)
 		}
 	}
 	return sortedGuards(set)

@@ -334,7 +334,7 @@ func discardNew(states, old []*sa.SA) {
 func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
 	out := make([]xfrmif.Config, len(cfg.Interfaces))
 	for i, c := range cfg.Interfaces {
-		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues}
+		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues, Table: c.Table}
 	}
 	return out
 }
