@@ -17,7 +17,9 @@ import (
 // TestFailClosed checks that what A routes into its interface and may not
 // protect is dropped and counted, and never crosses the veth in clear:
 // without an outbound SA (XfrmOutNoStates), and with an outbound SA whose
-// interface's policy blocks the traffic (XfrmOutPolBlock).
+// interface's policy blocks the traffic (XfrmOutPolBlock). Both sides have
+// a default route towards the other, and the same holds once A's daemon
+// is killed.
 func TestFailClosed(t *testing.T) {
 	const blockV4 = `policies:
   - {dir: out, if_id: 1, src: 198.51.100.0/24, dst: 203.0.113.0/24, action: block}
@@ -42,6 +44,7 @@ func TestFailClosed(t *testing.T) {
 			spec := tt.spec
 			spec.suite = suiteByName("aes-gcm-128")
 			p := newPair(t)
+			defaultRoutes(t, p)
 			cfgA, cfgB := spec.configs()
 			da := startDaemon(t, p.a, cfgA)
 			startDaemon(t, p.b, cfgB)
@@ -83,6 +86,21 @@ func TestFailClosed(t *testing.T) {
 				t.Errorf("veth0 carried a packet in clear: %s", line)
 			}
 			t.Logf("A sent %d pings, %s grew by %d; veth0: %d ESP from A, %d other", sent, tt.counter, got, esp, len(other))
+
+			// Once A's daemon is gone, what it dropped (and what it
+			// passed) is refused by the guards: nothing of it leaves
+			// in clear by the default route either.
+			if err := da.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			da.waitExit(t, 5*time.Second)
+			stop = capture(t, p.a, "veth0")
+			if n := tryToLeak(t, p.a, 2*time.Second); n != 0 {
+				t.Errorf("%d pings answered with A's daemon dead, want none", n)
+			}
+			for _, line := range clearLeaks(stop()) {
+				t.Errorf("veth0 carried a packet in clear after the crash: %s", line)
+			}
 		})
 	}
 }
