@@ -462,6 +462,17 @@ interfaces:
 	if err := os.WriteFile(d.cfgPath, []byte("control: "+d.control+"\n"+fmt.Sprintf(base, `203.0.113.0/24`, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// check tells beforehand what the start will clean.
+	out := ns.mustRun(t, ipsecdBin, "check", "--config", d.cfgPath)
+	for _, want := range []string{
+		"fail-closed guards in this network namespace: 6; a start with this file keeps 3 and removes 3",
+		"keeps: 198.51.100.0/24, 203.0.113.0/24, 2001:db8:a::/64",
+		"removes: 100.64.1.0/24, 100.64.2.0/24, 100.64.9.0/24",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ipsecd check says nothing of %q:\n%s", want, out)
+		}
+	}
 	d = d.restart(t)
 	log := d.waitLog(t, "fail-closed guards in place")
 	for _, want := range []string{

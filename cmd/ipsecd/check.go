@@ -6,13 +6,16 @@ import (
 	"io"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/tun"
 )
 
 // cmdCheck is `ipsecd check --config FILE`: on success it prints
 // "FILE: ok: N interfaces, M states, K policies"; otherwise each problem as
 // "FILE:LINE: field: what is wrong" on stderr, and exits 1. Warnings (a
 // file holding keys that group or others can read) go to stderr as
-// "warning: ..." and do not change the exit status.
+// "warning: ..." and do not change the exit status. When the network
+// namespace holds fail-closed guards (a crashed or running daemon's), it
+// says which a start with FILE would keep and which it would remove.
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", "check --config FILE", stderr)
 	file := fs.String("config", "", "the config `FILE` to validate")
@@ -38,5 +41,42 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	c.WipeKeys()
 	fmt.Fprintf(stdout, "%s: ok: %s\n", *file, c.Summary())
+	reportGuards(stdout, *file, c)
 	return nil
+}
+
+// reportGuards says which fail-closed guards of the network namespace
+// check runs in a start with c would keep and which it would remove: after
+// a crash, what `ipsecd run` will clean. It changes nothing, and says
+// nothing when there are none or they cannot be read.
+func reportGuards(w io.Writer, file string, c *config.Config) {
+	t, err := tun.OpenGuards()
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	found, err := t.List()
+	if err != nil || len(found) == 0 {
+		return
+	}
+	want := map[tun.Guard]bool{}
+	for _, g := range wantGuards(c, nil) {
+		want[g] = true
+	}
+	var keep, remove []tun.Guard
+	for _, g := range found {
+		if want[g] {
+			keep = append(keep, g)
+		} else {
+			remove = append(remove, g)
+		}
+	}
+	fmt.Fprintf(w, "%s: fail-closed guards in this network namespace: %d; a start with this file keeps %d and removes %d\n",
+		file, len(found), len(keep), len(remove))
+	if len(keep) != 0 {
+		fmt.Fprintf(w, "  keeps: %s\n", guardList(keep))
+	}
+	if len(remove) != 0 {
+		fmt.Fprintf(w, "  removes: %s\n", guardList(remove))
+	}
 }
