@@ -17,6 +17,12 @@
 // network namespace it was created in, so it can be reconfigured and removed
 // from any goroutine later, whatever namespace that goroutine's thread is in.
 //
+// Guards (guard.go) are the routes that stand in for a device's routes once
+// the device is gone: `unreachable` routes of the same prefixes with the
+// worst metric, marked proto GuardProto, which outlive the process so that
+// a crash never lets the tunnel's traffic leave in clear by another route
+// (docs/design.md, "Fail closed"). Guards lists, adds and removes them.
+//
 // Buffers and offsets: Read and Write on a Queue take a batch and an offset;
 // Write needs an offset of at least MinOffset bytes, where the virtio-net
 // header is put. A Queue's Read must not be called from two goroutines at
