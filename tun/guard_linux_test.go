@@ -109,3 +109,28 @@ func sortGuards(gs []Guard) {
 		return int(a.Table) - int(b.Table)
 	})
 }
+
+// TestGuardsListMany lists more guards than one netlink read holds, so
+// that the dump comes in several parts.
+func TestGuardsListMany(t *testing.T) {
+	ns := netnstest.New(t, "guard")
+	var g *Guards
+	if err := ns.Do(func() (err error) { g, err = OpenGuards(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const n = 3000 // about 60 bytes each: several 32 KiB reads
+	for i := range n {
+		p := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), 0}), 24)
+		if err := g.Add(Guard{Prefix: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := g.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Errorf("List returned %d guards, want %d", len(got), n)
+	}
+}
