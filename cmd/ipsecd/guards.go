@@ -100,7 +100,7 @@ func (g *guards) adopt(want []tun.Guard) error {
 		g.log.WithField("guards", guardList(removed)).Infof("fail-closed guards left by a previous run: removed %d that the config no longer routes", len(removed))
 	}
 	errs = append(errs, g.sync(want))
-	g.log.Infof("fail-closed guards in place: %d (ip route show table all proto %d)", g.count(), tun.GuardProto)
+	g.log.Infof("fail-closed guards in place: %d (ip [-6] route show table all proto %d)", g.count(), tun.GuardProto)
 	return errors.Join(errs...)
 }
 
@@ -141,6 +141,9 @@ func (g *guards) ensure(want []tun.Guard) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.have == nil {
+		g.have = map[tun.Guard]bool{}
+	}
 	var errs []error
 	for _, gd := range want {
 		if g.have[gd] {

@@ -92,7 +92,7 @@ func TestGuardsAdopt(t *testing.T) {
 	for _, want := range []string{
 		`msg="fail-closed guards left by a previous run: adopted 1" guards=203.0.113.0/24`,
 		`msg="fail-closed guards left by a previous run: removed 1 that the config no longer routes" guards=100.64.2.0/24`,
-		`msg="fail-closed guards in place: 2 (ip route show table all proto 90)"`,
+		`msg="fail-closed guards in place: 2 (ip [-6] route show table all proto 90)"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("log has no %s:\n%s", want, out.String())
