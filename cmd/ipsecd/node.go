@@ -31,12 +31,12 @@ type node struct {
 	counters *sa.Counters
 	sad      *sa.SAD
 	reg      *xfrmif.Registry
+	guards   *guards // fail-closed guard routes (guards.go)
+	started  bool    // startNode succeeded; a failed start keeps the guards it found
 	conn     *underlay.Conn
 	engine   *datapath.Engine
 	ctl      *control.Server
 	metrics  *http.Server
-	guards   *guards // fail-closed guard routes (guards.go)
-	started  bool    // startNode succeeded; a failed start keeps the guards it found
 
 	ctx    context.Context
 	cancel context.CancelFunc
