@@ -16,6 +16,12 @@ SecurityAssociation (scapy/layers/ipsec.py). Run it with /usr/bin/python3
       UDP (or raw ESP), and open what ipsecd sends back with the key of its
       outbound SA, checking that each request gets its echo reply.
 
+  scapy_peer.py send --suite S --key-in HEX --spi-in SPI --packets LIST ...
+      Seal inner ICMP echo requests with the key of ipsecd's inbound SA,
+      each from and to the inner addresses LIST names, and send them;
+      expect nothing back. For tests of what ipsecd must refuse although
+      it authenticates (a spoofed inner source, the wrong encapsulation).
+
 The last line printed is "PASS ..." or "FAIL: why"; a line "RESULT {json}"
 before it sums up what crossed. The exit status is 0 only on PASS.
 
@@ -409,6 +415,19 @@ def peer(a):
     print("PASS peer %s: %d echo requests sealed by scapy, %d replies opened" % (a.suite, res["sent"], res["replies"]))
 
 
+def send(a):
+    tx = Codec(a.suite, unhex(a.key_in), a.spi_in, a.esn, a.local, a.remote)
+    tr = (RawTransport if a.raw else UDPTransport)(a.local, a.remote, a.port)
+    n = 0
+    for item in a.packets.split(","):
+        seq, src, dst = item.split("/")
+        seq = int(seq, 0)
+        tr.send(tx.seal(echo_request(src, dst, a.ident, seq & 0xFFFF, 32), seq))
+        n += 1
+        print("ok  seq %#x %s -> %s sent%s" % (seq, src, dst, " (raw ESP)" if a.raw else ""), flush=True)
+    print("PASS send: %d packets sealed by scapy and sent" % n)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -432,10 +451,24 @@ def main():
     p.add_argument("--ident", type=lambda s: int(s, 0), default=0x5ca9)
     p.add_argument("--reply-timeout", type=float, default=5)
     p.add_argument("--timeout", type=float, default=40)
+    p = sub.add_parser("send")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--key-in", required=True, help="hex key of ipsecd's inbound SA: scapy seals with it")
+    p.add_argument("--spi-in", type=lambda s: int(s, 0), required=True, help="SPI of ipsecd's inbound SA")
+    p.add_argument("--esn", action="store_true")
+    p.add_argument("--raw", action="store_true", help="raw ESP (IP protocol 50) instead of ESP in UDP")
+    p.add_argument("--local", required=True, help="this peer's outer address")
+    p.add_argument("--remote", required=True, help="ipsecd's outer address")
+    p.add_argument("--port", type=int, default=4500)
+    p.add_argument("--packets", required=True,
+                   help="comma-separated SEQ/INNER-SRC/INNER-DST, one echo request each")
+    p.add_argument("--ident", type=lambda s: int(s, 0), default=0x5ca9)
     a = ap.parse_args()
     try:
         if a.cmd == "selftest":
             selftest()
+        elif a.cmd == "send":
+            send(a)
         else:
             peer(a)
     except Failure as e:
