@@ -92,7 +92,8 @@ func helperCmd(bin, role, path string, uid uint32) *exec.Cmd {
 // uid (65534, nobody) in a helper process and connects to it from three
 // processes: root (this test) and the owner are served; uid 65533,
 // neither, is refused with an error that names its uid, even though the
-// socket's mode lets it connect.
+// socket's mode lets it connect. A socket served by root refuses uid
+// 65534 the same way.
 func TestPeerCredentials(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: runs helper processes as other uids")
@@ -180,16 +181,31 @@ func TestPeerCredentials(t *testing.T) {
 		t.Errorf("root: Ping: %v", err)
 	}
 
+	// And a daemon that runs as root, as it usually does, serves root
+	// alone: the owner of the other socket is a stranger here.
+	rootSrv := controltest.Start(t, &controltest.Backend{})
+	for _, p := range []string{rootSrv.Path(), filepath.Dir(rootSrv.Path()), filepath.Dir(filepath.Dir(rootSrv.Path()))} {
+		mode := os.FileMode(0o755)
+		if p == rootSrv.Path() {
+			mode = 0o666
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	for _, tt := range []struct {
 		name string
+		path string
 		uid  uint32
 		want string
 	}{
-		{"owner", owner, "ok"},
-		{"stranger", stranger, fmt.Sprintf("control: permission denied: uid %d is neither root nor the socket's owner (uid %d)", stranger, owner)},
+		{"owner", path, owner, "ok"},
+		{"stranger", path, stranger, fmt.Sprintf("control: permission denied: uid %d is neither root nor the socket's owner (uid %d)", stranger, owner)},
+		{"not root", rootSrv.Path(), owner, fmt.Sprintf("control: permission denied: uid %d is not root (root owns the socket)", owner)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := helperCmd(bin, "ping", path, tt.uid).CombinedOutput()
+			out, err := helperCmd(bin, "ping", tt.path, tt.uid).CombinedOutput()
 			if err != nil {
 				t.Fatalf("ping helper: %v\n%s", err, out)
 			}

@@ -24,7 +24,8 @@ import (
 // connect (SO_PEERCRED), so these guard against stuck or runaway clients
 // of those, not strangers: together they bound what the daemon holds for
 // its clients to MaxConns goroutines and about MaxConns × (MaxLine + 8 KiB)
-// of buffers (2.3 MiB), and free a slot that a client stopped using.
+// of buffers (TestHalfSentRequestsAreBounded measures 2.5 MiB for 64
+// half-sent requests), and free a slot that a client stopped using.
 const (
 	// MaxLine is the longest request line the server reads; a longer one
 	// is answered with an error and ends the connection. The largest
@@ -244,7 +245,7 @@ func (s *Server) checkPeer(c *net.UnixConn) error {
 		return nil
 	}
 	if s.owner == 0 {
-		return fmt.Errorf("%w: uid %d is not root, who owns the socket", ErrDenied, uid)
+		return fmt.Errorf("%w: uid %d is not root (root owns the socket)", ErrDenied, uid)
 	}
 	return fmt.Errorf("%w: uid %d is neither root nor the socket's owner (uid %d)", ErrDenied, uid, s.owner)
 }
