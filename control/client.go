@@ -23,10 +23,11 @@ type Client struct {
 
 	path string // to dial again after the server closed an idle connection
 
-	mu     sync.Mutex // guards conn, r, broken
+	mu     sync.Mutex // guards conn, r, broken, closed
 	conn   net.Conn
 	r      *bufio.Reader
 	broken bool // conn failed midway: dial again before the next request
+	closed bool // Close was called: dial no more
 }
 
 // RemoteError is an error the server answered with. errors.Is matches it
@@ -72,10 +73,11 @@ func dial(path string) (net.Conn, *bufio.Reader, error) {
 	return c, bufio.NewReaderSize(c, 64<<10), nil
 }
 
-// Close closes the connection.
+// Close closes the connection; later requests fail.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	return c.conn.Close()
 }
 
@@ -110,6 +112,9 @@ func (c *Client) Do(req Request) (json.RawMessage, error) {
 // that failed midway is closed and replaced at the next request, so that a
 // late answer is never taken for the next request's.
 func (c *Client) roundTripLocked(line []byte, deadline time.Time) ([]byte, error) {
+	if c.closed {
+		return nil, fmt.Errorf("control: %w", net.ErrClosed)
+	}
 	if c.broken {
 		if err := c.redialLocked(); err != nil {
 			return nil, err

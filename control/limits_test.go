@@ -302,3 +302,17 @@ func TestConnectionCap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestClientClosed: a closed Client fails its requests rather than
+// dialing again.
+func TestClientClosed(t *testing.T) {
+	srv := controltest.Start(t, &controltest.Backend{})
+	c := dialClient(t, srv)
+	c.Close()
+	for range 2 {
+		if err := c.Ping(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Ping after Close: got %v, want net.ErrClosed", err)
+		}
+	}
+	waitConns(t, srv, 0) // no connection dialed anew
+}
