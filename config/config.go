@@ -35,6 +35,7 @@ type Config struct {
 	Log        Log
 	Control    string // unix socket path of the control socket
 	Metrics    string // host:port of the Prometheus listener; "" disables it
+	Pprof      bool   // also serve Go's profiler at /debug/pprof/ on the Metrics listener
 	Underlay   Underlay
 	Interfaces []Interface
 	States     []State
@@ -190,6 +191,9 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "control: %s\n", c.Control)
 	if c.Metrics != "" {
 		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)
+	}
+	if c.Pprof {
+		b.WriteString("pprof: true\n")
 	}
 	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
 	for _, ifc := range c.Interfaces {

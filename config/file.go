@@ -106,7 +106,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "underlay", "interfaces", "states", "policies")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "underlay", "interfaces", "states", "policies")
 	if !ok {
 		return
 	}
@@ -125,6 +125,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 			}
 		}
 	}
+	metricsErrs := len(d.errs)
 	if v := m["metrics"]; v != nil {
 		if s, ok := d.str(v, "metrics"); ok && s != "" {
 			if _, port, err := net.SplitHostPort(s); err != nil {
@@ -133,6 +134,19 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 				d.errorf(v, "metrics", "port %q is not 1..65535", port)
 			} else {
 				c.Metrics = s
+			}
+		}
+	}
+	metricsErrs = len(d.errs) - metricsErrs
+	if v := m["pprof"]; v != nil {
+		// pprof without a listener would do nothing: say so, unless
+		// metrics has an error of its own.
+		if on, ok := d.bool(v, "pprof"); ok && on {
+			switch {
+			case c.Metrics != "":
+				c.Pprof = true
+			case metricsErrs == 0:
+				d.errorf(v, "pprof", "true needs metrics: the profiler is served on the metrics listener")
 			}
 		}
 	}

@@ -35,6 +35,8 @@ type node struct {
 	engine   *datapath.Engine
 	ctl      *control.Server
 	metrics  *http.Server
+	// metricsAddr is where metrics listens (the port chosen, for ":0").
+	metricsAddr net.Addr
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -140,7 +142,12 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		if err != nil {
 			return n, fmt.Errorf("metrics: %w", err)
 		}
-		n.metrics = &http.Server{Handler: metricsHandler(n), ReadHeaderTimeout: 5 * time.Second}
+		n.metricsAddr = ln.Addr()
+		if w := metricsExposureWarning(ln.Addr(), cfg.Pprof); w != "" {
+			log.Warn(w)
+		}
+		log.WithFields(logrus.Fields{"addr": ln.Addr(), "pprof": cfg.Pprof}).Info("metrics: serving /metrics")
+		n.metrics = &http.Server{Handler: metricsHandler(n, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second}
 		go n.metrics.Serve(ln)
 	}
 
@@ -378,8 +385,8 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	if cfg.Underlay != n.cfg.Underlay {
 		log.Warn("reload: underlay changes take effect on restart")
 	}
-	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics {
-		log.Warn("reload: control and metrics changes take effect on restart")
+	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics || cfg.Pprof != n.cfg.Pprof {
+		log.Warn("reload: control, metrics and pprof changes take effect on restart")
 	}
 	old = n.sad.States()
 	states, err := n.buildStates(cfg, old)
