@@ -472,27 +472,48 @@ func TestKeyFileNotRegular(t *testing.T) {
 	}
 }
 
-// TestKeyReuseRefused: one key in two SAs of one direction is refused,
-// naming the second one's key field and the first SA, never the key; the
-// same key once each way is allowed (each side's sequence numbers are
-// their own).
+// TestKeyReuseRefused: a secret key may serve one SA only, whatever the
+// directions and algorithms: the second use is refused, naming its key
+// field and the first use, never the key. One key in an outbound and an
+// inbound SA is refused too: both peers would seal sequence 1, 2, ...
+// under it, the same nonces. An AEAD key with only its salt changed is
+// the same cipher key.
 func TestKeyReuseRefused(t *testing.T) {
 	const key = "0x000102030405060708090a0b0c0d0e0f10111213"
-	state := func(spi, dir, k string) string {
+	const key32 = "0x" + "303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f"
+	aead := func(k string) string { return `aead: {name: "rfc4106(gcm(aes))", key: "` + k + `"}` }
+	cbc := func(enc, auth string) string {
+		return `enc: {name: "cbc(aes)", key: "` + enc + `"}, auth: {name: "hmac(sha256)", key: "` + auth + `"}`
+	}
+	other32 := "0x" + strings.Repeat("cd", 32)
+	state := func(spi, dir, algs string) string {
 		return `  - {src: 192.0.2.1, dst: 192.0.2.2, spi: ` + spi + `, dir: ` + dir + `, mode: tunnel, if_id: 1,
-     aead: {name: "rfc4106(gcm(aes))", key: "` + k + `"}}
+     ` + algs + `, encap: {type: espinudp}}
 `
 	}
 	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
 	tests := []struct {
 		name, text, want string
 	}{
-		{"two out", head + state("0x1001", "out", key) + state("0x1002", "out", key),
-			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir out"},
-		{"two in", head + state("0x1001", "in", key) + state("0x1002", "in", key),
-			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir in"},
-		{"one each way", head + state("0x1001", "out", key) + state("0x1002", "in", key), ""},
-		{"different keys", head + state("0x1001", "out", key) + state("0x1002", "out", "0x"+strings.Repeat("ab", 20)), ""},
+		{"two out", head + state("0x1001", "out", aead(key)) + state("0x1002", "out", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"two in", head + state("0x1001", "in", aead(key)) + state("0x1002", "in", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"one each way", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"same AES key, other salt", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead(key[:34]+"ffffffff")),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"an AEAD's AES key as a cbc key", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", cbc(key[:34], key32)),
+			"f.yaml:7: states[1].enc.key: the same key as states[0].aead.key"},
+		{"hmac key reused", head + state("0x1001", "out", cbc("0x"+strings.Repeat("ab", 16), key32)) +
+			state("0x1002", "in", cbc("0x"+strings.Repeat("ef", 16), key32)),
+			"f.yaml:7: states[1].auth.key: the same key as states[0].auth.key"},
+		{"enc key as auth key in one SA", head + state("0x1001", "out", cbc(key32, key32)),
+			"f.yaml:5: states[0].auth.key: the same key as enc.key"},
+		{"an enc key as another SA's auth key", head + state("0x1001", "out", cbc(key32, other32)) +
+			state("0x1002", "in", cbc("0x"+strings.Repeat("ef", 16), key32)),
+			"f.yaml:7: states[1].auth.key: the same key as states[0].enc.key"},
+		{"different keys", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead("0x"+strings.Repeat("ab", 20))), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -506,8 +527,10 @@ func TestKeyReuseRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Parse error %v, want %q", err, tt.want)
 			}
-			if strings.Contains(err.Error(), key[2:]) {
-				t.Errorf("error holds the key: %v", err)
+			for _, k := range []string{key[2:], key[2:34], key32[2:], key32[2:18], strings.Repeat("ab", 8)} {
+				if strings.Contains(err.Error(), k) {
+					t.Errorf("error holds the key: %v", err)
+				}
 			}
 		})
 	}

@@ -388,7 +388,7 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		spi uint32
 	}
 	seen := map[stateID]string{}
-	keys := map[KeyUse]string{} // digests: the map holds no key
+	keys := KeyOwners{} // digests: the map holds no key
 	for i, it := range items {
 		base := index("states", i)
 		m, ok := d.fields(it, base, stateFields...)
@@ -421,14 +421,13 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		seen[id] = base
-		k := KeyUseOf(&s)
-		if prev := keys[k]; prev != "" {
-			f := KeyField(&s)
-			d.errorf(fn.nodes[f], join(base, f), "the same key as %s, also dir %s: each SA needs its own key, or the second starts "+
-				"its sequence numbers at 1 again, which AES-GCM and ChaCha20-Poly1305 use as nonces (make one with ipsecd genkey)", prev, s.Dir)
+		if f, prev, used := keys.Conflict(&s); used {
+			d.errorf(fn.nodes[f], join(base, f), "the same key as %s: each SA needs keys of its own, in either direction: "+
+				"every SA starts its sequence numbers at 1, which AES-GCM and ChaCha20-Poly1305 use as nonces "+
+				"(make a key with ipsecd genkey)", prev)
 			continue
 		}
-		keys[k] = base
+		keys.Add(&s, base)
 		c.States = append(c.States, State{Config: s, Line: it.Line})
 	}
 }

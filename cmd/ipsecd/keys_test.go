@@ -22,6 +22,7 @@ import (
 const (
 	key3 = "c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4"
 	key4 = "e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4"
+	key5 = "f1f2f3f4f5f6f7f8f9fafbfcfdfeff0001020304"
 )
 
 // keysNode is a node that reloads and takes control changes without TUN
@@ -129,7 +130,7 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		want   string // in the log
 	}{
 		{"a running SA changed in place", []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, "replay_window: 128"},
-			{0x1002, "out", key3, ""}, {0x2002, "in", key4, ""}, {0x1003, "out", key4, ""}},
+			{0x1002, "out", key3, ""}, {0x2002, "in", key4, ""}, {0x1003, "out", key5, ""}},
 			"states[1].replay_window"},
 		// The running SA 0x1001 leaves the file, and its key comes back
 		// under a new SPI. (The same key twice in one file is refused by
@@ -262,10 +263,10 @@ func TestAddStateDuplicateDiscards(t *testing.T) {
 	}
 }
 
-// TestAddStateRefusesKeyReuse: `state add` refuses key material that an
-// SA of the same direction had, from the file or an earlier add, running
+// TestAddStateRefusesKeyReuse: `state add` refuses key material that any
+// SA had, of either direction, from the file or an earlier add, running
 // or deleted, with an error that names the field and the earlier SA,
-// says what to do and holds no key; the other direction may use it.
+// says what to do and holds no key.
 func TestAddStateRefusesKeyReuse(t *testing.T) {
 	k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}))
 	b := (*backend)(k.node)
@@ -295,7 +296,10 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		{"deleted SA's key under a new SPI", reloadState{0x3002, "out", key3, ""}, "0x00003001"},
 		{"the file's running key", reloadState{0x3003, "out", key1, ""}, "0x00001001"},
 		{"the file's inbound key, inbound", reloadState{0x3004, "in", key2, ""}, "0x00002001"},
-		{"the key in the other direction", reloadState{0x3005, "in", key3, ""}, ""},
+		{"the deleted SA's key in the other direction", reloadState{0x3005, "in", key3, ""}, "0x00003001"},
+		{"the file's outbound key, inbound", reloadState{0x3006, "in", key1, ""}, "0x00001001"},
+		{"the file's inbound key, outbound", reloadState{0x3007, "out", key2, ""}, "0x00002001"},
+		{"a fresh key", reloadState{0x3008, "in", key4, ""}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,8 +330,8 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		t.Errorf("%d SAs made for the refused adds, want none (the key is checked first)", len(k.made)-made-1)
 	}
 	// A duplicate of a running SA with its own key is still ErrExists.
-	if err := add(reloadState{0x3005, "in", key3, ""}); !errors.Is(err, control.ErrExists) {
-		t.Errorf("re-adding the running SA 0x3005: %v, want ErrExists", err)
+	if err := add(reloadState{0x3008, "in", key4, ""}); !errors.Is(err, control.ErrExists) {
+		t.Errorf("re-adding the running SA 0x3008: %v, want ErrExists", err)
 	}
 }
 
@@ -371,5 +375,39 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	}
 	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
 		t.Errorf("the control-added SA was not kept by the reload that names it")
+	}
+}
+
+// TestReloadRefusesKeyOfOtherDirection: a reload that gives a new inbound
+// SA the key of an outbound SA that ran (and the reverse) is refused,
+// naming the field and the earlier SA: the peer's outbound SA with that
+// key would seal the same sequence numbers, the same nonces, as ours did.
+func TestReloadRefusesKeyOfOtherDirection(t *testing.T) {
+	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
+	for _, tt := range []struct {
+		name   string
+		states []reloadState
+		want   string
+	}{
+		{"outbound key inbound", []reloadState{running[1], {0x2002, "in", key1, ""}}, "states[1].aead.key: SA spi 0x00002002 dir in dst 192.0.2.1: this key was already used by an earlier SA (spi 0x00001001 dir out dst 192.0.2.2, aead.key)"},
+		{"inbound key outbound", []reloadState{running[0], {0x1002, "out", key2, ""}}, "states[1].aead.key: SA spi 0x00001002 dir out dst 192.0.2.2: this key was already used by an earlier SA (spi 0x00002001 dir in dst 192.0.2.1, aead.key)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newKeysNode(t, reloadConfig(t, running...))
+			live := k.sad.States()
+			if k.apply(reloadConfig(t, tt.states...)) {
+				t.Fatal("the reload was applied, want it refused")
+			}
+			log := k.out.String()
+			if !strings.Contains(log, "reload refused") || !strings.Contains(log, tt.want) {
+				t.Errorf("log does not refuse the reload with %q:\n%s", tt.want, log)
+			}
+			for _, key := range []string{key1, key2, key1[:8], key2[:8]} {
+				if strings.Contains(log, key) {
+					t.Errorf("log holds key material:\n%s", log)
+				}
+			}
+			checkRunning(t, k.node, live, map[uint32]string{0x1001: key1, 0x2001: key2})
+		})
 	}
 }

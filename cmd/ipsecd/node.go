@@ -48,10 +48,10 @@ type node struct {
 	// control changes.
 	cfg     *config.Config
 	workers map[*xfrmif.Interface]*datapath.Workers
-	// usedKeys holds the key material of every SA a config file brought
-	// up or `state add` installed, as a digest, with the SA's SPI (see
+	// usedKeys holds every key of every SA a config file brought up or
+	// `state add` installed, as a digest, with the SA that had it (see
 	// buildStates and backend.AddState).
-	usedKeys map[config.KeyUse]uint32
+	usedKeys config.KeyOwners
 
 	// newSA makes the SAs of buildStates and AddState; nil means sa.New.
 	// Tests set it to see the SAs that were made.
@@ -154,7 +154,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 // included, is kept as it is, so that a reload does not reset its
 // sequence number, replay window or counters. One that the file names
 // with another config refuses the file (see changedState), and so does a
-// new SA with key material that an SA of the same direction had before
+// new SA with a key that any SA, of either direction, had before
 // (n.usedKeys): it would start its sequence numbers again at 1, and the
 // AEADs take their nonces from them (RFC 4106 §3.1: never repeated under
 // one key); an inbound one would accept the old SA's packets again.
@@ -197,11 +197,11 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 			states = append(states, s)
 			continue
 		}
-		if spi, ok := n.usedKeys[config.KeyUseOf(&st.Config)]; ok {
-			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, config.KeyField(&st.Config)),
-				Msg: fmt.Sprintf("SA spi 0x%08x dir %s dst %s: this key was already used by the SA with spi 0x%08x, and a second SA with it "+
+		if f, prev, used := n.usedKeys.Conflict(&st.Config); used {
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, f),
+				Msg: fmt.Sprintf("%s: this key was already used by an earlier SA (%s), and a second SA with it, of either direction, "+
 					"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
-					"(an inbound SA would accept the old packets again): give the new SA a new key", st.SPI, st.Dir, st.Dst, spi)})
+					"(an inbound SA would accept the old packets again): give the new SA a new key", "SA "+saID(st.Dir, st.SPI, st.Dst), prev)})
 			continue
 		}
 		s, err := n.makeSA(st.Config)
@@ -291,19 +291,19 @@ func changedState(run, file sa.Config) (field, msg string) {
 // rememberKeys records the keys of states, just installed, in
 // n.usedKeys. Called with n.mu held, or before the node is shared.
 func (n *node) rememberKeys(states []*sa.SA) {
+	if n.usedKeys == nil {
+		n.usedKeys = config.KeyOwners{}
+	}
 	for _, s := range states {
 		c := s.Config()
-		n.rememberKey(config.KeyUseOf(&c), s.SPI())
+		n.usedKeys.Add(&c, saID(s.Dir(), s.SPI(), s.Dst()))
 		c.ClearKeys()
 	}
 }
 
-// rememberKey records one key use in n.usedKeys, with n.mu held.
-func (n *node) rememberKey(u config.KeyUse, spi uint32) {
-	if n.usedKeys == nil {
-		n.usedKeys = map[config.KeyUse]uint32{}
-	}
-	n.usedKeys[u] = spi
+// saID names an SA in messages as ip xfrm would find it.
+func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {
+	return fmt.Sprintf("spi 0x%08x dir %s dst %s", spi, dir, dst)
 }
 
 // discardNew zeroes the keys of the SAs of states that are not among the
