@@ -139,7 +139,16 @@ func checkAlgorithm(a *sa.Algorithm, kind AlgorithmKind, prefix string, report r
 		report(prefix+"name", fmt.Sprintf("missing; want %s", algorithmNames(kind)))
 		return
 	case !ok:
-		report(prefix+"name", fmt.Sprintf("unknown algorithm %q; want %s", a.Name, algorithmNames(kind)))
+		// The name is not shown: it may be a key pasted into the wrong
+		// field.
+		msg := "unknown algorithm; want " + algorithmNames(kind)
+		switch {
+		case looksLikeKey(a.Name):
+			msg = "unknown algorithm: the value looks like key material (not shown), which goes in key or key_file; want " + algorithmNames(kind)
+		case suggest(a.Name, algorithmList(kind)) != "":
+			msg = "unknown algorithm; did you mean " + suggest(a.Name, algorithmList(kind)) + "?"
+		}
+		report(prefix+"name", msg)
 		return
 	case info.Kind != kind:
 		report(prefix+"name", fmt.Sprintf("%s is not an %s algorithm; want %s", a.Name, kind, algorithmNames(kind)))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,7 +187,9 @@ func TestParseErrors(t *testing.T) {
 		{"no algorithm", `    aead: {name: "rfc4106(gcm(aes))", key: "` + gcmKey + `", icv_bits: 128}` + "\n", "",
 			[]string{"f.yaml:16: states[0].aead: missing; give aead, or enc with auth"}},
 		{"unknown algorithm", `name: "rfc4106(gcm(aes))"`, `name: "gcm(aes)"`,
-			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm "gcm(aes)"; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
+			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
+		{"misspelt algorithm", `name: "rfc4106(gcm(aes))"`, `name: "rfc4106(gcm(aes)"`,
+			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm; did you mean rfc4106(gcm(aes))?`}},
 		{"enc as aead", `name: "rfc4106(gcm(aes))"`, `name: "cbc(aes)"`,
 			[]string{"f.yaml:22: states[0].aead.name: cbc(aes) is not an aead algorithm"}},
 		{"icv bits", "icv_bits: 128", "icv_bits: 32",
@@ -352,8 +355,8 @@ func TestKeyFile(t *testing.T) {
 		{file: "keys/b.hex", want: gcmKey2},
 		{file: filepath.Join(dir, "keys/a.hex"), want: gcmKey},
 		{file: "keys/short.hex", wantErr: path + ":22: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 2"},
-		{file: "keys/bad.hex", wantErr: path + ":22: states[0].aead.key_file (" + dir + "/keys/bad.hex): not hex"},
-		{file: "keys/none.hex", wantErr: path + ":22: states[0].aead.key_file: " + dir + "/keys/none.hex: no such file or directory"},
+		{file: "keys/bad.hex", wantErr: path + ":22: states[0].aead.key_file: the file does not hold hex (want the key as hex text, 0x optional)"},
+		{file: "keys/none.hex", wantErr: path + ":22: states[0].aead.key_file: no such file or directory"},
 	} {
 		if err := os.WriteFile(path, []byte(cfg(tt.file)), 0o600); err != nil {
 			t.Fatal(err)
@@ -462,12 +465,33 @@ func TestControlPath(t *testing.T) {
 	}
 }
 
+// TestKeyFileNotRegular: a key_file that names a device, a directory, a
+// FIFO (which would block the open until a writer comes) or a file too
+// large for a key is refused at once, without reading it.
 func TestKeyFileNotRegular(t *testing.T) {
-	for _, path := range []string{"/dev/zero", "/dev/stdin", "/"} {
-		text := edit(t, `key: "`+gcmKey+`"`, "key_file: "+path)
-		_, err := Parse("f.yaml", []byte(text))
-		if err == nil || !strings.Contains(err.Error(), "states[0].aead.key_file: "+path+": ") {
-			t.Errorf("key_file %s: got %v, want an error", path, err)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	writeMode(t, big, strings.Repeat(" ", 4097), 0o600)
+	for _, tt := range []struct{ path, want string }{
+		{"/dev/zero", "not a regular file (a character device)"},
+		{"/", "not a regular file (a directory)"},
+		{fifo, "not a regular file (a FIFO)"},
+		{big, "4097 bytes: a key file may have at most 4096"},
+	} {
+		text := edit(t, `key: "`+gcmKey+`"`, "key_file: "+tt.path)
+		done := make(chan error, 1)
+		go func() { _, err := Parse("f.yaml", []byte(text)); done <- err }()
+		select {
+		case err := <-done:
+			if want := "f.yaml:22: states[0].aead.key_file: " + tt.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("key_file %s: got %v, want %s", tt.path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("key_file %s: Parse still runs after 10 s", tt.path)
 		}
 	}
 }
@@ -554,5 +578,44 @@ func TestInboundSPIUnique(t *testing.T) {
 	}
 	if _, err := Parse("f.yaml", []byte(head+state("192.0.2.2", "out", k1)+state("192.0.2.3", "out", k2))); err != nil {
 		t.Errorf("two outbound states, one SPI, two destinations: %v, want no error", err)
+	}
+}
+
+// TestLoadNotRegular: a config file that is a FIFO (whose open would wait
+// for a writer), a device (/dev/zero would be read until memory runs
+// out), a directory, or larger than MaxConfigFile is refused at once,
+// naming the file.
+func TestLoadNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxConfigFile+1); err != nil { // sparse: costs no disk
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{fifo, fifo + ": not a regular file (a FIFO): a config file must be one"},
+		{"/dev/zero", "/dev/zero: not a regular file (a character device)"},
+		{dir, dir + ": not a regular file (a directory)"},
+		{big, big + ": 16777217 bytes: a config file may have at most 16777216"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(tt.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Load(%s): %v, want %s...", tt.path, err, tt.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) still runs after 10 s", tt.path)
+		}
+		if _, err := ControlPath(tt.path); err == nil {
+			t.Errorf("ControlPath(%s): no error", tt.path)
+		}
 	}
 }

@@ -411,3 +411,29 @@ func TestReloadRefusesKeyOfOtherDirection(t *testing.T) {
 		})
 	}
 }
+
+// TestReloadLogHidesPastedKey: a reload refused for a key pasted into
+// key_file or into an algorithm name logs the field, never the key.
+func TestReloadLogHidesPastedKey(t *testing.T) {
+	const pasted = "5f5e5d5c5b5a595857565554535251504f4e4d4c"
+	for _, alg := range []string{
+		`aead: {name: "rfc4106(gcm(aes))", key_file: "0x` + pasted + `"}`,
+		`aead: {name: "0x` + pasted + `", key: "0x` + key3 + `"}`,
+	} {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		path := filepath.Join(t.TempDir(), "ipsecd.yaml")
+		data := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, " + alg + "}\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k.reload(path)
+		log := k.out.String()
+		if !strings.Contains(log, "reload refused") || !strings.Contains(log, "states[0].aead.") {
+			t.Errorf("log does not refuse the reload naming the field:\n%s", log)
+		}
+		if strings.Contains(log, pasted[:16]) || strings.Contains(log, pasted[24:]) {
+			t.Errorf("log shows the pasted key:\n%s", log)
+		}
+	}
+}
