@@ -566,7 +566,7 @@ func TestKeyReuseRefused(t *testing.T) {
 func TestInboundSPIUnique(t *testing.T) {
 	state := func(dst, dir, key string) string {
 		return `  - {src: 192.0.2.1, dst: ` + dst + `, spi: 0x1001, dir: ` + dir + `, mode: tunnel, if_id: 1,
-     aead: {name: "rfc4106(gcm(aes))", key: "0x` + key + `"}}
+     aead: {name: "rfc4106(gcm(aes))", key: "0x` + key + `"}, encap: {type: espinudp}}
 `
 	}
 	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
@@ -617,5 +617,53 @@ func TestLoadNotRegular(t *testing.T) {
 		if _, err := ControlPath(tt.path); err == nil {
 			t.Errorf("ControlPath(%s): no error", tt.path)
 		}
+	}
+}
+
+// TestRawESPNeedsRawSocket: a state without encap is raw ESP, which only
+// the underlay's raw sockets carry: with underlay.raw_esp off (the
+// default) it is refused at the state's line, in either direction, as its
+// traffic would be dropped; with raw_esp on it is accepted.
+func TestRawESPNeedsRawSocket(t *testing.T) {
+	for _, tt := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"raw_esp on", "", "", nil},
+		{"raw_esp off, inbound", "raw_esp: true", "raw_esp: false",
+			[]string{"f.yaml:27: states[1].encap: missing, and underlay.raw_esp is off: without encap the SA is raw ESP"}},
+		{"raw_esp left out, both", "  raw_esp: true\n", "",
+			[]string{"f.yaml:26: states[1].encap: missing, and underlay.raw_esp is off"}},
+		{"raw_esp off, outbound too", "    encap: {type: espinudp, sport: 4500, dport: 4501}\n", "",
+			[]string{"f.yaml:15: states[0].encap: missing", "f.yaml:25: states[1].encap: missing"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text := good
+			if tt.old != "" {
+				text = edit(t, tt.old, tt.new)
+			}
+			if tt.name == "raw_esp off, outbound too" {
+				text = strings.Replace(text, "  raw_esp: true\n", "", 1)
+			}
+			_, err := Parse("f.yaml", []byte(text))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse accepted it, want %q", tt.want)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d errors, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if i < len(lines) && !strings.HasPrefix(lines[i], w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, lines[i], w)
+				}
+			}
+		})
 	}
 }

@@ -422,6 +422,9 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		if ifaces != nil && s.IfID != 0 && !ifaces[s.IfID] && !fn.bad["if_id"] {
 			d.errorf(fn.nodes["if_id"], join(base, "if_id"), "no interface has if_id %d", s.IfID)
 		}
+		if s.Encap == nil && !fn.bad["encap"] && !c.Underlay.RawESP {
+			d.errorf(it, join(base, "encap"), "%s", NoRawESP)
+		}
 		if len(d.errs) > before {
 			continue
 		}
@@ -448,6 +451,14 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		c.States = append(c.States, State{Config: s, Line: it.Line})
 	}
 }
+
+// NoRawESP says why a state without encap (raw ESP, IP protocol 50) is
+// refused when the underlay has no raw ESP socket: its packets could
+// neither leave nor arrive, and the data path would drop them, counted
+// only as XfrmOutError.
+const NoRawESP = "missing, and underlay.raw_esp is off: without encap the SA is raw ESP (IP protocol 50), " +
+	"which only a raw socket sends and receives, so its traffic would be dropped; " +
+	"add encap: {type: espinudp} (ESP in UDP, RFC 3948), or set underlay.raw_esp: true"
 
 // state decodes the fields of one state; checkState checks the result.
 func (d *decoder) state(m map[string]*yaml.Node, fn *fieldNodes) sa.Config {

@@ -84,6 +84,11 @@ func (b *backend) AddState(c sa.Config) error {
 	if b.reg.Lookup(c.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
 	}
+	if c.Encap == nil && !(*node)(b).rawESP() {
+		return fmt.Errorf("%w: encap: missing, and this daemon's underlay has no raw ESP socket (underlay.raw_esp is off): "+
+			"without encap the SA is raw ESP (IP protocol 50) and its traffic would be dropped; "+
+			"add --encap espinudp:4500:4500, or set underlay.raw_esp: true and restart the daemon", control.ErrInvalid)
+	}
 	if f, prev, used := b.usedKeys.Conflict(&c); used {
 		if b.running(c.Dir, c.SPI, c.Dst) {
 			// The SA itself is still there: that is the first

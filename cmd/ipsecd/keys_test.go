@@ -203,9 +203,9 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		// file, under a new SPI: the file parses, the SAs are made, and
 		// the file is refused.
 		data := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
-			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}}\n" +
-			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key3 + "\"}}\n" +
-			"  - {src: 192.0.2.2, dst: 192.0.2.1, spi: 0x2002, dir: in, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key2 + "\"}}\n"
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}, encap: {type: espinudp}}\n" +
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key3 + "\"}, encap: {type: espinudp}}\n" +
+			"  - {src: 192.0.2.2, dst: 192.0.2.1, spi: 0x2002, dir: in, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key2 + "\"}, encap: {type: espinudp}}\n"
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +423,7 @@ func TestReloadLogHidesPastedKey(t *testing.T) {
 		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
 		path := filepath.Join(t.TempDir(), "ipsecd.yaml")
 		data := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
-			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, " + alg + "}\n"
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, encap: {type: espinudp}, " + alg + "}\n"
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -436,4 +436,56 @@ func TestReloadLogHidesPastedKey(t *testing.T) {
 			t.Errorf("log shows the pasted key:\n%s", log)
 		}
 	}
+}
+
+// TestRawESPNeedsRunningRawSocket: without raw ESP sockets in the running
+// underlay (underlay.raw_esp off at start), `state add` of an SA without
+// encap is refused with a message that says why and what to do, and so is
+// a reload whose file turns raw_esp on and adds one (underlay changes wait
+// for a restart). A daemon started with raw_esp takes both.
+func TestRawESPNeedsRunningRawSocket(t *testing.T) {
+	raw := func(st reloadState) sa.Config {
+		c := stateConfig(t, st)
+		c.Encap = nil
+		return c
+	}
+	file := "underlay: {raw_esp: true}\ninterfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}, encap: {type: espinudp}}\n" +
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1005, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key5 + "\"}}\n"
+
+	t.Run("raw_esp off at start", func(t *testing.T) {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""}))
+		if !errors.Is(err, control.ErrInvalid) || !strings.Contains(err.Error(), "encap: missing, and this daemon's underlay has no raw ESP socket") ||
+			!strings.Contains(err.Error(), "--encap espinudp") {
+			t.Errorf("state add without encap: %v, want ErrInvalid naming encap and what to do", err)
+		}
+		if err := (*backend)(k.node).AddState(stateConfig(t, reloadState{0x1003, "out", key4, ""})); err != nil {
+			t.Errorf("state add with encap: %v", err)
+		}
+		cfg, err := config.Parse("test.yaml", []byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.apply(cfg) {
+			t.Fatal("a reload adding a raw ESP SA to a daemon without raw ESP sockets was applied")
+		}
+		if log := k.out.String(); !strings.Contains(log, "test.yaml:6: states[1].encap: missing, and the running underlay has no raw ESP socket") {
+			t.Errorf("log does not refuse states[1].encap:\n%s", log)
+		}
+	})
+	t.Run("raw_esp on at start", func(t *testing.T) {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		k.underlay.RawESP = true
+		if err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
+			t.Errorf("state add without encap: %v", err)
+		}
+		cfg, err := config.Parse("test.yaml", []byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k.apply(cfg) {
+			t.Errorf("reload refused:\n%s", k.out.String())
+		}
+	})
 }

@@ -118,6 +118,7 @@ func TestCheckBroken(t *testing.T) {
 		{"bad-cidr.yaml", []string{`testdata/bad-cidr.yaml:5: interfaces[0].routes[0]: want a CIDR prefix (10.0.0.0/24), got "10.1.0.0/33"`}},
 		{"unknown-key.yaml", []string{"testdata/unknown-key.yaml:4: underlay.mrak: unknown field; did you mean mark?"}},
 		{"wrong-type.yaml", []string{`testdata/wrong-type.yaml:3: interfaces[0].if_id: want an integer, got "one"`}},
+		{"no-encap.yaml", []string{"testdata/no-encap.yaml:6: states[0].encap: missing, and underlay.raw_esp is off: without encap the SA is raw ESP (IP protocol 50)"}},
 		{"key-in-keyfile.yaml", []string{"testdata/key-in-keyfile.yaml:11: states[0].aead.key_file: the value looks like key material (not shown), not a path"}},
 		{"key-in-name.yaml", []string{
 			"testdata/key-in-name.yaml:11: states[0].enc.name: unknown algorithm: the value looks like key material (not shown)",

@@ -35,6 +35,8 @@ type node struct {
 	engine   *datapath.Engine
 	ctl      *control.Server
 	metrics  *http.Server
+	// underlay is what conn was opened with; a reload does not change it.
+	underlay config.Underlay
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -76,6 +78,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		reg:      &xfrmif.Registry{},
 		cfg:      cfg,
 		workers:  map[*xfrmif.Interface]*datapath.Workers{},
+		underlay: cfg.Underlay,
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.sad = sa.NewSAD(n.counters)
@@ -197,6 +200,14 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 			states = append(states, s)
 			continue
 		}
+		if st.Encap == nil && !n.rawESP() {
+			// The file may turn raw_esp on, but the running underlay
+			// keeps the sockets it opened at start.
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].encap", i),
+				Msg: "missing, and the running underlay has no raw ESP socket (underlay.raw_esp was off at start, and underlay " +
+					"changes take effect on restart): the SA's traffic would be dropped; add encap: {type: espinudp}, or restart"})
+			continue
+		}
 		if f, prev, used := n.usedKeys.Conflict(&st.Config); used {
 			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, f),
 				Msg: fmt.Sprintf("%s: this key was already used by an earlier SA (%s), and a second SA with it, of either direction, "+
@@ -300,6 +311,11 @@ func (n *node) rememberKeys(states []*sa.SA) {
 		c.ClearKeys()
 	}
 }
+
+// rawESP reports whether the running underlay has raw ESP sockets, as
+// the config the node started with asked (underlay changes wait for a
+// restart).
+func (n *node) rawESP() bool { return n.underlay.RawESP }
 
 // saID names an SA in messages as ip xfrm would find it.
 func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {

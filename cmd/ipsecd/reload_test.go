@@ -28,7 +28,7 @@ func reloadConfig(t *testing.T, states ...reloadState) *config.Config {
 		if s.dir == "in" {
 			src, dst = dst, src
 		}
-		fmt.Fprintf(&sb, "  - {src: %s, dst: %s, spi: 0x%x, dir: %s, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x%s\"}", src, dst, s.spi, s.dir, s.key)
+		fmt.Fprintf(&sb, "  - {src: %s, dst: %s, spi: 0x%x, dir: %s, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x%s\"}, encap: {type: espinudp}", src, dst, s.spi, s.dir, s.key)
 		if s.extra != "" {
 			sb.WriteString(", " + s.extra)
 		}
