@@ -19,6 +19,9 @@
 //     it is read.
 //   - Each secret key serves one SA, whatever the directions and algorithms
 //     (KeyUse): one key for an outbound and an inbound SA is refused.
+//   - A state without encap is raw ESP (IP protocol 50) and needs
+//     underlay.raw_esp: true; without it, its traffic could neither leave
+//     nor arrive, so it is refused (NoRawESP).
 //   - Key lengths follow ip xfrm: rfc4106(gcm(aes)) takes the AES key and a
 //     4-byte salt (20 or 36 bytes) with icv_bits 64, 96 or 128;
 //     rfc7539esp(chacha20,poly1305) takes 36 bytes with icv_bits 128;

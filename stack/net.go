@@ -305,8 +305,9 @@ func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
 
 // SAD returns the security association database, to add and delete SAs
 // and policies (rekeying: add the new inbound SA before the outbound one
-// changes) and read their counters. Make SAs for it with
-// sa.New(cfg, n.Counters()), or use AddState.
+// changes) and read their counters. Add SAs with AddState, which refuses
+// a key that an earlier SA had; an SA made with sa.New(cfg, n.Counters())
+// and added here directly skips that check.
 func (n *Net) SAD() *sa.SAD { return n.sad }
 
 // Counters returns the global xfrm counters (/proc/net/xfrm_stat names).
