@@ -56,15 +56,20 @@ func LookupAlgorithm(name string) (AlgorithmInfo, bool) {
 	return AlgorithmInfo{}, false
 }
 
-// names lists the algorithms of a kind for an error message.
+// algorithmNames lists the algorithms of a kind for an error message.
 func algorithmNames(kind AlgorithmKind) string {
+	return orList(algorithmList(kind))
+}
+
+// algorithmList returns the names of the algorithms of a kind.
+func algorithmList(kind AlgorithmKind) []string {
 	var names []string
 	for _, a := range algorithms {
 		if a.Kind == kind {
 			names = append(names, a.Name)
 		}
 	}
-	return orList(names)
+	return names
 }
 
 // orList joins "a", "a or b", "a, b or c".

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"strings"
 
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -124,6 +125,11 @@ func checkSuite(c *sa.Config, report reporter) {
 	if c.Auth != nil {
 		checkAlgorithm(c.Auth, KindAuth, "auth.", report)
 	}
+	// One key for encryption and integrity (a 32-byte cbc(aes) key as
+	// the hmac(sha256) key) is a key with two uses.
+	if f, other, found := KeyOwners(nil).Conflict(c); found {
+		report(f, fmt.Sprintf("the same key as %s: each algorithm needs a key of its own (make one with ipsecd genkey)", other))
+	}
 }
 
 func checkAlgorithm(a *sa.Algorithm, kind AlgorithmKind, prefix string, report reporter) {
@@ -133,7 +139,16 @@ func checkAlgorithm(a *sa.Algorithm, kind AlgorithmKind, prefix string, report r
 		report(prefix+"name", fmt.Sprintf("missing; want %s", algorithmNames(kind)))
 		return
 	case !ok:
-		report(prefix+"name", fmt.Sprintf("unknown algorithm %q; want %s", a.Name, algorithmNames(kind)))
+		// The name is not shown: it may be a key pasted into the wrong
+		// field.
+		msg := "unknown algorithm; want " + algorithmNames(kind)
+		switch {
+		case looksLikeKey(a.Name):
+			msg = "unknown algorithm: the value looks like key material (not shown), which goes in key or key_file; want " + algorithmNames(kind)
+		case suggest(a.Name, algorithmList(kind)) != "":
+			msg = "unknown algorithm; did you mean " + suggest(a.Name, algorithmList(kind)) + "?"
+		}
+		report(prefix+"name", msg)
 		return
 	case info.Kind != kind:
 		report(prefix+"name", fmt.Sprintf("%s is not an %s algorithm; want %s", a.Name, kind, algorithmNames(kind)))
@@ -193,44 +208,102 @@ func family(a netip.Addr) string {
 	return "IPv6"
 }
 
-// KeyUse identifies the key material of a state in one direction: its
-// direction and a SHA-256 digest of its algorithm names and keys. Two
-// states with the same KeyUse share key material. A second SA with an
-// SA's key starts its sequence numbers at 1 again, and AES-GCM and
-// ChaCha20-Poly1305 take their nonces from them (RFC 4106 §3.1: never
-// repeated under one key), so the config file and the daemon refuse it.
-// The digest lets them remember keys without holding them.
+// KeyID identifies one secret key by a SHA-256 digest of its bytes, so
+// that the key-reuse checks remember keys without holding them.
+type KeyID [sha256.Size]byte
+
+// KeyUse is one secret key of a state: the field that holds it, named as
+// in the config file (aead.key, enc.key, auth.key), and its KeyID.
+//
+// Each secret key may serve one SA only, whatever the directions and
+// algorithms. A second SA with an SA's key starts its sequence numbers at
+// 1 again, and AES-GCM and ChaCha20-Poly1305 take their nonces from them
+// (RFC 4106 §3.1: never repeated under one key). That holds across
+// directions too: with one key for an outbound and an inbound SA, both
+// peers seal sequence 1, 2, ... under it. So the config file, the daemon
+// and the sidecar refuse a key that another SA has or had (KeyOwners).
 type KeyUse struct {
-	Dir    sa.Dir
-	Digest [sha256.Size]byte
+	Field string
+	ID    KeyID
 }
 
-// KeyUseOf returns c's KeyUse.
-func KeyUseOf(c *sa.Config) KeyUse {
-	h := sha256.New()
-	for _, a := range []*sa.Algorithm{c.AEAD, c.Enc, c.Auth} {
-		if a == nil {
-			h.Write([]byte{0})
+// KeyUses returns the secret keys of c, one per algorithm that has a key.
+// The 4-byte salt of an AEAD's key material is left out: the same cipher
+// key under another salt is the same key. The digest leaves out the
+// algorithm, so that one key in two algorithms (an AES key for
+// rfc4106(gcm(aes)) and for cbc(aes)) is one key too.
+func KeyUses(c *sa.Config) []KeyUse {
+	var uses []KeyUse
+	for _, alg := range []struct {
+		field string
+		a     *sa.Algorithm
+	}{{"aead.key", c.AEAD}, {"enc.key", c.Enc}, {"auth.key", c.Auth}} {
+		if alg.a == nil || len(alg.a.Key) == 0 {
 			continue
 		}
-		// Lengths first, so that no two configs hash the same bytes.
-		h.Write([]byte{1, byte(len(a.Name) >> 8), byte(len(a.Name)), byte(len(a.Key) >> 8), byte(len(a.Key))})
-		h.Write([]byte(a.Name))
-		h.Write(a.Key)
+		key := alg.a.Key
+		if info, ok := LookupAlgorithm(alg.a.Name); ok && info.SaltBytes > 0 && len(key) > info.SaltBytes {
+			key = key[:len(key)-info.SaltBytes]
+		}
+		h := sha256.New()
+		h.Write([]byte("ipsecd key\x00"))
+		h.Write(key)
+		u := KeyUse{Field: alg.field}
+		h.Sum(u.ID[:0])
+		uses = append(uses, u)
 	}
-	u := KeyUse{Dir: c.Dir}
-	h.Sum(u.Digest[:0])
-	return u
+	return uses
 }
 
-// KeyField names a state's key field as the config file does: aead.key,
-// enc.key, or auth.key when the cipher is NULL.
-func KeyField(c *sa.Config) string {
+// KeyOwner is the SA that holds or held a key, described for error
+// messages ("states[0]", "spi 0x00001001 dir out dst 192.0.2.2"), and the
+// field of that SA that holds it (aead.key).
+type KeyOwner struct {
+	SA, Field string
+}
+
+// String returns "SA, Field"; for an SA named by its config path
+// (states[0]), "states[0].aead.key"; without an SA, the field alone.
+func (o KeyOwner) String() string {
 	switch {
-	case c.AEAD != nil:
-		return "aead.key"
-	case c.Enc != nil && len(c.Enc.Key) != 0:
-		return "enc.key"
+	case o.SA == "":
+		return o.Field
+	case strings.HasSuffix(o.SA, "]"):
+		return o.SA + "." + o.Field
 	}
-	return "auth.key"
+	return o.SA + ", " + o.Field
+}
+
+// KeyOwners remembers which SA holds or held each key, by KeyID. It holds
+// no key. A nil KeyOwners finds nothing; Add needs a non-nil one. It is
+// not safe for concurrent use.
+type KeyOwners map[KeyID]KeyOwner
+
+// Conflict returns the first key of c that o holds, or that an earlier
+// field of c holds too (then owner.SA is empty): the field of c that
+// holds it and its other owner. found is false when c's keys are all
+// its own.
+func (o KeyOwners) Conflict(c *sa.Config) (field string, owner KeyOwner, found bool) {
+	uses := KeyUses(c)
+	for i, u := range uses {
+		if owner, ok := o[u.ID]; ok {
+			return u.Field, owner, true
+		}
+		for _, prev := range uses[:i] {
+			if prev.ID == u.ID {
+				return u.Field, KeyOwner{Field: prev.Field}, true
+			}
+		}
+	}
+	return "", KeyOwner{}, false
+}
+
+// Add records every key of c as owned by the SA that owner describes; a
+// key already recorded keeps its first owner.
+func (o KeyOwners) Add(c *sa.Config, owner string) {
+	for _, u := range KeyUses(c) {
+		if _, ok := o[u.ID]; !ok {
+			o[u.ID] = KeyOwner{SA: owner, Field: u.Field}
+		}
+	}
 }

@@ -1,11 +1,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/ipsecd/ipsecd/sa"
@@ -35,6 +32,7 @@ type Config struct {
 	Log        Log
 	Control    string // unix socket path of the control socket
 	Metrics    string // host:port of the Prometheus listener; "" disables it
+	Pprof      bool   // also serve Go's profiler at /debug/pprof/ on the Metrics listener
 	Underlay   Underlay
 	FailClosed FailClosed
 	Interfaces []Interface
@@ -93,12 +91,14 @@ func (s State) String() string { return FormatState(&s.Config) }
 // GoString is String, so that %#v does not print keys either.
 func (s State) GoString() string { return s.String() }
 
-// Load reads and parses the config file at path. Relative key_file paths
-// are taken from path's directory. When the file holds keys itself and
-// group or others can read it, the first of the Warnings says so. The
-// bytes read are zeroed once parsed.
+// Load reads and parses the config file at path: a regular file of at
+// most MaxConfigFile bytes. Relative key_file paths are taken from path's
+// directory. When the file holds keys itself and group or others can
+// read it, the first of the Warnings says so; so do warnings for a file
+// that others could change (exposedKeys). The bytes read are zeroed once
+// parsed.
 func Load(path string) (*Config, error) {
-	data, mode, err := readFile(path)
+	data, fi, err := readRegular(path, MaxConfigFile, "a config file")
 	defer clear(data)
 	if err != nil {
 		return nil, ErrorList{{File: path, Msg: err.Error()}}
@@ -107,46 +107,8 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.inlineKeys {
-		if w := exposedKeys(path, mode, true); w != "" {
-			c.Warnings = append([]string{w}, c.Warnings...)
-		}
-	}
+	c.Warnings = append(exposedKeys(path, fi, true, d.inlineKeys), c.Warnings...)
 	return c, nil
-}
-
-// readFile reads the file at path and returns its mode, from the same
-// open file.
-func readFile(path string) ([]byte, os.FileMode, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	// Grown by hand, so that no copy of the file is left behind in a
-	// buffer a growing read gave up.
-	data := make([]byte, 0, fi.Size()+1)
-	for {
-		if len(data) == cap(data) {
-			bigger := make([]byte, len(data), 2*cap(data)+512)
-			copy(bigger, data)
-			clear(data)
-			data = bigger
-		}
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			return data, fi.Mode(), nil
-		case err != nil:
-			clear(data)
-			return nil, 0, err
-		}
-	}
 }
 
 // WipeKeys zeroes the key bytes of every state of c (the sa.SAs made from
@@ -201,6 +163,9 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "control: %s\n", c.Control)
 	if c.Metrics != "" {
 		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)
+	}
+	if c.Pprof {
+		b.WriteString("pprof: true\n")
 	}
 	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
 	fmt.Fprintf(&b, "fail_closed: {keep_on_stop: %t}\n", c.FailClosed.KeepOnStop)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -186,7 +187,9 @@ func TestParseErrors(t *testing.T) {
 		{"no algorithm", `    aead: {name: "rfc4106(gcm(aes))", key: "` + gcmKey + `", icv_bits: 128}` + "\n", "",
 			[]string{"f.yaml:16: states[0].aead: missing; give aead, or enc with auth"}},
 		{"unknown algorithm", `name: "rfc4106(gcm(aes))"`, `name: "gcm(aes)"`,
-			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm "gcm(aes)"; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
+			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
+		{"misspelt algorithm", `name: "rfc4106(gcm(aes))"`, `name: "rfc4106(gcm(aes)"`,
+			[]string{`f.yaml:22: states[0].aead.name: unknown algorithm; did you mean rfc4106(gcm(aes))?`}},
 		{"enc as aead", `name: "rfc4106(gcm(aes))"`, `name: "cbc(aes)"`,
 			[]string{"f.yaml:22: states[0].aead.name: cbc(aes) is not an aead algorithm"}},
 		{"icv bits", "icv_bits: 128", "icv_bits: 32",
@@ -352,8 +355,8 @@ func TestKeyFile(t *testing.T) {
 		{file: "keys/b.hex", want: gcmKey2},
 		{file: filepath.Join(dir, "keys/a.hex"), want: gcmKey},
 		{file: "keys/short.hex", wantErr: path + ":22: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 2"},
-		{file: "keys/bad.hex", wantErr: path + ":22: states[0].aead.key_file (" + dir + "/keys/bad.hex): not hex"},
-		{file: "keys/none.hex", wantErr: path + ":22: states[0].aead.key_file: " + dir + "/keys/none.hex: no such file or directory"},
+		{file: "keys/bad.hex", wantErr: path + ":22: states[0].aead.key_file: the file does not hold hex (want the key as hex text, 0x optional)"},
+		{file: "keys/none.hex", wantErr: path + ":22: states[0].aead.key_file: no such file or directory"},
 	} {
 		if err := os.WriteFile(path, []byte(cfg(tt.file)), 0o600); err != nil {
 			t.Fatal(err)
@@ -462,37 +465,79 @@ func TestControlPath(t *testing.T) {
 	}
 }
 
+// TestKeyFileNotRegular: a key_file that names a device, a directory, a
+// FIFO (which would block the open until a writer comes) or a file too
+// large for a key is refused at once, without reading it.
 func TestKeyFileNotRegular(t *testing.T) {
-	for _, path := range []string{"/dev/zero", "/dev/stdin", "/"} {
-		text := edit(t, `key: "`+gcmKey+`"`, "key_file: "+path)
-		_, err := Parse("f.yaml", []byte(text))
-		if err == nil || !strings.Contains(err.Error(), "states[0].aead.key_file: "+path+": ") {
-			t.Errorf("key_file %s: got %v, want an error", path, err)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	writeMode(t, big, strings.Repeat(" ", 4097), 0o600)
+	for _, tt := range []struct{ path, want string }{
+		{"/dev/zero", "not a regular file (a character device)"},
+		{"/", "not a regular file (a directory)"},
+		{fifo, "not a regular file (a FIFO)"},
+		{big, "4097 bytes: a key file may have at most 4096"},
+	} {
+		text := edit(t, `key: "`+gcmKey+`"`, "key_file: "+tt.path)
+		done := make(chan error, 1)
+		go func() { _, err := Parse("f.yaml", []byte(text)); done <- err }()
+		select {
+		case err := <-done:
+			if want := "f.yaml:22: states[0].aead.key_file: " + tt.want; err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("key_file %s: got %v, want %s", tt.path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("key_file %s: Parse still runs after 10 s", tt.path)
 		}
 	}
 }
 
-// TestKeyReuseRefused: one key in two SAs of one direction is refused,
-// naming the second one's key field and the first SA, never the key; the
-// same key once each way is allowed (each side's sequence numbers are
-// their own).
+// TestKeyReuseRefused: a secret key may serve one SA only, whatever the
+// directions and algorithms: the second use is refused, naming its key
+// field and the first use, never the key. One key in an outbound and an
+// inbound SA is refused too: both peers would seal sequence 1, 2, ...
+// under it, the same nonces. An AEAD key with only its salt changed is
+// the same cipher key.
 func TestKeyReuseRefused(t *testing.T) {
 	const key = "0x000102030405060708090a0b0c0d0e0f10111213"
-	state := func(spi, dir, k string) string {
+	const key32 = "0x" + "303132333435363738393a3b3c3d3e3f404142434445464748494a4b4c4d4e4f"
+	aead := func(k string) string { return `aead: {name: "rfc4106(gcm(aes))", key: "` + k + `"}` }
+	cbc := func(enc, auth string) string {
+		return `enc: {name: "cbc(aes)", key: "` + enc + `"}, auth: {name: "hmac(sha256)", key: "` + auth + `"}`
+	}
+	other32 := "0x" + strings.Repeat("cd", 32)
+	state := func(spi, dir, algs string) string {
 		return `  - {src: 192.0.2.1, dst: 192.0.2.2, spi: ` + spi + `, dir: ` + dir + `, mode: tunnel, if_id: 1,
-     aead: {name: "rfc4106(gcm(aes))", key: "` + k + `"}}
+     ` + algs + `, encap: {type: espinudp}}
 `
 	}
 	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
 	tests := []struct {
 		name, text, want string
 	}{
-		{"two out", head + state("0x1001", "out", key) + state("0x1002", "out", key),
-			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir out"},
-		{"two in", head + state("0x1001", "in", key) + state("0x1002", "in", key),
-			"f.yaml:7: states[1].aead.key: the same key as states[0], also dir in"},
-		{"one each way", head + state("0x1001", "out", key) + state("0x1002", "in", key), ""},
-		{"different keys", head + state("0x1001", "out", key) + state("0x1002", "out", "0x"+strings.Repeat("ab", 20)), ""},
+		{"two out", head + state("0x1001", "out", aead(key)) + state("0x1002", "out", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"two in", head + state("0x1001", "in", aead(key)) + state("0x1002", "in", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"one each way", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead(key)),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"same AES key, other salt", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead(key[:34]+"ffffffff")),
+			"f.yaml:7: states[1].aead.key: the same key as states[0].aead.key"},
+		{"an AEAD's AES key as a cbc key", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", cbc(key[:34], key32)),
+			"f.yaml:7: states[1].enc.key: the same key as states[0].aead.key"},
+		{"hmac key reused", head + state("0x1001", "out", cbc("0x"+strings.Repeat("ab", 16), key32)) +
+			state("0x1002", "in", cbc("0x"+strings.Repeat("ef", 16), key32)),
+			"f.yaml:7: states[1].auth.key: the same key as states[0].auth.key"},
+		{"enc key as auth key in one SA", head + state("0x1001", "out", cbc(key32, key32)),
+			"f.yaml:5: states[0].auth.key: the same key as enc.key"},
+		{"an enc key as another SA's auth key", head + state("0x1001", "out", cbc(key32, other32)) +
+			state("0x1002", "in", cbc("0x"+strings.Repeat("ef", 16), key32)),
+			"f.yaml:7: states[1].auth.key: the same key as states[0].enc.key"},
+		{"different keys", head + state("0x1001", "out", aead(key)) + state("0x1002", "in", aead("0x"+strings.Repeat("ab", 20))), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -506,8 +551,10 @@ func TestKeyReuseRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Parse error %v, want %q", err, tt.want)
 			}
-			if strings.Contains(err.Error(), key[2:]) {
-				t.Errorf("error holds the key: %v", err)
+			for _, k := range []string{key[2:], key[2:34], key32[2:], key32[2:18], strings.Repeat("ab", 8)} {
+				if strings.Contains(err.Error(), k) {
+					t.Errorf("error holds the key: %v", err)
+				}
 			}
 		})
 	}
@@ -519,7 +566,7 @@ func TestKeyReuseRefused(t *testing.T) {
 func TestInboundSPIUnique(t *testing.T) {
 	state := func(dst, dir, key string) string {
 		return `  - {src: 192.0.2.1, dst: ` + dst + `, spi: 0x1001, dir: ` + dir + `, mode: tunnel, if_id: 1,
-     aead: {name: "rfc4106(gcm(aes))", key: "0x` + key + `"}}
+     aead: {name: "rfc4106(gcm(aes))", key: "0x` + key + `"}, encap: {type: espinudp}}
 `
 	}
 	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
@@ -531,5 +578,92 @@ func TestInboundSPIUnique(t *testing.T) {
 	}
 	if _, err := Parse("f.yaml", []byte(head+state("192.0.2.2", "out", k1)+state("192.0.2.3", "out", k2))); err != nil {
 		t.Errorf("two outbound states, one SPI, two destinations: %v, want no error", err)
+	}
+}
+
+// TestLoadNotRegular: a config file that is a FIFO (whose open would wait
+// for a writer), a device (/dev/zero would be read until memory runs
+// out), a directory, or larger than MaxConfigFile is refused at once,
+// naming the file.
+func TestLoadNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxConfigFile+1); err != nil { // sparse: costs no disk
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{fifo, fifo + ": not a regular file (a FIFO): a config file must be one"},
+		{"/dev/zero", "/dev/zero: not a regular file (a character device)"},
+		{dir, dir + ": not a regular file (a directory)"},
+		{big, big + ": 16777217 bytes: a config file may have at most 16777216"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := Load(tt.path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Load(%s): %v, want %s...", tt.path, err, tt.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Load(%s) still runs after 10 s", tt.path)
+		}
+		if _, err := ControlPath(tt.path); err == nil {
+			t.Errorf("ControlPath(%s): no error", tt.path)
+		}
+	}
+}
+
+// TestRawESPNeedsRawSocket: a state without encap is raw ESP, which only
+// the underlay's raw sockets carry: with underlay.raw_esp off (the
+// default) it is refused at the state's line, in either direction, as its
+// traffic would be dropped; with raw_esp on it is accepted.
+func TestRawESPNeedsRawSocket(t *testing.T) {
+	for _, tt := range []struct {
+		name, old, new string
+		want           []string
+	}{
+		{"raw_esp on", "", "", nil},
+		{"raw_esp off, inbound", "raw_esp: true", "raw_esp: false",
+			[]string{"f.yaml:27: states[1].encap: missing, and underlay.raw_esp is off: without encap the SA is raw ESP"}},
+		{"raw_esp left out, both", "  raw_esp: true\n", "",
+			[]string{"f.yaml:26: states[1].encap: missing, and underlay.raw_esp is off"}},
+		{"raw_esp off, outbound too", "    encap: {type: espinudp, sport: 4500, dport: 4501}\n", "",
+			[]string{"f.yaml:15: states[0].encap: missing", "f.yaml:25: states[1].encap: missing"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text := good
+			if tt.old != "" {
+				text = edit(t, tt.old, tt.new)
+			}
+			if tt.name == "raw_esp off, outbound too" {
+				text = strings.Replace(text, "  raw_esp: true\n", "", 1)
+			}
+			_, err := Parse("f.yaml", []byte(text))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse accepted it, want %q", tt.want)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Errorf("got %d errors, want %d:\n%s", len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if i < len(lines) && !strings.HasPrefix(lines[i], w) {
+					t.Errorf("error %d:\n got %s\nwant %s...", i, lines[i], w)
+				}
+			}
+		})
 	}
 }

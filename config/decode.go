@@ -22,17 +22,25 @@ type decoder struct {
 	inlineKeys bool
 }
 
+// errorf records an error. The messages are built not to hold values of
+// fields that may hold keys; as a last guard, a run of hex digits as long
+// as a key's is cut out of the message and the field (hideKeys).
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
 	line := 0
 	if n != nil {
 		line = n.Line
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Field: hideKeys(field), Msg: hideKeys(fmt.Sprintf(format, args...))})
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError turns a yaml.v3 error into an Error with the line it names.
+// yamlQuoted is what yaml.v3 quotes of the file in its messages (an
+// anchor's name: 'name'; a value: `value`), which may be a pasted key.
+var yamlQuoted = regexp.MustCompile("'[^']*'|`[^`]*`")
+
+// syntaxError turns a yaml.v3 error into an Error with the line it names,
+// without what the message quotes of the file.
 func (d *decoder) syntaxError(err error) {
 	msg := err.Error()
 	line := 0
@@ -40,8 +48,46 @@ func (d *decoder) syntaxError(err error) {
 		line, _ = strconv.Atoi(m[1])
 		msg = "yaml: " + m[2]
 	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: msg})
+	msg = strings.Join(strings.Fields(yamlQuoted.ReplaceAllString(msg, "")), " ")
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: hideKeys(msg)})
 }
+
+// keyHexDigits is the shortest run of hex digits taken for key material:
+// 8 bytes, half the shortest key (cbc(aes) with AES-128).
+const keyHexDigits = 16
+
+// looksLikeKey reports whether s holds a run of keyHexDigits or more hex
+// digits, as a key pasted into the wrong field would.
+func looksLikeKey(s string) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		if isHex(s[i]) {
+			if run++; run >= keyHexDigits {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+var hexRun = regexp.MustCompile(`[0-9a-fA-F]{16,}`)
+
+// hideKeys replaces every run of hex digits that looksLikeKey in s.
+func hideKeys(s string) string {
+	if !looksLikeKey(s) {
+		return s
+	}
+	return hexRun.ReplaceAllString(s, "(hex not shown)")
+}
+
+// notShown stands for a value that looks like key material.
+const notShown = "a value that looks like key material (not shown)"
 
 func join(parent, key string) string {
 	if parent == "" {
@@ -59,8 +105,24 @@ func isNull(n *yaml.Node) bool {
 }
 
 // describe names what n is, for "want X, got Y" messages. Scalars are
-// quoted; a caller decoding a key must not use it.
+// quoted, unless they look like key material; a caller decoding a field
+// that may hold a key must use describeKind.
 func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && looksLikeKey(n.Value) {
+		return notShown
+	}
+	return describeNode(n)
+}
+
+// describeKind is describe without the value of a scalar.
+func describeKind(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return "a value"
+	}
+	return describeNode(n)
+}
+
+func describeNode(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -91,6 +153,11 @@ func (d *decoder) fields(n *yaml.Node, field string, known ...string) (m map[str
 			continue
 		}
 		name := k.Value
+		if looksLikeKey(name) {
+			// A key pasted without its "key:", as in {name: X, 0x...}.
+			d.errorf(k, field, "unknown field: %s; want %s", notShown, orList(known))
+			continue
+		}
 		if prev, dup := seen[name]; dup {
 			d.errorf(k, join(field, name), "given twice (first at line %d)", prev)
 			continue
@@ -148,6 +215,10 @@ func (d *decoder) str(n *yaml.Node, field string) (string, bool) {
 func (d *decoder) uint(n *yaml.Node, field string, lo, hi uint64) (uint64, bool) {
 	s, ok := d.scalar(n, field, "an integer")
 	if !ok {
+		return 0, false
+	}
+	if looksLikeKey(s) {
+		d.errorf(n, field, "want an integer (%s), got %s", rangeString(lo, hi), notShown)
 		return 0, false
 	}
 	v, err := strconv.ParseUint(s, 0, 64)

@@ -13,7 +13,15 @@
 //   - YAML anchors and aliases are not supported.
 //   - Keys are 0x-prefixed hex ("0x0123..."), or key_file: PATH. PATH is
 //     relative to the directory of the config file; the file holds the key
-//     as hex text, optionally 0x-prefixed, surrounded by any whitespace.
+//     as hex text, optionally 0x-prefixed, surrounded by any whitespace. It
+//     must be a regular file of at most 4 KiB, and the config file one of
+//     at most MaxConfigFile (16 MiB): a FIFO or a device is refused before
+//     it is read.
+//   - Each secret key serves one SA, whatever the directions and algorithms
+//     (KeyUse): one key for an outbound and an inbound SA is refused.
+//   - A state without encap is raw ESP (IP protocol 50) and needs
+//     underlay.raw_esp: true; without it, its traffic could neither leave
+//     nor arrive, so it is refused (NoRawESP).
 //   - Key lengths follow ip xfrm: rfc4106(gcm(aes)) takes the AES key and a
 //     4-byte salt (20 or 36 bytes) with icv_bits 64, 96 or 128;
 //     rfc7539esp(chacha20,poly1305) takes 36 bytes with icv_bits 128;
@@ -27,5 +35,7 @@
 //     1280..65535 when the interface has an IPv6 address or route.
 //
 // No key is ever part of an error message or of what String and Redacted
-// return.
+// return. A field that may hold a key pasted by mistake (an algorithm name,
+// key_file) is never shown in a message, and any other value that looks
+// like key material (16 hex digits or more) is left out too.
 package config

@@ -86,27 +86,44 @@ func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
 
 // ControlPath returns the control key of the config file at path (or the
 // default), reading nothing else, so that the control commands reach a
-// running daemon even while its file is being edited.
+// running daemon even while its file is being edited. Like Load, it
+// refuses what is not a regular file of at most MaxConfigFile bytes, and
+// its errors show no value of the file.
 func ControlPath(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, _, err := readRegular(path, MaxConfigFile, "a config file")
 	defer clear(data) // the file may hold keys
-	if err != nil {
-		return "", err
-	}
-	var doc struct {
-		Control string `yaml:"control"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return "", err // names the path already
+	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if doc.Control == "" {
-		return DefaultControl, nil
+	d := &decoder{file: path}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		d.syntaxError(err)
+		return "", d.errs
 	}
-	return doc.Control, nil
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return DefaultControl, nil // Load says what is wrong
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k, v := root.Content[i], root.Content[i+1]; k.Value == "control" && !isNull(v) {
+			if s, ok := d.str(v, "control"); ok && s != "" {
+				return s, nil
+			}
+			if d.errs != nil {
+				return "", d.errs
+			}
+		}
+	}
+	return DefaultControl, nil
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "underlay", "fail_closed", "interfaces", "states", "policies")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "underlay", "fail_closed", "interfaces", "states", "policies")
 	if !ok {
 		return
 	}
@@ -125,6 +142,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 			}
 		}
 	}
+	metricsErrs := len(d.errs)
 	if v := m["metrics"]; v != nil {
 		if s, ok := d.str(v, "metrics"); ok && s != "" {
 			if _, port, err := net.SplitHostPort(s); err != nil {
@@ -133,6 +151,19 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 				d.errorf(v, "metrics", "port %q is not 1..65535", port)
 			} else {
 				c.Metrics = s
+			}
+		}
+	}
+	metricsErrs = len(d.errs) - metricsErrs
+	if v := m["pprof"]; v != nil {
+		// pprof without a listener would do nothing: say so, unless
+		// metrics has an error of its own.
+		if on, ok := d.bool(v, "pprof"); ok && on {
+			switch {
+			case c.Metrics != "":
+				c.Pprof = true
+			case metricsErrs == 0:
+				d.errorf(v, "pprof", "true needs metrics: the profiler is served on the metrics listener")
 			}
 		}
 	}
@@ -405,7 +436,7 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		spi uint32
 	}
 	seen := map[stateID]string{}
-	keys := map[KeyUse]string{} // digests: the map holds no key
+	keys := KeyOwners{} // digests: the map holds no key
 	for i, it := range items {
 		base := index("states", i)
 		m, ok := d.fields(it, base, stateFields...)
@@ -421,6 +452,9 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		checkState(&s, d.report(fn))
 		if ifaces != nil && s.IfID != 0 && !ifaces[s.IfID] && !fn.bad["if_id"] {
 			d.errorf(fn.nodes["if_id"], join(base, "if_id"), "no interface has if_id %d", s.IfID)
+		}
+		if s.Encap == nil && !fn.bad["encap"] && !c.Underlay.RawESP {
+			d.errorf(it, join(base, "encap"), "%s", NoRawESP)
 		}
 		if len(d.errs) > before {
 			continue
@@ -438,17 +472,24 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 			continue
 		}
 		seen[id] = base
-		k := KeyUseOf(&s)
-		if prev := keys[k]; prev != "" {
-			f := KeyField(&s)
-			d.errorf(fn.nodes[f], join(base, f), "the same key as %s, also dir %s: each SA needs its own key, or the second starts "+
-				"its sequence numbers at 1 again, which AES-GCM and ChaCha20-Poly1305 use as nonces (make one with ipsecd genkey)", prev, s.Dir)
+		if f, prev, used := keys.Conflict(&s); used {
+			d.errorf(fn.nodes[f], join(base, f), "the same key as %s: each SA needs keys of its own, in either direction: "+
+				"every SA starts its sequence numbers at 1, which AES-GCM and ChaCha20-Poly1305 use as nonces "+
+				"(make a key with ipsecd genkey)", prev)
 			continue
 		}
-		keys[k] = base
+		keys.Add(&s, base)
 		c.States = append(c.States, State{Config: s, Line: it.Line})
 	}
 }
+
+// NoRawESP says why a state without encap (raw ESP, IP protocol 50) is
+// refused when the underlay has no raw ESP socket: its packets could
+// neither leave nor arrive, and the data path would drop them, counted
+// only as XfrmOutError.
+const NoRawESP = "missing, and underlay.raw_esp is off: without encap the SA is raw ESP (IP protocol 50), " +
+	"which only a raw socket sends and receives, so its traffic would be dropped; " +
+	"add encap: {type: espinudp} (ESP in UDP, RFC 3948), or set underlay.raw_esp: true"
 
 // state decodes the fields of one state; checkState checks the result.
 func (d *decoder) state(m map[string]*yaml.Node, fn *fieldNodes) sa.Config {
@@ -576,108 +617,37 @@ func (d *decoder) hexKey(n *yaml.Node, field, s string) ([]byte, bool) {
 
 // keyFile reads a key from a file of hex text (0x optional, whitespace
 // trimmed), relative to the config file's directory. The file's bytes are
-// zeroed once decoded; a file that group or others can read gets a warning.
+// zeroed once decoded; a file that others could read or change gets a
+// warning (exposedKeys). Errors name the field and never the path, which
+// may be a key pasted into the wrong field, nor the file's content.
 func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 	path, ok := d.str(n, field)
 	if !ok {
 		return nil, false
 	}
-	if path == "" {
+	switch {
+	case path == "":
 		d.errorf(n, field, "empty path")
+		return nil, false
+	case looksLikeKey(path):
+		d.errorf(n, field, "the value looks like key material (not shown), not a path: "+
+			"write the key as key: \"0x...\", or put it in a file of its own and name that file here")
 		return nil, false
 	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(d.dir, path)
 	}
-	data, mode, err := readKeyFile(path)
-	defer clear(data)
+	k, fi, err := readKey(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
+		d.errorf(n, field, "%v", err)
+		return nil, false
+	}
+	for _, w := range exposedKeys(path, fi, false, true) {
+		if !slices.Contains(d.warnings, w) {
+			d.warnings = append(d.warnings, w)
 		}
-		d.errorf(n, field, "%s: %v", path, err)
-		return nil, false
-	}
-	if w := exposedKeys(path, mode, false); w != "" && !slices.Contains(d.warnings, w) {
-		d.warnings = append(d.warnings, w)
-	}
-	b := bytes.TrimSpace(data)
-	if len(b) >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
-		b = b[2:]
-	}
-	f := field + " (" + path + ")"
-	if len(b)%2 != 0 {
-		d.errorf(n, f, "odd number of hex digits (%d)", len(b))
-		return nil, false
-	}
-	k := make([]byte, len(b)/2)
-	if _, err := hex.Decode(k, b); err != nil {
-		clear(k)
-		d.errorf(n, f, "not hex")
-		return nil, false
 	}
 	return k, true
-}
-
-// exposedKeys returns the warning for a file holding keys, the config
-// file itself (main) or a key_file, whose mode lets group or others read
-// it; "" when they cannot.
-func exposedKeys(path string, mode os.FileMode, main bool) string {
-	perm := mode.Perm()
-	if perm&0o044 == 0 {
-		return ""
-	}
-	if main {
-		return fmt.Sprintf("%s holds keys and is readable by group or others (mode %04o): run chmod 600 %s, or move the keys to key_file files", path, perm, path)
-	}
-	return fmt.Sprintf("key_file %s is readable by group or others (mode %04o): run chmod 600 %s", path, perm, path)
-}
-
-// maxKeyFile bounds what a key_file may hold: the longest key is 36 bytes,
-// 72 hex digits, and the rest is room for white space.
-const maxKeyFile = 4096
-
-// readKeyFile reads a regular file of at most maxKeyFile bytes, so that a
-// key_file naming a FIFO or /dev/zero cannot hang the parse, and returns
-// its mode.
-func readKeyFile(path string) ([]byte, os.FileMode, error) {
-	// Stat before Open: opening a FIFO blocks until it has a writer.
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, errors.New("not a regular file")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil { // the file opened, if it was swapped
-		return nil, 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, errors.New("not a regular file")
-	}
-	if fi.Size() > maxKeyFile {
-		return nil, 0, fmt.Errorf("%d bytes; a key file holds at most %d", fi.Size(), maxKeyFile)
-	}
-	// One buffer, sized once, so that no copy of the key is left behind
-	// by a growing read.
-	buf := make([]byte, maxKeyFile+1)
-	n, err := io.ReadFull(f, buf)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-	case err != nil:
-		clear(buf)
-		return nil, 0, err
-	case n > maxKeyFile:
-		clear(buf)
-		return nil, 0, fmt.Errorf("more than %d bytes; a key file holds at most %d", maxKeyFile, maxKeyFile)
-	}
-	return buf[:n], fi.Mode(), nil
 }
 
 func (d *decoder) encap(n *yaml.Node, field string) (*sa.Encap, bool) {

@@ -3,9 +3,11 @@ package control
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
@@ -19,9 +21,13 @@ const DefaultTimeout = 30 * time.Second
 type Client struct {
 	Timeout time.Duration // per request; zero means DefaultTimeout
 
-	mu   sync.Mutex // guards conn, r
-	conn net.Conn
-	r    *bufio.Reader
+	path string // to dial again after the server closed an idle connection
+
+	mu     sync.Mutex // guards conn, r, broken, closed
+	conn   net.Conn
+	r      *bufio.Reader
+	broken bool // conn failed midway: dial again before the next request
+	closed bool // Close was called: dial no more
 }
 
 // RemoteError is an error the server answered with. errors.Is matches it
@@ -42,21 +48,38 @@ func (e *RemoteError) Is(target error) bool {
 		return e.Code == "exists"
 	case ErrInvalid:
 		return e.Code == "invalid"
+	case ErrBusy:
+		return e.Code == "busy"
+	case ErrDenied:
+		return e.Code == "denied"
 	}
 	return false
 }
 
 // Dial connects to the control socket at path.
 func Dial(path string) (*Client, error) {
-	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	conn, r, err := dial(path)
 	if err != nil {
-		return nil, fmt.Errorf("control: %w (is ipsecd running?)", err)
+		return nil, err
 	}
-	return &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+	return &Client{path: path, conn: conn, r: r}, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+func dial(path string) (net.Conn, *bufio.Reader, error) {
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control: %w (is ipsecd running?)", err)
+	}
+	return c, bufio.NewReaderSize(c, 64<<10), nil
+}
+
+// Close closes the connection; later requests fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return c.conn.Close()
+}
 
 // Do sends req and returns the result of a successful answer, as JSON, or
 // the server's error as a *RemoteError.
@@ -71,13 +94,9 @@ func (c *Client) Do(req Request) (json.RawMessage, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
-	c.conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.conn.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	answer, err := c.r.ReadBytes('\n')
+	answer, err := c.roundTripLocked(append(line, '\n'), time.Now().Add(timeout))
 	if err != nil {
-		return nil, fmt.Errorf("control: reading answer: %w", err)
+		return nil, err
 	}
 	var resp Response
 	if err := json.Unmarshal(answer, &resp); err != nil {
@@ -87,6 +106,60 @@ func (c *Client) Do(req Request) (json.RawMessage, error) {
 		return nil, &RemoteError{Code: resp.Code, Msg: resp.Error}
 	}
 	return resp.Result, nil
+}
+
+// roundTripLocked sends line and reads the answer line. A connection
+// that failed midway is closed and replaced at the next request, so that a
+// late answer is never taken for the next request's.
+func (c *Client) roundTripLocked(line []byte, deadline time.Time) ([]byte, error) {
+	if c.closed {
+		return nil, fmt.Errorf("control: %w", net.ErrClosed)
+	}
+	if c.broken {
+		if err := c.redialLocked(); err != nil {
+			return nil, err
+		}
+	}
+	c.conn.SetDeadline(deadline)
+	_, err := c.conn.Write(line)
+	if err != nil && errors.Is(err, syscall.EPIPE) {
+		// The server closed the connection before this request. If it
+		// refused it (busy, denied), its answer is waiting and says more
+		// than EPIPE; if it closed it for being idle, the request never
+		// reached it and is safe to send once more on a new connection.
+		if answer, rerr := c.r.ReadBytes('\n'); rerr == nil {
+			return answer, nil
+		}
+		if err := c.redialLocked(); err != nil {
+			return nil, err
+		}
+		c.conn.SetDeadline(deadline)
+		_, err = c.conn.Write(line)
+	}
+	if err != nil {
+		c.broken = true
+		if answer, rerr := c.r.ReadBytes('\n'); rerr == nil {
+			return answer, nil // a refusal sent before the close
+		}
+		return nil, fmt.Errorf("control: %w", err)
+	}
+	answer, err := c.r.ReadBytes('\n')
+	if err != nil {
+		c.broken = true
+		return nil, fmt.Errorf("control: reading answer: %w", err)
+	}
+	return answer, nil
+}
+
+// redialLocked replaces the connection with a new one to the same path.
+func (c *Client) redialLocked() error {
+	conn, r, err := dial(c.path)
+	if err != nil {
+		return err
+	}
+	c.conn.Close()
+	c.conn, c.r, c.broken = conn, r, false
+	return nil
 }
 
 func (c *Client) call(req Request, result any) error {

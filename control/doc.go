@@ -17,6 +17,17 @@
 // the field names of the config file (package config), so that what
 // `ipsecd state list --json` prints reads like the file.
 //
+// Only root and the socket's owner (the uid the daemon runs as) are
+// served, whatever the socket's mode: the kernel's record of who connected
+// (SO_PEERCRED) decides. The server serves at most MaxConns connections at
+// once, closes one that is idle for IdleTimeout, takes longer than
+// RequestTimeout to send a request line or longer than WriteTimeout to
+// take an answer, and reads lines of at most MaxLine bytes. A connection it
+// refuses gets one answer before it is closed, with code "denied" (wrong
+// uid) or "busy" (too many connections); a request cut short by the
+// timeout gets code "timeout". Client dials again when the server closed
+// its idle connection.
+//
 // Keys leave the daemon only in answers to requests with "keys":true; the
 // Server removes them from everything else, whatever the Backend returns.
 //

@@ -3,6 +3,7 @@ package control
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -18,22 +20,86 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 )
 
-// MaxLine is the longest request line the server reads; a longer one ends
-// the connection.
-const MaxLine = 1 << 20
+// Limits of the control socket. Only root and the socket's owner may
+// connect (SO_PEERCRED), so these guard against stuck or runaway clients
+// of those, not strangers: together they bound what the daemon holds for
+// its clients to MaxConns goroutines and about MaxConns × (MaxLine + 8 KiB)
+// of buffers (TestHalfSentRequestsAreBounded measures 2.5 MiB for 64
+// half-sent requests), and free a slot that a client stopped using.
+const (
+	// MaxLine is the longest request line the server reads; a longer one
+	// is answered with an error and ends the connection. The largest
+	// request, a state.add with two hex keys and selectors, is under
+	// 1 KiB: 64 KiB leaves a wide margin without letting a half-sent
+	// line hold a megabyte.
+	MaxLine = 64 << 10
+
+	// MaxConns is how many connections are served at once; the next one
+	// is answered "busy" and closed. Each command of the CLI and each
+	// probe is one connection answered in milliseconds, so even a node
+	// with probes, an operator and scripts that run commands in parallel
+	// seldom has more than a handful open.
+	MaxConns = 32
+
+	// IdleTimeout is how long a connection may wait between requests (or
+	// before its first) before it is closed. The CLI sends its request
+	// as soon as it connects; a minute still lets a person type requests
+	// into socat by hand. Client dials again when it finds its connection
+	// closed this way.
+	IdleTimeout = time.Minute
+
+	// RequestTimeout is how long a request may take to arrive once its
+	// first byte has: Client writes a request in one write, so it arrives
+	// at once; 10 s allows for a client stopped or swapped out midway.
+	RequestTimeout = 10 * time.Second
+
+	// WriteTimeout bounds writing one answer, so that a client that sends
+	// requests but never reads the answers does not hold a goroutine
+	// forever. A list of 10,000 SAs (a few MB) takes milliseconds to a
+	// client that reads.
+	WriteTimeout = 10 * time.Second
+)
+
+const (
+	// refuseTimeout bounds the write of a refusal from the accept loop.
+	// The answer (under 200 bytes) goes into a fresh socket's empty
+	// buffer and does not block; the deadline makes sure of it.
+	refuseTimeout = 100 * time.Millisecond
+
+	// refusalLogInterval spaces the log lines of refused connections, so
+	// that a client that reconnects in a loop cannot flood the log.
+	refusalLogInterval = 10 * time.Second
+)
 
 // Server answers requests on a unix socket with a Backend. Create it with
 // Listen, run Serve, stop it with Close. Safe for concurrent use.
+//
+// It serves connections only from root and the socket's owner (the uid
+// the daemon runs as), at most MaxConns at once, and closes those that
+// stay idle past IdleTimeout or take longer than RequestTimeout to send a
+// request; the fields below change those limits for tests and embedders.
 type Server struct {
+	// MaxConns, IdleTimeout, RequestTimeout and WriteTimeout override the
+	// package's constants of the same names when non-zero. Set them
+	// before Serve.
+	MaxConns       int
+	IdleTimeout    time.Duration
+	RequestTimeout time.Duration
+	WriteTimeout   time.Duration
+
 	backend Backend
 	log     logrus.FieldLogger
 	ln      *net.UnixListener
 	path    string
+	owner   uint32 // the uid that, besides root, may connect
 
 	// mu guards:
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	// lastRefusalLog and refusalsNotLogged rate-limit logRefusal.
+	lastRefusalLog    time.Time
+	refusalsNotLogged int
 
 	wg sync.WaitGroup // one per connection goroutine
 }
@@ -78,7 +144,7 @@ func Listen(path string, b Backend, log logrus.FieldLogger) (*Server, error) {
 			return nil, fmt.Errorf("control: %w", err)
 		}
 	}
-	return &Server{backend: b, log: log, ln: ln, path: path, conns: map[net.Conn]struct{}{}}, nil
+	return &Server{backend: b, log: log, ln: ln, path: path, owner: uint32(os.Geteuid()), conns: map[net.Conn]struct{}{}}, nil
 }
 
 // removeStale removes a socket at path that no process answers on.
@@ -106,10 +172,14 @@ func removeStale(path string) error {
 // Path returns the socket's path.
 func (s *Server) Path() string { return s.path }
 
-// Serve accepts connections until Close, and then returns nil.
+// Serve accepts connections until Close, and then returns nil. A
+// connection from a uid that is neither root nor the socket's owner, or
+// one past the connection cap, is answered with an error ("denied" or
+// "busy") and closed at once.
 func (s *Server) Serve() error {
+	var backoff time.Duration
 	for {
-		c, err := s.ln.Accept()
+		c, err := s.ln.AcceptUnix()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
@@ -121,7 +191,22 @@ func (s *Server) Serve() error {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+				errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED) {
+				// Out of descriptors or memory for now, perhaps for
+				// reasons outside this socket: wait and try again
+				// rather than stop answering for good.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.WithError(err).Warnf("control: accept failed; retrying in %v", backoff)
+				time.Sleep(backoff)
+				continue
+			}
 			return fmt.Errorf("control: %w", err)
+		}
+		backoff = 0
+		if err := s.checkPeer(c); err != nil {
+			s.refuse(c, errorResponse(err))
+			continue
 		}
 		s.mu.Lock()
 		if s.closed {
@@ -129,11 +214,71 @@ func (s *Server) Serve() error {
 			c.Close()
 			return nil
 		}
+		if n := len(s.conns); n >= s.maxConns() {
+			s.mu.Unlock()
+			s.refuse(c, errorResponse(fmt.Errorf("%w: %d open, the most the daemon serves at once; try again", ErrBusy, n)))
+			continue
+		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
 	}
+}
+
+func (s *Server) maxConns() int                 { return cmp.Or(s.MaxConns, MaxConns) }
+func (s *Server) idleTimeout() time.Duration    { return cmp.Or(s.IdleTimeout, IdleTimeout) }
+func (s *Server) requestTimeout() time.Duration { return cmp.Or(s.RequestTimeout, RequestTimeout) }
+func (s *Server) writeTimeout() time.Duration   { return cmp.Or(s.WriteTimeout, WriteTimeout) }
+
+// checkPeer returns an error wrapping ErrDenied unless c's peer runs as
+// root or as the socket's owner. The socket's mode (0600, in a 0700
+// directory) already keeps others out; this holds when the mode was
+// loosened, the socket was bind-mounted elsewhere, or the peer can
+// override file permissions without being root (CAP_DAC_OVERRIDE).
+func (s *Server) checkPeer(c *net.UnixConn) error {
+	uid, err := peerUID(c)
+	if err != nil {
+		return fmt.Errorf("%w: cannot tell who connected: %v", ErrDenied, err)
+	}
+	if uid == 0 || uid == s.owner {
+		return nil
+	}
+	if s.owner == 0 {
+		return fmt.Errorf("%w: uid %d is not root (root owns the socket)", ErrDenied, uid)
+	}
+	return fmt.Errorf("%w: uid %d is neither root nor the socket's owner (uid %d)", ErrDenied, uid, s.owner)
+}
+
+// refuse answers c with resp, logs it and closes c, from the accept loop:
+// the write is bounded by refuseTimeout.
+func (s *Server) refuse(c net.Conn, resp Response) {
+	s.logRefusal(resp.Error)
+	out, _ := json.Marshal(resp)
+	c.SetWriteDeadline(time.Now().Add(refuseTimeout))
+	c.Write(append(out, '\n'))
+	c.Close()
+}
+
+// logRefusal logs why a connection was refused, at most once per
+// refusalLogInterval, with the number of refusals not logged since.
+func (s *Server) logRefusal(why string) {
+	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.lastRefusalLog) < refusalLogInterval {
+		s.refusalsNotLogged++
+		s.mu.Unlock()
+		return
+	}
+	s.lastRefusalLog = now
+	skipped := s.refusalsNotLogged
+	s.refusalsNotLogged = 0
+	s.mu.Unlock()
+	l := s.log
+	if skipped > 0 {
+		l = l.WithField("refused_since_last_log", skipped)
+	}
+	l.Warn("control: connection refused: " + why)
 }
 
 // Close stops listening, closes every connection, waits for their
@@ -155,6 +300,10 @@ func (s *Server) Close() error {
 	return err
 }
 
+// serveConn answers c's requests in order until it closes, stays idle
+// past the idle timeout, takes longer than the request timeout to send a
+// request, sends a line longer than MaxLine, or does not take an answer
+// within the write timeout.
 func (s *Server) serveConn(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
@@ -163,29 +312,69 @@ func (s *Server) serveConn(c net.Conn) {
 		c.Close()
 		s.wg.Done()
 	}()
-	sc := bufio.NewScanner(c)
-	sc.Buffer(make([]byte, 0, 4096), MaxLine)
+	r := bufio.NewReaderSize(c, 4096)
 	w := bufio.NewWriter(c)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		resp := s.handle(line)
+	answer := func(resp Response) error {
 		out, err := json.Marshal(resp)
 		if err != nil {
 			out, _ = json.Marshal(Response{Error: "control: " + err.Error(), Code: "internal"})
 		}
+		c.SetWriteDeadline(time.Now().Add(s.writeTimeout()))
 		w.Write(out)
 		w.WriteByte('\n')
-		if err := w.Flush(); err != nil {
+		return w.Flush()
+	}
+	var buf []byte
+	for {
+		// Wait for the first byte of a request, then give the rest of
+		// the line its own, shorter, deadline.
+		c.SetReadDeadline(time.Now().Add(s.idleTimeout()))
+		if _, err := r.Peek(1); err != nil {
+			return // closed, or idle too long: nothing to answer
+		}
+		c.SetReadDeadline(time.Now().Add(s.requestTimeout()))
+		var err error
+		buf, err = readLine(r, buf[:0], MaxLine)
+		switch {
+		case errors.Is(err, errLineTooLong):
+			answer(Response{Error: fmt.Sprintf("request longer than %d bytes", MaxLine), Code: "invalid"})
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			answer(Response{Error: fmt.Sprintf("control: request not complete within %v", s.requestTimeout()), Code: "timeout"})
+			return
+		case err != nil && !errors.Is(err, io.EOF):
+			return
+		}
+		// A last line without a newline before EOF is still a request,
+		// as `printf '{"cmd":"ping"}' | socat - UNIX:...` sends it.
+		if line := bytes.TrimSpace(buf); len(line) > 0 {
+			if answer(s.handle(line)) != nil {
+				return
+			}
+		}
+		if err != nil {
 			return
 		}
 	}
-	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		out, _ := json.Marshal(Response{Error: fmt.Sprintf("request longer than %d bytes", MaxLine), Code: "invalid"})
-		w.Write(append(out, '\n'))
-		w.Flush()
+}
+
+// errLineTooLong is readLine's error for a line past its limit.
+var errLineTooLong = errors.New("line too long")
+
+// readLine appends to buf the bytes of r up to the next newline (left
+// out), and fails with errLineTooLong once they pass max. At EOF it
+// returns what there was with io.EOF.
+func readLine(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
+	for {
+		frag, err := r.ReadSlice('\n')
+		frag = bytes.TrimSuffix(frag, []byte{'\n'})
+		if len(buf)+len(frag) > max {
+			return buf, errLineTooLong
+		}
+		buf = append(buf, frag...)
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
 	}
 }
 
@@ -225,6 +414,10 @@ func errorResponse(err error) Response {
 		r.Code = "exists"
 	case errors.Is(err, ErrInvalid):
 		r.Code = "invalid"
+	case errors.Is(err, ErrBusy):
+		r.Code = "busy"
+	case errors.Is(err, ErrDenied):
+		r.Code = "denied"
 	}
 	return r
 }

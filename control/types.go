@@ -25,6 +25,12 @@ var (
 	// ErrInvalid: the request is malformed or names an impossible state or
 	// policy; the message says which field.
 	ErrInvalid = errors.New("invalid request")
+	// ErrBusy: the daemon serves as many control connections as it will
+	// at once (MaxConns); try again when one has closed.
+	ErrBusy = errors.New("control: too many connections")
+	// ErrDenied: the connecting process runs as neither root nor the
+	// socket's owner; run the command as one of them.
+	ErrDenied = errors.New("control: permission denied")
 )
 
 // Backend is what the daemon gives the Server. Its methods are called from

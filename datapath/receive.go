@@ -84,6 +84,9 @@ func (w *receiver) openAndDeliver(n int) {
 	for i := range pkts {
 		p, m := &pkts[i], &w.msgs[i]
 		p.Buf, p.Off, p.Len = m.Buf, m.Off, m.Len
+		// How the packet came in: Open refuses it for an SA of the
+		// other encapsulation (XfrmInStateMismatch).
+		p.UDP = !m.Raw
 	}
 	w.open.open(w.e.sad, pkts)
 

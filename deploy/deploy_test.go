@@ -344,9 +344,10 @@ func sidecar(objs []*object) *container {
 	return nil
 }
 
-// placeholderKey is what the example's Secret may hold: zeros, never a
-// real key.
-var placeholderKey = regexp.MustCompile(`^0x(00)+$`)
+// placeholderKey is what the example's Secret may hold: one byte
+// repeated (0x0000..., 0x1111...), never a real key. Each key needs a
+// placeholder of its own, as ipsecd refuses one key in two SAs.
+var placeholderKey = regexp.MustCompile(`^0x(00)+$|^0x(11)+$|^0x(22)+$|^0x(33)+$`)
 
 // checkExample writes the files the sidecar's volumes would hold under
 // root, loads its config from there, and returns the config and
@@ -501,7 +502,7 @@ func checkExample(objs []*object, img image, root string) (*config.Config, []err
 	if s := find(objs, "Secret", "ipsecd-keys"); s != nil {
 		for k, v := range secretData(s) {
 			if !placeholderKey.MatchString(strings.TrimSpace(string(v))) {
-				fail("Secret ipsecd-keys: %s is not a placeholder (0x00...): never commit a real key", k)
+				fail("Secret ipsecd-keys: %s is not a placeholder (0x00..., 0x11...): never commit a real key", k)
 			}
 		}
 	}

@@ -39,8 +39,20 @@ var suites = []suite{
 	}, 32},
 }
 
+// truncGCMSuites are AES-GCM with a truncated ICV (RFC 4106 §8), kept out
+// of suites (every suite runs TestTunnel's TCP streams): the interop test
+// checks them against an independent implementation.
+var truncGCMSuites = []suite{
+	{"aes-gcm-128-icv64", func(k []byte) string {
+		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 64}`, k)
+	}, 20},
+	{"aes-gcm-128-icv96", func(k []byte) string {
+		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 96}`, k)
+	}, 20},
+}
+
 func suiteByName(name string) suite {
-	for _, s := range suites {
+	for _, s := range append(suites[:len(suites):len(suites)], truncGCMSuites...) {
 		if s.name == name {
 			return s
 		}

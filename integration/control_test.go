@@ -142,6 +142,20 @@ func TestControlSocket(t *testing.T) {
 		!strings.Contains(out, "ipsecd genkey") || strings.Contains(out, hex.EncodeToString(newKey)) {
 		t.Errorf("re-adding the deleted SA 0x3001 with its key: err %v, want it refused for the reused key, naming no key:\n%s", err, out)
 	}
+	// The outbound key of the file, inbound: the peer's SA with it would
+	// seal the sequence numbers A's outbound SA sealed, the same nonces.
+	if out, err := da.ctl("state", "add", "--src", underlayB4, "--dst", underlayA4, "--spi", "0x3004", "--dir", "in",
+		"--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", hexKey(spec.keyAB),
+		"--encap", "espinudp:4500:4500"); err == nil || !strings.Contains(out, fmt.Sprintf("aead.key: SA spi 0x00003004 dir in dst %s: key material already used by an earlier SA (spi 0x%08x dir out", underlayA4, spiAB)) ||
+		strings.Contains(out, hex.EncodeToString(spec.keyAB)[:16]) {
+		t.Errorf("adding an inbound SA with the outbound SA's key: err %v, want it refused for the reused key, naming no key:\n%s", err, out)
+	}
+	// Raw ESP, while the underlay has no raw socket: its traffic would be dropped.
+	if out, err := da.ctl("state", "add", "--src", underlayB4, "--dst", underlayA4, "--spi", "0x3005", "--dir", "in",
+		"--mode", "tunnel", "--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", hexKey(randomKey(20))); err == nil ||
+		!strings.Contains(out, "encap: missing, and this daemon's underlay has no raw ESP socket") {
+		t.Errorf("adding a raw ESP SA without raw_esp: err %v, want it refused naming encap:\n%s", err, out)
+	}
 	if out, err := da.ctl("state", "delete", "--spi", "0x9999", "--dst", underlayB4, "--dir", "out"); err == nil {
 		t.Errorf("deleting an SA that does not exist succeeded:\n%s", out)
 	}

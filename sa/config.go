@@ -96,8 +96,11 @@ type Config struct {
 	ReplayWindow uint32 // packets; 0 disables anti-replay (inbound only)
 	ESN          bool
 	Lifetime     Lifetime
-	// Selector, for an outbound SA, restricts it to the inner packets it
-	// matches; zero means all that is routed into the interface.
+	// Selector restricts the SA to the inner packets it matches; zero
+	// means all. Outbound, it picks the SA for what is routed into the
+	// interface; inbound, an opened packet whose inner addresses (in
+	// transport mode, the rebuilt header's) it does not match is dropped
+	// (XfrmInStateMismatch, RFC 4301 §5.2).
 	Selector Selector
 }
 

@@ -1,6 +1,8 @@
 package sa
 
 import (
+	"net/netip"
+
 	"github.com/ipsecd/ipsecd/sa/esp"
 	"github.com/ipsecd/ipsecd/sa/replay"
 )
@@ -22,6 +24,10 @@ import (
 //     encrypted part not a multiple of the suite's alignment;
 //   - XfrmInNoStates: the SPI is not this SA's; XfrmInStateDirError: an
 //     outbound SA;
+//   - XfrmInStateMismatch, before anything else is looked at: the packet
+//     arrived in another encapsulation than the SA's (Packet.UDP set for a
+//     raw-ESP SA, or clear for an ESP-in-UDP one), as Linux's xfrm_input
+//     refuses an encap_type other than the state's;
 //   - XfrmInStateExpired: hard lifetime reached;
 //   - XfrmInStateSeqError: replayed (per SA: Replay) or left of the window
 //     (per SA: ReplayWindow);
@@ -37,7 +43,12 @@ import (
 //     run past the payload; a UDP length other than the payload's, a TCP
 //     data offset outside it), or one too long for the rebuilt header's
 //     16-bit length;
-//   - XfrmInBufferError: transport mode without room for the rebuilt header.
+//   - XfrmInBufferError: transport mode without room for the rebuilt header;
+//   - XfrmInStateMismatch, after the window advanced (as Linux's
+//     __xfrm_policy_check, which runs after xfrm_input): the inner
+//     packet's addresses are outside the SA's selector (RFC 4301 §5.2). In
+//     transport mode they are the rebuilt header's, the SA's outer
+//     addresses. A selector with neither prefix set admits all.
 //
 // A next header 59 packet (RFC 4303 §2.6) advances the window and is then
 // dropped silently: Drop = DroppedDummy, counted nowhere.
@@ -155,6 +166,9 @@ func (s *SA) decrypt(t *transform, p *Packet) Counter {
 	if b.SPI() != s.cfg.SPI {
 		return XfrmInNoStates
 	}
+	if p.UDP != (s.cfg.Encap != nil) {
+		return XfrmInStateMismatch
+	}
 	seq, v := s.window.Check(b.Seq())
 	switch v {
 	case replay.OK:
@@ -192,9 +206,15 @@ func (s *SA) decapsulate(p *Packet) Counter {
 		if !ok || nh != p.Proto {
 			return XfrmInStateModeError
 		}
+		if !s.cfg.Selector.admitsPacket(data) {
+			return XfrmInStateMismatch
+		}
 		return CounterNone
 	}
 	src, dst := s.cfg.Src, s.cfg.Dst
+	if !s.cfg.Selector.admits(src, dst) {
+		return XfrmInStateMismatch
+	}
 	v4 := src.Is4()
 	hl, maxLen := ipv6HeaderLen, 0xffff // the IPv6 payload length
 	if v4 {
@@ -215,4 +235,25 @@ func (s *SA) decapsulate(p *Packet) Counter {
 	p.Off -= hl
 	p.Len += hl
 	return CounterNone
+}
+
+// admits reports whether an inbound packet from src to dst may come out of
+// an SA with this selector. The zero selector, the common case, admits
+// every packet without looking at the addresses.
+func (sel *Selector) admits(src, dst netip.Addr) bool {
+	if !sel.Src.IsValid() && !sel.Dst.IsValid() {
+		return true
+	}
+	return sel.match(src, dst)
+}
+
+// admitsPacket is admits for a whole inner IP packet (tunnel mode), whose
+// version and length tunnelNextHeader has checked. A prefix of the other
+// family never matches.
+func (sel *Selector) admitsPacket(pkt []byte) bool {
+	if !sel.Src.IsValid() && !sel.Dst.IsValid() {
+		return true
+	}
+	src, dst, ok := innerAddrs(pkt)
+	return ok && sel.match(src, dst)
 }

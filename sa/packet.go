@@ -13,12 +13,20 @@ const Tailroom = 16 + 2 + 16
 // Packet is one packet of a batch. It names Buf[Off:Off+Len]; Buf belongs to
 // the caller, and Seal and Open rewrite it in place and move Off and Len.
 //
-// The zero value is not usable: set Buf, Off and Len. A Packet may be reused
-// for the next batch; Seal and Open reset every field they report.
+// The zero value is not usable: set Buf, Off and Len (and UDP, for Open).
+// A Packet may be reused for the next batch; Seal and Open reset every
+// field they report.
 type Packet struct {
 	Buf []byte
 	Off int
 	Len int
+
+	// UDP says, for Open, that the packet arrived in UDP (ESP in UDP, RFC
+	// 3948) rather than as raw ESP (IP protocol 50). The caller sets it
+	// from how the packet came in; Open drops a packet whose encapsulation
+	// is not its SA's (XfrmInStateMismatch), so raw ESP cannot reach an SA
+	// meant for ESP in UDP or the reverse. Seal ignores it.
+	UDP bool
 
 	// Proto is the IP protocol the ESP payload carries (the next header):
 	// 4 or 41 in tunnel mode, the transport protocol in transport mode.

@@ -99,6 +99,9 @@ func (s *SA) wipe() {
 	clear(t.macKey)
 	t.salt = [4]byte{}
 	t.ghashH = [2]uint64{}
+	if t.ghashLen != nil {
+		*t.ghashLen = ghashLenTable{}
+	}
 	t.aead, t.block = nil, nil
 	for t.pool.Get() != nil {
 	}

@@ -27,7 +27,8 @@ func checkWiped(t *testing.T, s *SA) {
 			t.Errorf("%v: %s key %x after removal, want zeroes", s, a.Name, a.Key)
 		}
 	}
-	if !isZero(s.t.macKey) || s.t.salt != [4]byte{} || s.t.ghashH != [2]uint64{} {
+	if !isZero(s.t.macKey) || s.t.salt != [4]byte{} || s.t.ghashH != [2]uint64{} ||
+		s.t.ghashLen != nil && *s.t.ghashLen != (ghashLenTable{}) {
 		t.Errorf("%v: transform keys (HMAC %x, salt %x, GHASH %x) after removal, want zeroes", s, s.t.macKey, s.t.salt, s.t.ghashH)
 	}
 	c := s.Config()

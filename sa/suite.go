@@ -36,9 +36,9 @@ const (
 // Offsets in Packet.scratch. The crypto interfaces get slices of this
 // (heap) memory, so nothing escapes to a fresh allocation.
 const (
-	scratchNonce = 0  // 12 bytes: salt | IV (AEAD); 16 bytes CTR block (GCM8)
+	scratchNonce = 0  // 12 bytes: salt | IV (AEAD)
 	scratchAAD   = 16 // 12 bytes: SPI | seq-hi | seq-lo, or 4 bytes seq-hi (HMAC ESN)
-	scratchMAC   = 32 // 32 bytes: HMAC-SHA-256 output, or GCM8 tag work
+	scratchMAC   = 32 // 32 bytes: HMAC-SHA-256 output, or the GCM8 full tag
 )
 
 // transform is the crypto of one SA: immutable after newTransform, safe
@@ -55,8 +55,12 @@ type transform struct {
 	aead cipher.AEAD // suiteAEAD, suiteGCM8
 	salt [4]byte     // AEADs: the 4 bytes after the key
 
-	block  cipher.Block // suiteCBC, suiteGCM8
-	ghashH [2]uint64    // suiteGCM8: E_K(0^128)
+	block cipher.Block // suiteCBC
+
+	// suiteGCM8: the GHASH key E_K(0^128), and its multiples for the
+	// length block (gcm8.go).
+	ghashH   [2]uint64
+	ghashLen *ghashLenTable
 
 	macKey []byte
 	// pool holds *macState: HMAC and CBC states are not safe for concurrent
@@ -105,10 +109,12 @@ func newTransform(cfg *Config) (*transform, error) {
 			}
 			tag := t.icvLen
 			if tag == 8 {
-				t.kind, t.block, tag, t.icvWrite = suiteGCM8, block, 16, 16
+				t.kind, tag, t.icvWrite = suiteGCM8, 16, 16
 				var h [16]byte
 				block.Encrypt(h[:], h[:])
 				t.ghashH = [2]uint64{binary.BigEndian.Uint64(h[:8]), binary.BigEndian.Uint64(h[8:])}
+				t.ghashLen = newGHASHLenTable(t.ghashH)
+				clear(h[:])
 			}
 			aead, err := cipher.NewGCMWithTagSize(block, tag)
 			if err != nil {

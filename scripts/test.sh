@@ -7,14 +7,24 @@ cd "$(dirname "$0")/.."
 
 fuzztime=${FUZZTIME:-5s}
 
-# Debian packages the tests use, installed when missing (as root):
-# iproute2 for namespaces and veth, iputils-ping for ping across the tunnel,
-# python3-scapy for the independent ESP implementation, tcpdump for the
-# captures that prove nothing leaves in clear, iperf3 and wireguard-tools
-# for the benchmark's config tests; podman and runc to build and run the
-# container image (integration/container_test.go; crun, podman's default
-# runtime, fails here), libcap2-bin for the setcap of scripts/image.sh.
-pkgs="iproute2 iputils-ping python3-scapy python3-cryptography tcpdump iperf3 wireguard-tools podman runc libcap2-bin"
+# Every external command the tests run, as COMMAND:PACKAGE (the Debian
+# package that brings it). integration/testdeps_test.go fails when a test
+# runs a command that is not listed here, and the check after the install
+# fails when a listed command is missing, so a fresh machine cannot lack
+# one unnoticed. ip (iproute2) makes namespaces and veth pairs; ping
+# crosses the tunnel; nft (nftables) drops underlay packets in
+# TestBadTraffic; tcpdump captures prove nothing leaves in clear; iperf3,
+# wg and wireguard-go serve the benchmark's tests; podman and runc build
+# and run the container image (crun, podman's default runtime, fails
+# here); setcap (libcap2-bin) gives the image's binary its capabilities;
+# sysctl and kill (procps) tune and clean up namespaces; ss (iproute2)
+# watches the benchmark's sockets; timeout (coreutils) bounds a capture.
+testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
+podman:podman runc:runc setcap:libcap2-bin sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils"
+# Packages without a command of their own: scapy (the independent ESP
+# implementation, run with /usr/bin/python3) and the cryptography module
+# its ESP layer uses.
+pkgs="python3-scapy python3-cryptography $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ]; then
@@ -24,6 +34,17 @@ if [ -n "$missing" ]; then
 		apt-get install -y -qq --no-install-recommends $missing >/dev/null
 	else
 		echo "warning: not root, cannot install:" $missing "(the tests that need them skip without root anyway)"
+	fi
+fi
+if [ "$(id -u)" = 0 ]; then
+	absent=""
+	for c in $testcmds; do
+		command -v "${c%%:*}" >/dev/null || absent="$absent ${c%%:*} (package ${c#*:})"
+	done
+	/usr/bin/python3 -c 'import scapy.all, cryptography' 2>/dev/null || absent="$absent /usr/bin/python3 with scapy (python3-scapy, python3-cryptography)"
+	if [ -n "$absent" ]; then
+		echo "error: the tests run commands that are still missing after the install:$absent" >&2
+		exit 1
 	fi
 fi
 

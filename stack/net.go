@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +75,11 @@ type Net struct {
 	cancel context.CancelFunc
 	ticker sync.WaitGroup
 
+	keysMu sync.Mutex
+	// keysMu guards: keys, the keys of every SA that New or AddState
+	// installed, running or not (see claimKeys).
+	keys config.KeyOwners
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -88,7 +94,12 @@ func New(cfg Config) (*Net, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{counters: &sa.Counters{}, reg: &xfrmif.Registry{}}
+	n := &Net{counters: &sa.Counters{}, reg: &xfrmif.Registry{}, keys: config.KeyOwners{}}
+	for i := range states {
+		if err := n.claimKeys(&states[i], fmt.Sprintf("States[%d]", i)); err != nil {
+			return nil, err
+		}
+	}
 	n.sad = sa.NewSAD(n.counters)
 	log := cfg.Log
 	if log == nil {
@@ -294,18 +305,25 @@ func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
 
 // SAD returns the security association database, to add and delete SAs
 // and policies (rekeying: add the new inbound SA before the outbound one
-// changes) and read their counters. Make SAs for it with
-// sa.New(cfg, n.Counters()), or use AddState.
+// changes) and read their counters. Add SAs with AddState, which refuses
+// a key that an earlier SA had; an SA made with sa.New(cfg, n.Counters())
+// and added here directly skips that check.
 func (n *Net) SAD() *sa.SAD { return n.sad }
 
 // Counters returns the global xfrm counters (/proc/net/xfrm_stat names).
 func (n *Net) Counters() *sa.Counters { return n.counters }
 
 // AddState makes an SA from cfg and adds it to the SAD. An IfID of 0 is
-// the netstack's.
+// the netstack's. A key that an SA of New or AddState had, running or
+// deleted, of either direction, is refused with ErrInvalidConfig.
 func (n *Net) AddState(cfg sa.Config) error {
 	if cfg.IfID == 0 {
 		cfg.IfID = n.ifc.IfID()
+	}
+	n.keysMu.Lock()
+	defer n.keysMu.Unlock()
+	if f, prev, used := n.keys.Conflict(&cfg); used {
+		return keyReuse(f, prev)
 	}
 	s, err := sa.New(cfg, n.counters)
 	if err != nil {
@@ -315,7 +333,29 @@ func (n *Net) AddState(cfg sa.Config) error {
 		s.Discard()
 		return err
 	}
+	n.keys.Add(&cfg, fmt.Sprintf("spi 0x%08x dir %s dst %s", cfg.SPI, cfg.Dir, cfg.Dst))
 	return nil
+}
+
+// claimKeys records the keys of state, named owner (States[i]), for New,
+// or refuses a key that an earlier state has.
+func (n *Net) claimKeys(state *sa.Config, owner string) error {
+	if f, prev, used := n.keys.Conflict(state); used {
+		return keyReuse(owner+"."+f, prev)
+	}
+	n.keys.Add(state, owner)
+	return nil
+}
+
+// keyReuse is the error for a key (in field, as config names it) that
+// prev holds or held. Each SA needs keys of its own, whatever its
+// direction: every SA starts its sequence numbers at 1, and AES-GCM and
+// ChaCha20-Poly1305 take their nonces from them (see config.KeyUse).
+func keyReuse(field string, prev config.KeyOwner) error {
+	goName := strings.NewReplacer("aead.key", "AEAD.Key", "enc.key", "Enc.Key", "auth.key", "Auth.Key")
+	return fmt.Errorf("%w: %s: the same key as %s: each SA needs keys of its own, in either direction, or the "+
+		"second starts its sequence numbers, which AES-GCM and ChaCha20-Poly1305 take as nonces, at 1 again",
+		ErrInvalidConfig, goName.Replace(field), goName.Replace(prev.String()))
 }
 
 // Interface returns the netstack's xfrm interface, for its counters

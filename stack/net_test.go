@@ -1,7 +1,9 @@
 package stack
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
@@ -90,7 +92,29 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{"state spi", func(c *Config) { c.States[0].SPI = 7 }, "States[0]", sa.ErrInvalidConfig},
 		{"state if_id", func(c *Config) { c.States[0].IfID = 9 }, "States[0].IfID", ErrInvalidConfig},
 		{"raw ESP state", func(c *Config) { c.States[0].Encap = nil }, "States[0].Encap", ErrInvalidConfig},
-		{"duplicate state", func(c *Config) { c.States = append(c.States, c.States[0]) }, "States", sa.ErrExists},
+		{"duplicate state", func(c *Config) {
+			dup := c.States[0]
+			dup.AEAD = &sa.Algorithm{Name: sa.AlgGCM, Key: bytes.Repeat([]byte{1}, 20)}
+			c.States = append(c.States, dup)
+		}, "States", sa.ErrExists},
+		{"key reused inbound", func(c *Config) {
+			in := c.States[0]
+			in.Dir, in.Src, in.Dst, in.SPI = sa.DirIn, in.Dst, in.Src, 0x2001
+			c.States = append(c.States, in)
+		}, "States[1].AEAD.Key: the same key as States[0].AEAD.Key", ErrInvalidConfig},
+		{"AES key reused with another salt, as a cbc key", func(c *Config) {
+			c.States = append(c.States, sa.Config{
+				Src: lo4[1], Dst: lo4[0], SPI: 0x2001, Dir: sa.DirIn, Mode: sa.ModeTunnel,
+				Enc:   &sa.Algorithm{Name: sa.AlgCBC, Key: make([]byte, 16)},
+				Auth:  &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: bytes.Repeat([]byte{2}, 32), Bits: 128},
+				Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500},
+			})
+		}, "States[1].Enc.Key: the same key as States[0].AEAD.Key", ErrInvalidConfig},
+		{"enc key as auth key", func(c *Config) {
+			c.States[0].AEAD = nil
+			c.States[0].Enc = &sa.Algorithm{Name: sa.AlgCBC, Key: bytes.Repeat([]byte{3}, 32)}
+			c.States[0].Auth = &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: bytes.Repeat([]byte{3}, 32), Bits: 128}
+		}, "States[0].Auth.Key: the same key as Enc.Key", ErrInvalidConfig},
 		{"policy if_id", func(c *Config) { c.Policies = []sa.Policy{{Dir: sa.DirOut, IfID: 5, Action: sa.ActionAllow}} }, "Policies[0].IfID", ErrInvalidConfig},
 		{"underlay in use", func(c *Config) { c.Underlay = busyUDPPort(t) }, "Underlay", nil},
 	}
@@ -203,4 +227,61 @@ func TestHardExpiredRemoved(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("SA 0x%x still in the SAD 5 s after its 1 s hard lifetime", out.SPI)
+}
+
+// TestAddStateRefusesKeyReuse: Net.AddState refuses a key that an SA of
+// New or AddState had, running or deleted, of either direction, naming
+// the field and the earlier SA and never the key; a fresh key is added.
+func TestAddStateRefusesKeyReuse(t *testing.T) {
+	outKey, inKey := bytes.Repeat([]byte{0xa1}, 20), bytes.Repeat([]byte{0xb2}, 20)
+	state := func(dir sa.Dir, spi uint32, key []byte) sa.Config {
+		src, dst := lo4[0], lo4[1]
+		if dir == sa.DirIn {
+			src, dst = dst, src
+		}
+		return sa.Config{Src: src, Dst: dst, SPI: spi, Dir: dir, Mode: sa.ModeTunnel,
+			AEAD:  &sa.Algorithm{Name: sa.AlgGCM, Key: bytes.Clone(key)},
+			Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500}}
+	}
+	n, err := New(Config{
+		Underlay:  freeUDPPortOn(t, lo4[0]),
+		Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
+		States:    []sa.Config{state(sa.DirOut, 0x1001, outKey), state(sa.DirIn, 0x2001, inKey)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	addedKey := bytes.Repeat([]byte{0xc3}, 20)
+	if err := n.AddState(state(sa.DirOut, 0x1002, addedKey)); err != nil {
+		t.Fatalf("AddState with a fresh key: %v", err)
+	}
+	if err := n.SAD().Delete(sa.DirOut, 0x1002, lo4[1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		state sa.Config
+		want  string
+	}{
+		{"New's outbound key, inbound", state(sa.DirIn, 0x2002, outKey), "AEAD.Key: the same key as States[0].AEAD.Key"},
+		{"New's inbound key, outbound", state(sa.DirOut, 0x1003, inKey), "AEAD.Key: the same key as States[1].AEAD.Key"},
+		{"a deleted SA's key, same SPI", state(sa.DirOut, 0x1002, addedKey), "AEAD.Key: the same key as spi 0x00001002 dir out dst 127.0.0.2, AEAD.Key"},
+		{"a deleted SA's key, inbound", state(sa.DirIn, 0x2003, addedKey), "AEAD.Key: the same key as spi 0x00001002 dir out dst 127.0.0.2, AEAD.Key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := n.AddState(tt.state)
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("AddState: %v, want ErrInvalidConfig and %q", err, tt.want)
+			}
+			for _, k := range [][]byte{outKey, inKey, addedKey} {
+				if strings.Contains(strings.ToLower(err.Error()), fmt.Sprintf("%x", k[:8])) {
+					t.Errorf("error holds key material: %v", err)
+				}
+			}
+		})
+	}
+	if err := n.AddState(state(sa.DirIn, 0x2004, bytes.Repeat([]byte{0xd4}, 20))); err != nil {
+		t.Errorf("AddState with a fresh key: %v", err)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -65,13 +64,13 @@ func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, er
 
 // AddState installs an SA on a running interface (`ipsecd state add`).
 //
-// Key material that an SA of the same direction had in this daemon, from
-// the config file or an earlier `state add`, running or removed, is
-// refused, as a reload refuses it (node.buildStates): a second SA with it
-// would start its sequence numbers, the AEADs' nonces, again at 1. That is
-// what a `state delete` and a `state add` of the same SPI and key would
-// do. The key is then recorded, so that later adds and reloads refuse it
-// too.
+// A key that any SA had in this daemon, of either direction, from the
+// config file or an earlier `state add`, running or removed, is refused,
+// as a reload refuses it (node.buildStates): a second SA with it would
+// start its sequence numbers, the AEADs' nonces, again at 1. That is what
+// a `state delete` and a `state add` of the same SPI and key would do, and
+// what an inbound SA with the outbound SA's key does on the peer. The keys
+// are then recorded, so that later adds and reloads refuse them too.
 //
 // c's key bytes are zeroed before AddState returns (the SA keeps a copy
 // of its own; an SA that does not join the SAD is Discarded). What cannot
@@ -85,17 +84,21 @@ func (b *backend) AddState(c sa.Config) error {
 	if b.reg.Lookup(c.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
 	}
-	use := config.KeyUseOf(&c)
-	if spi, used := b.usedKeys[use]; used {
+	if c.Encap == nil && !(*node)(b).rawESP() {
+		return fmt.Errorf("%w: encap: missing, and this daemon's underlay has no raw ESP socket (underlay.raw_esp is off): "+
+			"without encap the SA is raw ESP (IP protocol 50) and its traffic would be dropped; "+
+			"add --encap espinudp:4500:4500, or set underlay.raw_esp: true and restart the daemon", control.ErrInvalid)
+	}
+	if f, prev, used := b.usedKeys.Conflict(&c); used {
 		if b.running(c.Dir, c.SPI, c.Dst) {
 			// The SA itself is still there: that is the first
 			// thing wrong with the request.
 			return mapSAError(fmt.Errorf("state spi 0x%08x dir %s dst %s: %w", c.SPI, c.Dir, c.Dst, sa.ErrExists))
 		}
-		return fmt.Errorf("%w: %s: SA spi 0x%08x dir %s dst %s: key material already used by an earlier SA (spi 0x%08x dir %s); "+
-			"a second SA with it would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
-			"(an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
-			control.ErrInvalid, config.KeyField(&c), c.SPI, c.Dir, c.Dst, spi, c.Dir)
+		return fmt.Errorf("%w: %s: %s: key material already used by an earlier SA (%s); "+
+			"a second SA with it, of either direction, would start its sequence numbers again at 1, which AES-GCM and "+
+			"ChaCha20-Poly1305 take as nonces (an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
+			control.ErrInvalid, f, "SA "+saID(c.Dir, c.SPI, c.Dst), prev)
 	}
 	s, err := (*node)(b).makeSA(c)
 	if err != nil {
@@ -105,7 +108,7 @@ func (b *backend) AddState(c sa.Config) error {
 		s.Discard()
 		return mapSAError(err)
 	}
-	(*node)(b).rememberKey(use, s.SPI())
+	(*node)(b).rememberKeys([]*sa.SA{s})
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -301,20 +300,15 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	return cl.AddState(c)
 }
 
-// readKey reads a KEY argument: 0x-hex, or @FILE holding hex text.
+// readKey reads a KEY argument: 0x-hex, or @FILE holding hex text, read
+// as the config file's key_file (a regular file of at most 4 KiB: not a
+// FIFO that would hang, nor /dev/zero). Errors show neither the key nor
+// the file name, which may be a key given after the @.
 func readKey(arg string) ([]byte, error) {
 	if path, ok := strings.CutPrefix(arg, "@"); ok {
-		data, err := os.ReadFile(path)
+		k, err := config.ReadKeyFile(path)
 		if err != nil {
-			return nil, err
-		}
-		s := strings.TrimSpace(string(data))
-		if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
-			s = "0x" + s
-		}
-		k, err := control.ParseKey(s)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("@FILE: %w", err)
 		}
 		return k, nil
 	}

@@ -22,6 +22,7 @@ import (
 const (
 	key3 = "c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4"
 	key4 = "e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4"
+	key5 = "f1f2f3f4f5f6f7f8f9fafbfcfdfeff0001020304"
 )
 
 // keysNode is a node that reloads and takes control changes without TUN
@@ -129,7 +130,7 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		want   string // in the log
 	}{
 		{"a running SA changed in place", []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, "replay_window: 128"},
-			{0x1002, "out", key3, ""}, {0x2002, "in", key4, ""}, {0x1003, "out", key4, ""}},
+			{0x1002, "out", key3, ""}, {0x2002, "in", key4, ""}, {0x1003, "out", key5, ""}},
 			"states[1].replay_window"},
 		// The running SA 0x1001 leaves the file, and its key comes back
 		// under a new SPI. (The same key twice in one file is refused by
@@ -202,9 +203,9 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		// file, under a new SPI: the file parses, the SAs are made, and
 		// the file is refused.
 		data := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
-			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}}\n" +
-			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key3 + "\"}}\n" +
-			"  - {src: 192.0.2.2, dst: 192.0.2.1, spi: 0x2002, dir: in, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key2 + "\"}}\n"
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}, encap: {type: espinudp}}\n" +
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key3 + "\"}, encap: {type: espinudp}}\n" +
+			"  - {src: 192.0.2.2, dst: 192.0.2.1, spi: 0x2002, dir: in, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key2 + "\"}, encap: {type: espinudp}}\n"
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -262,10 +263,10 @@ func TestAddStateDuplicateDiscards(t *testing.T) {
 	}
 }
 
-// TestAddStateRefusesKeyReuse: `state add` refuses key material that an
-// SA of the same direction had, from the file or an earlier add, running
+// TestAddStateRefusesKeyReuse: `state add` refuses key material that any
+// SA had, of either direction, from the file or an earlier add, running
 // or deleted, with an error that names the field and the earlier SA,
-// says what to do and holds no key; the other direction may use it.
+// says what to do and holds no key.
 func TestAddStateRefusesKeyReuse(t *testing.T) {
 	k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}))
 	b := (*backend)(k.node)
@@ -295,7 +296,10 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		{"deleted SA's key under a new SPI", reloadState{0x3002, "out", key3, ""}, "0x00003001"},
 		{"the file's running key", reloadState{0x3003, "out", key1, ""}, "0x00001001"},
 		{"the file's inbound key, inbound", reloadState{0x3004, "in", key2, ""}, "0x00002001"},
-		{"the key in the other direction", reloadState{0x3005, "in", key3, ""}, ""},
+		{"the deleted SA's key in the other direction", reloadState{0x3005, "in", key3, ""}, "0x00003001"},
+		{"the file's outbound key, inbound", reloadState{0x3006, "in", key1, ""}, "0x00001001"},
+		{"the file's inbound key, outbound", reloadState{0x3007, "out", key2, ""}, "0x00002001"},
+		{"a fresh key", reloadState{0x3008, "in", key4, ""}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,8 +330,8 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		t.Errorf("%d SAs made for the refused adds, want none (the key is checked first)", len(k.made)-made-1)
 	}
 	// A duplicate of a running SA with its own key is still ErrExists.
-	if err := add(reloadState{0x3005, "in", key3, ""}); !errors.Is(err, control.ErrExists) {
-		t.Errorf("re-adding the running SA 0x3005: %v, want ErrExists", err)
+	if err := add(reloadState{0x3008, "in", key4, ""}); !errors.Is(err, control.ErrExists) {
+		t.Errorf("re-adding the running SA 0x3008: %v, want ErrExists", err)
 	}
 }
 
@@ -372,4 +376,116 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
 		t.Errorf("the control-added SA was not kept by the reload that names it")
 	}
+}
+
+// TestReloadRefusesKeyOfOtherDirection: a reload that gives a new inbound
+// SA the key of an outbound SA that ran (and the reverse) is refused,
+// naming the field and the earlier SA: the peer's outbound SA with that
+// key would seal the same sequence numbers, the same nonces, as ours did.
+func TestReloadRefusesKeyOfOtherDirection(t *testing.T) {
+	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
+	for _, tt := range []struct {
+		name   string
+		states []reloadState
+		want   string
+	}{
+		{"outbound key inbound", []reloadState{running[1], {0x2002, "in", key1, ""}}, "states[1].aead.key: SA spi 0x00002002 dir in dst 192.0.2.1: this key was already used by an earlier SA (spi 0x00001001 dir out dst 192.0.2.2, aead.key)"},
+		{"inbound key outbound", []reloadState{running[0], {0x1002, "out", key2, ""}}, "states[1].aead.key: SA spi 0x00001002 dir out dst 192.0.2.2: this key was already used by an earlier SA (spi 0x00002001 dir in dst 192.0.2.1, aead.key)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newKeysNode(t, reloadConfig(t, running...))
+			live := k.sad.States()
+			if k.apply(reloadConfig(t, tt.states...)) {
+				t.Fatal("the reload was applied, want it refused")
+			}
+			log := k.out.String()
+			if !strings.Contains(log, "reload refused") || !strings.Contains(log, tt.want) {
+				t.Errorf("log does not refuse the reload with %q:\n%s", tt.want, log)
+			}
+			for _, key := range []string{key1, key2, key1[:8], key2[:8]} {
+				if strings.Contains(log, key) {
+					t.Errorf("log holds key material:\n%s", log)
+				}
+			}
+			checkRunning(t, k.node, live, map[uint32]string{0x1001: key1, 0x2001: key2})
+		})
+	}
+}
+
+// TestReloadLogHidesPastedKey: a reload refused for a key pasted into
+// key_file or into an algorithm name logs the field, never the key.
+func TestReloadLogHidesPastedKey(t *testing.T) {
+	const pasted = "5f5e5d5c5b5a595857565554535251504f4e4d4c"
+	for _, alg := range []string{
+		`aead: {name: "rfc4106(gcm(aes))", key_file: "0x` + pasted + `"}`,
+		`aead: {name: "0x` + pasted + `", key: "0x` + key3 + `"}`,
+	} {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		path := filepath.Join(t.TempDir(), "ipsecd.yaml")
+		data := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
+			"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1002, dir: out, mode: tunnel, if_id: 1, encap: {type: espinudp}, " + alg + "}\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		k.reload(path)
+		log := k.out.String()
+		if !strings.Contains(log, "reload refused") || !strings.Contains(log, "states[0].aead.") {
+			t.Errorf("log does not refuse the reload naming the field:\n%s", log)
+		}
+		if strings.Contains(log, pasted[:16]) || strings.Contains(log, pasted[24:]) {
+			t.Errorf("log shows the pasted key:\n%s", log)
+		}
+	}
+}
+
+// TestRawESPNeedsRunningRawSocket: without raw ESP sockets in the running
+// underlay (underlay.raw_esp off at start), `state add` of an SA without
+// encap is refused with a message that says why and what to do, and so is
+// a reload whose file turns raw_esp on and adds one (underlay changes wait
+// for a restart). A daemon started with raw_esp takes both.
+func TestRawESPNeedsRunningRawSocket(t *testing.T) {
+	raw := func(st reloadState) sa.Config {
+		c := stateConfig(t, st)
+		c.Encap = nil
+		return c
+	}
+	file := "underlay: {raw_esp: true}\ninterfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}, encap: {type: espinudp}}\n" +
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1005, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key5 + "\"}}\n"
+
+	t.Run("raw_esp off at start", func(t *testing.T) {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""}))
+		if !errors.Is(err, control.ErrInvalid) || !strings.Contains(err.Error(), "encap: missing, and this daemon's underlay has no raw ESP socket") ||
+			!strings.Contains(err.Error(), "--encap espinudp") {
+			t.Errorf("state add without encap: %v, want ErrInvalid naming encap and what to do", err)
+		}
+		if err := (*backend)(k.node).AddState(stateConfig(t, reloadState{0x1003, "out", key4, ""})); err != nil {
+			t.Errorf("state add with encap: %v", err)
+		}
+		cfg, err := config.Parse("test.yaml", []byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.apply(cfg) {
+			t.Fatal("a reload adding a raw ESP SA to a daemon without raw ESP sockets was applied")
+		}
+		if log := k.out.String(); !strings.Contains(log, "test.yaml:6: states[1].encap: missing, and the running underlay has no raw ESP socket") {
+			t.Errorf("log does not refuse states[1].encap:\n%s", log)
+		}
+	})
+	t.Run("raw_esp on at start", func(t *testing.T) {
+		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+		k.underlay.RawESP = true
+		if err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
+			t.Errorf("state add without encap: %v", err)
+		}
+		cfg, err := config.Parse("test.yaml", []byte(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !k.apply(cfg) {
+			t.Errorf("reload refused:\n%s", k.out.String())
+		}
+	})
 }

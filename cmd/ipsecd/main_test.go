@@ -2,15 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/control/controltest"
@@ -51,15 +55,20 @@ func ipsecdBinary(t *testing.T) string {
 	return binary
 }
 
-// execIpsecd runs the built binary and returns its exit status and output.
+// execIpsecd runs the built binary and returns its exit status and
+// output. A run longer than a minute is killed and fails the test.
 func execIpsecd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(ipsecdBinary(t), args...)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ipsecdBinary(t), args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("ipsecd %q still ran after a minute", args)
 	case err == nil:
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
@@ -102,13 +111,20 @@ func TestCheckBroken(t *testing.T) {
 		want []string // stderr lines, prefix-matched
 	}{
 		{"bad-key.yaml", []string{"testdata/bad-key.yaml:10: states[0].aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"}},
-		{"unknown-alg.yaml", []string{`testdata/unknown-alg.yaml:10: states[0].aead.name: unknown algorithm "gcm(aes)"`}},
+		{"unknown-alg.yaml", []string{`testdata/unknown-alg.yaml:10: states[0].aead.name: unknown algorithm; want rfc4106(gcm(aes)) or rfc7539esp(chacha20,poly1305)`}},
 		{"dup-ifid.yaml", []string{"testdata/dup-ifid.yaml:3: interfaces[1].if_id: 1 is already the if_id of interfaces[0]"}},
 		{"dup-spi.yaml", []string{"testdata/dup-spi.yaml:6: states[1].spi: states[0] already has dir out, dst 192.0.2.2 and spi 0x00001001"}},
 		{"ifid-zero.yaml", []string{"testdata/ifid-zero.yaml:4: policies[0].if_id: 0 is out of range"}},
 		{"bad-cidr.yaml", []string{`testdata/bad-cidr.yaml:5: interfaces[0].routes[0]: want a CIDR prefix (10.0.0.0/24), got "10.1.0.0/33"`}},
 		{"unknown-key.yaml", []string{"testdata/unknown-key.yaml:4: underlay.mrak: unknown field; did you mean mark?"}},
 		{"wrong-type.yaml", []string{`testdata/wrong-type.yaml:3: interfaces[0].if_id: want an integer, got "one"`}},
+		{"no-encap.yaml", []string{"testdata/no-encap.yaml:6: states[0].encap: missing, and underlay.raw_esp is off: without encap the SA is raw ESP (IP protocol 50)"}},
+		{"key-in-keyfile.yaml", []string{"testdata/key-in-keyfile.yaml:11: states[0].aead.key_file: the value looks like key material (not shown), not a path"}},
+		{"key-in-name.yaml", []string{
+			"testdata/key-in-name.yaml:11: states[0].enc.name: unknown algorithm: the value looks like key material (not shown)",
+			"testdata/key-in-name.yaml:12: states[0].auth.name: unknown algorithm: the value looks like key material (not shown)",
+		}},
+		{"key-both-ways.yaml", []string{"testdata/key-both-ways.yaml:9: states[1].aead.key: the same key as states[0].aead.key: each SA needs keys of its own, in either direction"}},
 		{"many-errors.yaml", []string{
 			`testdata/many-errors.yaml:1: log.level: want panic`,
 			`testdata/many-errors.yaml:3: interfaces[0].mtu: 100 is out of range; want 576..65535`,
@@ -130,7 +146,7 @@ func TestCheckBroken(t *testing.T) {
 					t.Errorf("line %d:\n got %s\nwant %s...", i, lines[i], w)
 				}
 			}
-			if strings.Contains(errOut, "0102030405060708") {
+			if strings.Contains(errOut, "0102030405060708") || strings.Contains(errOut, "5f5e5d5c5b5a5958") {
 				t.Errorf("stderr contains key material: %s", errOut)
 			}
 		})
@@ -308,5 +324,87 @@ func TestControlCommands(t *testing.T) {
 	}
 	if got := ipsecd(0, "interface", "list", "--control", sock); got != "" {
 		t.Errorf("interface list with none: %q", got)
+	}
+}
+
+// TestStateAddHidesKeys: `state add` with key material in the wrong
+// argument (the algorithm, the @FILE name) or a malformed key is refused
+// without showing it, and a KEY of @FIFO or @/dev/zero is refused at once
+// rather than hanging or filling memory.
+func TestStateAddHidesKeys(t *testing.T) {
+	const pasted = "0x5f5e5d5c5b5a595857565554535251504f4e4d4c"
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"state", "add", "--control", filepath.Join(dir, "none.sock"), "--src", "192.0.2.1", "--dst", "192.0.2.2",
+		"--spi", "0x1001", "--dir", "out", "--mode", "tunnel", "--if-id", "1", "--encap", "espinudp:4500:4500"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"key as the aead", []string{"--aead", pasted, "--key", "0x" + strings.Repeat("ab", 20)}, "aead.name: unknown algorithm"},
+		{"key as the enc", []string{"--enc", pasted, "--auth", "hmac(sha256)", "--auth-key", "0x" + strings.Repeat("ab", 32)}, "enc.name: unknown algorithm"},
+		{"key as the auth", []string{"--enc", "ecb(cipher_null)", "--auth", pasted[2:], "--auth-key", "0x" + strings.Repeat("ab", 32)}, "auth.name: unknown algorithm"},
+		{"key as @FILE", []string{"--aead", "rfc4106(gcm(aes))", "--key", "@" + pasted}, "--key: @FILE: no such file"},
+		{"malformed key", []string{"--aead", "rfc4106(gcm(aes))", "--key", pasted + "z"}, "--key: not hex"},
+		{"@FIFO", []string{"--aead", "rfc4106(gcm(aes))", "--key", "@" + fifo}, "--key: @FILE: not a regular file (a FIFO)"},
+		{"@/dev/zero", []string{"--aead", "rfc4106(gcm(aes))", "--key", "@/dev/zero"}, "--key: @FILE: not a regular file (a character device)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var o, e bytes.Buffer
+			done := make(chan int, 1)
+			go func() { done <- run(append(slices.Clone(base), tt.args...), &o, &e) }()
+			select {
+			case code := <-done:
+				if code != 2 {
+					t.Errorf("exit %d, want 2; stderr: %s", code, e.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("state add still runs after 10 s")
+			}
+			out := o.String() + e.String()
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("output %q lacks %q", out, tt.want)
+			}
+			for _, part := range []string{pasted[2:18], pasted[26:42]} {
+				if strings.Contains(out, part) {
+					t.Errorf("output shows the pasted key: %q", out)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckFiles: `ipsecd check` refuses a config file that is a FIFO or
+// a device at once, and warns about a config file that others can write.
+func TestCheckFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{fifo, fifo + ": not a regular file (a FIFO): a config file must be one\n"},
+		{"/dev/zero", "/dev/zero: not a regular file (a character device): a config file must be one\n"},
+	} {
+		code, out, errOut := execIpsecd(t, "check", "--config", tt.path)
+		if code != 1 || out != "" || errOut != tt.want {
+			t.Errorf("check %s: exit %d, stdout %q, stderr %q; want 1, nothing, %q", tt.path, code, out, errOut, tt.want)
+		}
+	}
+	writable := filepath.Join(dir, "writable.yaml")
+	if err := os.WriteFile(writable, []byte("interfaces: [{name: ipsec1, if_id: 1}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(writable, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execIpsecd(t, "check", "--config", writable)
+	want := "warning: " + writable + " is writable by group or others (mode 0666), who can change the keys: run chmod go-w " + writable + "\n"
+	if code != 0 || errOut != want || !strings.HasSuffix(out, ": ok: 1 interfaces, 0 states, 0 policies\n") {
+		t.Errorf("check of a 0666 file: exit %d, stdout %q, stderr %q; want 0, ok, %q", code, out, errOut, want)
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -215,9 +217,11 @@ func newMetricsRegistry(src metricsSource) *prometheus.Registry {
 }
 
 // metricsHandler serves the node's metrics in the Prometheus formats at
-// /metrics, and Go's profiler at /debug/pprof/ (the listener is opt-in
-// and meant for loopback).
-func metricsHandler(n *node) http.Handler {
+// /metrics and, when pprof is true (the config's pprof key), Go's profiler
+// at /debug/pprof/. The profiler is opt-in: it hands out goroutine stacks
+// and heap profiles, and a CPU profile or trace costs CPU for as long as
+// the caller asks.
+func metricsHandler(n *node, pprofOn bool) http.Handler {
 	reg := newMetricsRegistry(nodeMetricsSource(n))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -232,9 +236,33 @@ func metricsHandler(n *node) http.Handler {
 		// than the data path's CPU.
 		MaxRequestsInFlight: 4,
 	}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if pprofOn {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
+}
+
+// metricsExposureWarning returns what to log when the metrics listener,
+// bound at addr, is reachable from other hosts, and "" when it listens on
+// a loopback address. What it serves names every SA's SPI and peer
+// address with its traffic, and with pprof the daemon's stacks, heap
+// profiles and CPU profiles on demand.
+func metricsExposureWarning(addr net.Addr, pprofOn bool) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.IP.IsLoopback() {
+		return ""
+	}
+	where := "which is not a loopback address"
+	if ta.IP.IsUnspecified() {
+		where = "every address of the host"
+	}
+	what := "the SAs' SPIs, peer addresses and traffic counters"
+	if pprofOn {
+		what += " and Go's profiler (pprof: true)"
+	}
+	return fmt.Sprintf("metrics: listening on %s, %s: whoever can reach it reads %s; listen on 127.0.0.1 or ::1, or firewall the port", ta, where, what)
 }

@@ -37,6 +37,10 @@ type node struct {
 	engine   *datapath.Engine
 	ctl      *control.Server
 	metrics  *http.Server
+	// metricsAddr is where metrics listens (the port chosen, for ":0").
+	metricsAddr net.Addr
+	// underlay is what conn was opened with; a reload does not change it.
+	underlay config.Underlay
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -50,10 +54,10 @@ type node struct {
 	// control changes.
 	cfg     *config.Config
 	workers map[*xfrmif.Interface]*datapath.Workers
-	// usedKeys holds the key material of every SA a config file brought
-	// up or `state add` installed, as a digest, with the SA's SPI (see
+	// usedKeys holds every key of every SA a config file brought up or
+	// `state add` installed, as a digest, with the SA that had it (see
 	// buildStates and backend.AddState).
-	usedKeys map[config.KeyUse]uint32
+	usedKeys config.KeyOwners
 
 	// newSA makes the SAs of buildStates and AddState; nil means sa.New.
 	// Tests set it to see the SAs that were made.
@@ -78,6 +82,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		reg:      &xfrmif.Registry{},
 		cfg:      cfg,
 		workers:  map[*xfrmif.Interface]*datapath.Workers{},
+		underlay: cfg.Underlay,
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.sad = sa.NewSAD(n.counters)
@@ -149,7 +154,12 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		if err != nil {
 			return n, fmt.Errorf("metrics: %w", err)
 		}
-		n.metrics = &http.Server{Handler: metricsHandler(n), ReadHeaderTimeout: 5 * time.Second}
+		n.metricsAddr = ln.Addr()
+		if w := metricsExposureWarning(ln.Addr(), cfg.Pprof); w != "" {
+			log.Warn(w)
+		}
+		log.WithFields(logrus.Fields{"addr": ln.Addr(), "pprof": cfg.Pprof}).Info("metrics: serving /metrics")
+		n.metrics = &http.Server{Handler: metricsHandler(n, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second}
 		go n.metrics.Serve(ln)
 	}
 
@@ -164,7 +174,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 // included, is kept as it is, so that a reload does not reset its
 // sequence number, replay window or counters. One that the file names
 // with another config refuses the file (see changedState), and so does a
-// new SA with key material that an SA of the same direction had before
+// new SA with a key that any SA, of either direction, had before
 // (n.usedKeys): it would start its sequence numbers again at 1, and the
 // AEADs take their nonces from them (RFC 4106 §3.1: never repeated under
 // one key); an inbound one would accept the old SA's packets again.
@@ -207,11 +217,19 @@ func (n *node) buildStates(cfg *config.Config, old []*sa.SA) (_ []*sa.SA, err er
 			states = append(states, s)
 			continue
 		}
-		if spi, ok := n.usedKeys[config.KeyUseOf(&st.Config)]; ok {
-			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, config.KeyField(&st.Config)),
-				Msg: fmt.Sprintf("SA spi 0x%08x dir %s dst %s: this key was already used by the SA with spi 0x%08x, and a second SA with it "+
+		if st.Encap == nil && !n.rawESP() {
+			// The file may turn raw_esp on, but the running underlay
+			// keeps the sockets it opened at start.
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].encap", i),
+				Msg: "missing, and the running underlay has no raw ESP socket (underlay.raw_esp was off at start, and underlay " +
+					"changes take effect on restart): the SA's traffic would be dropped; add encap: {type: espinudp}, or restart"})
+			continue
+		}
+		if f, prev, used := n.usedKeys.Conflict(&st.Config); used {
+			errs = append(errs, &config.Error{File: cfg.File, Line: st.Line, Field: fmt.Sprintf("states[%d].%s", i, f),
+				Msg: fmt.Sprintf("%s: this key was already used by an earlier SA (%s), and a second SA with it, of either direction, "+
 					"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
-					"(an inbound SA would accept the old packets again): give the new SA a new key", st.SPI, st.Dir, st.Dst, spi)})
+					"(an inbound SA would accept the old packets again): give the new SA a new key", "SA "+saID(st.Dir, st.SPI, st.Dst), prev)})
 			continue
 		}
 		s, err := n.makeSA(st.Config)
@@ -301,19 +319,24 @@ func changedState(run, file sa.Config) (field, msg string) {
 // rememberKeys records the keys of states, just installed, in
 // n.usedKeys. Called with n.mu held, or before the node is shared.
 func (n *node) rememberKeys(states []*sa.SA) {
+	if n.usedKeys == nil {
+		n.usedKeys = config.KeyOwners{}
+	}
 	for _, s := range states {
 		c := s.Config()
-		n.rememberKey(config.KeyUseOf(&c), s.SPI())
+		n.usedKeys.Add(&c, saID(s.Dir(), s.SPI(), s.Dst()))
 		c.ClearKeys()
 	}
 }
 
-// rememberKey records one key use in n.usedKeys, with n.mu held.
-func (n *node) rememberKey(u config.KeyUse, spi uint32) {
-	if n.usedKeys == nil {
-		n.usedKeys = map[config.KeyUse]uint32{}
-	}
-	n.usedKeys[u] = spi
+// rawESP reports whether the running underlay has raw ESP sockets, as
+// the config the node started with asked (underlay changes wait for a
+// restart).
+func (n *node) rawESP() bool { return n.underlay.RawESP }
+
+// saID names an SA in messages as ip xfrm would find it.
+func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {
+	return fmt.Sprintf("spi 0x%08x dir %s dst %s", spi, dir, dst)
 }
 
 // discardNew zeroes the keys of the SAs of states that are not among the
@@ -395,8 +418,8 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	if cfg.Underlay != n.cfg.Underlay {
 		log.Warn("reload: underlay changes take effect on restart")
 	}
-	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics {
-		log.Warn("reload: control and metrics changes take effect on restart")
+	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics || cfg.Pprof != n.cfg.Pprof {
+		log.Warn("reload: control, metrics and pprof changes take effect on restart")
 	}
 	old = n.sad.States()
 	states, err := n.buildStates(cfg, old)

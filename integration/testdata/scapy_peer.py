@@ -16,6 +16,12 @@ SecurityAssociation (scapy/layers/ipsec.py). Run it with /usr/bin/python3
       UDP (or raw ESP), and open what ipsecd sends back with the key of its
       outbound SA, checking that each request gets its echo reply.
 
+  scapy_peer.py send --suite S --key-in HEX --spi-in SPI --packets LIST ...
+      Seal inner ICMP echo requests with the key of ipsecd's inbound SA,
+      each from and to the inner addresses LIST names, and send them;
+      expect nothing back. For tests of what ipsecd must refuse although
+      it authenticates (a spoofed inner source, the wrong encapsulation).
+
 The last line printed is "PASS ..." or "FAIL: why"; a line "RESULT {json}"
 before it sums up what crossed. The exit status is 0 only on PASS.
 
@@ -44,6 +50,8 @@ warnings.filterwarnings("ignore")
 
 from scapy.all import IP, IPv6, ICMP, ICMPv6EchoRequest, ICMPv6EchoReply, Raw, raw  # noqa: E402
 from scapy.layers.ipsec import ESP, SecurityAssociation, IPSecIntegrityError  # noqa: E402
+from cryptography.exceptions import InvalidTag  # noqa: E402
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: E402
 
 # Suites by the names of integration/configs_test.go: scapy's algorithm
 # names and how the key material splits (AEAD: key || 4-byte salt, which
@@ -58,12 +66,77 @@ SUITES = {
 
 ICV_HMAC = 16  # HMAC-SHA-256-128 (RFC 4868)
 
+# AES-GCM with a truncated ICV (RFC 4106 section 8: 8 or 12 bytes). scapy
+# 2.5.0 appends cryptography's full 16-byte tag whatever icv_size says, so
+# these suites are sealed and opened by TruncGCMCodec with cryptography's
+# (OpenSSL's) GCM directly: still nothing of ipsecd's.
+TRUNC_GCM = {"aes-gcm-128-icv64": 8, "aes-gcm-128-icv96": 12}
+for _name in TRUNC_GCM:
+    SUITES[_name] = ("AES-GCM", None, 20, 0)
+
 
 class Failure(Exception):
     pass
 
 
-class Codec:
+def Codec(suite, key, spi, esn, outer_src, outer_dst):
+    """The codec of one direction of ESP for one SA (see ScapyCodec)."""
+    if suite in TRUNC_GCM:
+        return TruncGCMCodec(suite, key, spi, esn)
+    return ScapyCodec(suite, key, spi, esn, outer_src, outer_dst)
+
+
+class TruncGCMCodec:
+    """ScapyCodec's interface for AES-GCM with a truncated ICV, tunnel mode:
+    RFC 4106 by hand on cryptography's GCM (the IV is the 64-bit sequence
+    number, the trailer pads to 4 bytes with 1, 2, 3, ...)."""
+
+    def __init__(self, suite, key, spi, esn):
+        if len(key) != 20:
+            raise Failure("%s: key is %d bytes, want 20" % (suite, len(key)))
+        self.icv, self.key, self.salt = TRUNC_GCM[suite], key[:16], key[16:]
+        self.spi, self.esn = spi, esn
+
+    def _aad(self, seql, seqh):
+        if self.esn:
+            return struct.pack("!LLL", self.spi, seqh, seql)
+        return struct.pack("!LL", self.spi, seql)
+
+    def seal(self, inner, seq, iv=None):
+        if not self.esn and seq >> 32:
+            raise Failure("seq %#x needs ESN" % seq)
+        iv = iv or struct.pack("!Q", seq)
+        payload = raw(inner)
+        padlen = (4 - (len(payload) + 2) % 4) % 4
+        pt = payload + bytes(range(1, padlen + 1)) + bytes([padlen, 4 if inner.version == 4 else 41])
+        enc = Cipher(algorithms.AES(self.key), modes.GCM(self.salt + iv)).encryptor()
+        enc.authenticate_additional_data(self._aad(seq & 0xFFFFFFFF, seq >> 32))
+        ct = enc.update(pt) + enc.finalize()
+        return struct.pack("!LL", self.spi, seq & 0xFFFFFFFF) + iv + ct + enc.tag[:self.icv]
+
+    def open(self, esp, seqh=0):
+        if len(esp) < 16 + self.icv + 4:
+            raise Failure("ESP packet of %d bytes" % len(esp))
+        spi, seql = struct.unpack("!LL", esp[:8])
+        if spi != self.spi:
+            raise Failure("SPI %#x, want %#x" % (spi, self.spi))
+        iv, ct, tag = esp[8:16], esp[16:-self.icv], esp[-self.icv:]
+        dec = Cipher(algorithms.AES(self.key), modes.GCM(self.salt + iv, tag, min_tag_length=self.icv)).decryptor()
+        dec.authenticate_additional_data(self._aad(seql, seqh))
+        try:
+            pt = dec.update(ct) + dec.finalize()
+        except InvalidTag:
+            raise Failure("ICV mismatch (seq %#x)" % (seqh << 32 | seql))
+        padlen, nh = pt[-2], pt[-1]
+        inner = pt[:-2 - padlen]
+        if nh == 4:
+            return IP(inner)
+        if nh == 41:
+            return IPv6(inner)
+        return Raw(inner)  # transport mode (a draft-mcgrew-gcm-test-01 case)
+
+
+class ScapyCodec:
     """One direction of ESP for one SA: seal or open, tunnel mode.
 
     seal/open take and give the ESP packet from SPI to ICV, the bytes that
@@ -213,6 +286,18 @@ def selftest():
         except Failure as e:
             check("ICV mismatch" in str(e), "gcm %s wrong ESN: %s" % (name, e))
         print("ok  draft-mcgrew-gcm-test-01 %s (seq %#x)" % (name, seq))
+        n += 1
+        # The same with the ICV truncated (RFC 4106 section 8).
+        for suite, icv in TRUNC_GCM.items():
+            tc = Codec(suite, unhex(key) + unhex(salt), spi, True, "192.0.2.1", "192.0.2.2")
+            short = esp[:len(esp) - 16 + icv]
+            check(raw(tc.open(short, seq >> 32)) == want[:-2 - pad], "gcm %s %s: inner" % (name, suite))
+            try:
+                tc.open(flip(short, -1), seq >> 32)
+                raise Failure("gcm %s %s: a flipped ICV opened" % (name, suite))
+            except Failure as e:
+                check("ICV mismatch" in str(e), "gcm %s %s flipped: %s" % (name, suite, e))
+        print("ok  draft-mcgrew-gcm-test-01 %s with %s-byte ICVs" % (name, "/".join(str(v) for v in TRUNC_GCM.values())))
         n += 1
 
     # 3. Every suite against itself, ESN off and on, across 2^32.
@@ -409,6 +494,19 @@ def peer(a):
     print("PASS peer %s: %d echo requests sealed by scapy, %d replies opened" % (a.suite, res["sent"], res["replies"]))
 
 
+def send(a):
+    tx = Codec(a.suite, unhex(a.key_in), a.spi_in, a.esn, a.local, a.remote)
+    tr = (RawTransport if a.raw else UDPTransport)(a.local, a.remote, a.port)
+    n = 0
+    for item in a.packets.split(","):
+        seq, src, dst = item.split("/")
+        seq = int(seq, 0)
+        tr.send(tx.seal(echo_request(src, dst, a.ident, seq & 0xFFFF, 32), seq))
+        n += 1
+        print("ok  seq %#x %s -> %s sent%s" % (seq, src, dst, " (raw ESP)" if a.raw else ""), flush=True)
+    print("PASS send: %d packets sealed by scapy and sent" % n)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -432,10 +530,24 @@ def main():
     p.add_argument("--ident", type=lambda s: int(s, 0), default=0x5ca9)
     p.add_argument("--reply-timeout", type=float, default=5)
     p.add_argument("--timeout", type=float, default=40)
+    p = sub.add_parser("send")
+    p.add_argument("--suite", required=True, choices=sorted(SUITES))
+    p.add_argument("--key-in", required=True, help="hex key of ipsecd's inbound SA: scapy seals with it")
+    p.add_argument("--spi-in", type=lambda s: int(s, 0), required=True, help="SPI of ipsecd's inbound SA")
+    p.add_argument("--esn", action="store_true")
+    p.add_argument("--raw", action="store_true", help="raw ESP (IP protocol 50) instead of ESP in UDP")
+    p.add_argument("--local", required=True, help="this peer's outer address")
+    p.add_argument("--remote", required=True, help="ipsecd's outer address")
+    p.add_argument("--port", type=int, default=4500)
+    p.add_argument("--packets", required=True,
+                   help="comma-separated SEQ/INNER-SRC/INNER-DST, one echo request each")
+    p.add_argument("--ident", type=lambda s: int(s, 0), default=0x5ca9)
     a = ap.parse_args()
     try:
         if a.cmd == "selftest":
             selftest()
+        elif a.cmd == "send":
+            send(a)
         else:
             peer(a)
     except Failure as e:

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package config
+
+import "os"
+
+// fileOwner is not supported here: no owner warnings.
+func fileOwner(fi os.FileInfo) (uid int, ok bool) { return 0, false }
