@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -440,13 +442,42 @@ func TestCheckState(t *testing.T) {
 	}
 }
 
+// TestExamples loads every shipped example. The examples hold no keys:
+// their key files are made by examples/genkeys.sh, so each is loaded from
+// a copy with key files of the right length beside it.
 func TestExamples(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*.yaml")
 	if len(files) < 3 {
 		t.Fatalf("found %d examples, want at least 3", len(files))
 	}
+	keyFile := regexp.MustCompile(`name: "([^"]+)", key_file: ([^,}\s]+)`)
+	dir := t.TempDir()
+	n := 0 // key files written
 	for _, f := range files {
-		if _, err := Load(f); err != nil {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(copied, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range keyFile.FindAllStringSubmatch(string(data), -1) {
+			alg, ok := LookupAlgorithm(m[1])
+			if !ok || len(alg.KeyBytes) == 0 {
+				t.Fatalf("%s: key_file %s for algorithm %q, which takes no key", f, m[2], m[1])
+			}
+			// A key of its own per file (the same key in two SAs
+			// would be refused).
+			path := filepath.Join(dir, m[2])
+			os.MkdirAll(filepath.Dir(path), 0o700)
+			n++
+			key := strings.Repeat(fmt.Sprintf("%02x", n), alg.KeyBytes[0])
+			if err := os.WriteFile(path, []byte("0x"+key+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Load(copied); err != nil {
 			t.Errorf("%v", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -164,26 +163,68 @@ func loadManifests(t *testing.T) []*object {
 
 // image is what the Dockerfile says about the image.
 type image struct {
-	from       string
-	uid, gid   int64
-	entrypoint []string
-	cmd        []string
+	stages      []string          // each FROM's argument, in order
+	args        map[string]string // ARG NAME=DEFAULT, of all stages
+	labels      map[string]string
+	uid, gid    int64
+	entrypoint  []string
+	cmd         []string
+	healthcheck []string // the CMD of HEALTHCHECK, in JSON form
+	copies      []string // each COPY's arguments
 }
 
-func loadDockerfile(t *testing.T) image {
+// instructions splits a Dockerfile into instructions: comments dropped,
+// lines ending in a backslash joined with the next.
+func instructions(t *testing.T, name string) [][2]string {
 	t.Helper()
-	f, err := os.Open("../Dockerfile")
+	data, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var img image
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		instr, arg, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+	var out [][2]string
+	var cur strings.Builder
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || line == "" && cur.Len() == 0 {
+			continue
+		}
+		if l, ok := strings.CutSuffix(line, "\\"); ok {
+			cur.WriteString(l + " ")
+			continue
+		}
+		cur.WriteString(line)
+		instr, arg, _ := strings.Cut(cur.String(), " ")
+		out = append(out, [2]string{strings.ToUpper(instr), strings.TrimSpace(arg)})
+		cur.Reset()
+	}
+	return out
+}
+
+// labelPair matches one KEY="VALUE" of a LABEL instruction.
+var labelPair = regexp.MustCompile(`([A-Za-z0-9._-]+)="([^"]*)"`)
+
+func loadDockerfile(t *testing.T) image {
+	t.Helper()
+	img := image{args: map[string]string{}, labels: map[string]string{}}
+	execForm := func(instr, arg string) []string {
+		var v []string
+		if err := json.Unmarshal([]byte(arg), &v); err != nil {
+			t.Fatalf("Dockerfile: %s %s: want the JSON (exec) form: %v", instr, arg, err)
+		}
+		return v
+	}
+	for _, in := range instructions(t, "../Dockerfile") {
+		instr, arg := in[0], in[1]
 		switch instr {
 		case "FROM":
-			img.from = arg
+			img.stages = append(img.stages, arg)
+		case "ARG":
+			name, def, _ := strings.Cut(arg, "=")
+			img.args[name] = def
+		case "LABEL":
+			for _, m := range labelPair.FindAllStringSubmatch(arg, -1) {
+				img.labels[m[1]] = m[2]
+			}
 		case "USER":
 			u, g, _ := strings.Cut(arg, ":")
 			uid, err1 := strconv.ParseInt(u, 10, 32)
@@ -192,31 +233,35 @@ func loadDockerfile(t *testing.T) image {
 				t.Fatalf("Dockerfile: USER %s: want numeric UID:GID (a scratch image has no user database to look names up in)", arg)
 			}
 			img.uid, img.gid = uid, gid
-		case "ENTRYPOINT", "CMD":
-			var v []string
-			if err := json.Unmarshal([]byte(arg), &v); err != nil {
-				t.Fatalf("Dockerfile: %s %s: want the JSON (exec) form: %v", instr, arg, err)
+		case "ENTRYPOINT":
+			img.entrypoint = execForm(instr, arg)
+		case "CMD":
+			img.cmd = execForm(instr, arg)
+		case "HEALTHCHECK":
+			_, c, ok := strings.Cut(arg, "CMD ")
+			if !ok {
+				t.Fatalf("Dockerfile: HEALTHCHECK %s: want CMD [...]", arg)
 			}
-			if instr == "CMD" {
-				img.cmd = v
-			} else {
-				img.entrypoint = v
-			}
+			img.healthcheck = execForm(instr, c)
+		case "COPY":
+			img.copies = append(img.copies, arg)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return img
 }
 
-// TestDockerfile checks the image's contract: nothing to pull, a
+// TestDockerfile checks the image's contract: built from source in a Go
+// image any registry-less machine can substitute, an empty final image, a
 // numeric non-root user, the daemon as entry point reading the config
-// where the README and the Kubernetes example mount it.
+// where the README and the Kubernetes example mount it, a health check on
+// that config's control socket, and the labels a registry shows.
 func TestDockerfile(t *testing.T) {
 	img := loadDockerfile(t)
-	if img.from != "scratch" {
-		t.Errorf("FROM %s, want scratch: no base image can be pulled where the image is built", img.from)
+	if len(img.stages) != 2 || !strings.HasPrefix(img.stages[0], "${GO_IMAGE} ") || img.stages[1] != "scratch" {
+		t.Errorf("FROM %q, want [${GO_IMAGE} AS build, scratch]: a build stage whose Go image a build argument names, then an empty image", img.stages)
+	}
+	if def := img.args["GO_IMAGE"]; !strings.HasPrefix(def, "docker.io/library/golang:") {
+		t.Errorf("ARG GO_IMAGE=%s, want the official Go image by default", def)
 	}
 	if img.uid == 0 || img.gid == 0 {
 		t.Errorf("USER %d:%d, want a non-root uid and gid", img.uid, img.gid)
@@ -227,8 +272,35 @@ func TestDockerfile(t *testing.T) {
 	if want := []string{"run", "--config", "/etc/ipsecd/ipsecd.yaml"}; !slices.Equal(img.cmd, want) {
 		t.Errorf("CMD %q, want %q", img.cmd, want)
 	}
-	// The file tree the Dockerfile copies from must exist (dist/ipsecd is
-	// built by scripts/image.sh).
+	if want := []string{"/ipsecd", "health", "--config", "/etc/ipsecd/ipsecd.yaml"}; !slices.Equal(img.healthcheck, want) {
+		t.Errorf("HEALTHCHECK CMD %q, want %q", img.healthcheck, want)
+	}
+	// The license label names what LICENSE holds.
+	license, err := os.ReadFile("../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(license, []byte("Apache License")) || !bytes.Contains(license, []byte("Version 2.0")) {
+		t.Errorf("LICENSE is not the Apache License 2.0 the label names")
+	}
+	for k, want := range map[string]string{
+		"org.opencontainers.image.source":   "https://github.com/ipsecd/ipsecd",
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.version":  "${VERSION}",
+		"org.opencontainers.image.revision": "${REVISION}",
+	} {
+		if got, ok := img.labels[k]; !ok || got != want {
+			t.Errorf("LABEL %s=%q, want %q", k, got, want)
+		}
+	}
+	// Nothing is copied from outside the repository's sources: the
+	// binary comes from the build stage.
+	for _, c := range img.copies {
+		if strings.Contains(c, "dist/") {
+			t.Errorf("COPY %s: want no prebuilt binary (podman build . works from a clean clone)", c)
+		}
+	}
+	// The file tree the Dockerfile copies from must exist.
 	for _, dir := range []string{"image/rootfs/etc", "image/rootfs/run", "image/run-ipsecd"} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			t.Errorf("deploy/%s: want a directory (the Dockerfile copies it): %v", dir, err)
@@ -287,7 +359,7 @@ func TestKubernetesExampleCheckFails(t *testing.T) {
 			sidecar(objs).SecurityContext.ReadOnlyRootFilesystem = &f
 		}, "readOnlyRootFilesystem"},
 		{"probe on another socket", func(objs []*object) {
-			sidecar(objs).ReadinessProbe.Exec.Command = []string{"/ipsecd", "stats", "--control", "/tmp/other.sock"}
+			sidecar(objs).ReadinessProbe.Exec.Command = []string{"/ipsecd", "health", "--control", "/tmp/other.sock"}
 		}, "readinessProbe"},
 		{"no /dev/net/tun", func(objs []*object) {
 			c := sidecar(objs)
@@ -487,7 +559,7 @@ func checkExample(objs []*object, img image, root string) (*config.Config, []err
 			}
 			continue
 		}
-		want := []string{"/ipsecd", "stats", "--control", cfg.Control}
+		want := []string{"/ipsecd", "health", "--control", cfg.Control}
 		if p.p.Exec == nil || !slices.Equal(p.p.Exec.Command, want) {
 			var got []string
 			if p.p.Exec != nil {

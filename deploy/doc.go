@@ -1,6 +1,6 @@
 // Package deploy holds what ships next to the ipsecd binary: the small
 // file tree of the container image (image/, used by the Dockerfile at the
-// repository root and by scripts/image.sh) and a Kubernetes example
+// repository root), a systemd unit (systemd/) and a Kubernetes example
 // (kubernetes/: ipsecd as a sidecar of an application, config in a
 // ConfigMap, keys in a Secret).
 //

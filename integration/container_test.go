@@ -60,12 +60,14 @@ func mustPodman(t *testing.T, args ...string) string {
 // stream between the namespaces through ESP; the daemons run as the
 // image's non-root user with exactly the capabilities --cap-add grants.
 func TestContainer(t *testing.T) {
-	for _, tool := range []string{"podman", "runc", "setcap"} {
+	for _, tool := range []string{"podman", "runc", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s not found; the container test needs Debian's podman, runc and libcap2-bin (scripts/test.sh installs them)", tool)
+			t.Skipf("skipping: %s not found; the container test needs Debian's podman, runc and git (scripts/test.sh installs them)", tool)
 		}
 	}
-	img := buildImage(t)
+	goImage := goBuilderImage(t)
+	img := buildImage(t, goImage)
+	t.Run("image.sh", func(t *testing.T) { checkImageScript(t, goImage) })
 
 	t.Run("espinudp", func(t *testing.T) {
 		start := time.Now()
@@ -88,6 +90,14 @@ func TestContainer(t *testing.T) {
 			"--read-only", "--tmpfs", "/run/ipsecd:rw,mode=0700,U")
 		a.waitReady()
 		b.waitReady()
+		// The image's HEALTHCHECK, as podman runs it.
+		for _, c := range []*container{a, b} {
+			out, err := podman("healthcheck", "run", c.name)
+			status, _ := podman("inspect", "--format", "{{.State.Health.Status}}", c.name)
+			if err != nil || status != "healthy" {
+				t.Errorf("%s: podman healthcheck run: %v %s; status %q, want healthy", c.name, err, out, status)
+			}
+		}
 		t.Logf("two containers up in %v", time.Since(start).Round(time.Millisecond))
 		a.checkProcess(capNetAdmin, false)
 		b.checkProcess(capNetAdmin, true)
@@ -159,62 +169,6 @@ func TestContainer(t *testing.T) {
 		}
 		t.Logf("without NET_RAW: %s", strings.TrimSpace(log[i:]))
 	})
-}
-
-// buildImage builds the image with scripts/image.sh under a tag of this
-// run's own, checks what the Dockerfile promises, and removes the image
-// when the test ends.
-func buildImage(t *testing.T) string {
-	t.Helper()
-	tag := fmt.Sprintf("localhost/ipsecd-test:%d-%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() { podman("rmi", "--force", tag) })
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", "../scripts/image.sh", tag).CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/image.sh %s: %v\n%s", tag, err, out)
-	}
-	t.Logf("image built in %v: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
-
-	var inspect []struct {
-		Size   int64
-		Config struct {
-			User       string
-			Entrypoint []string
-			Cmd        []string
-		}
-	}
-	js := mustPodman(t, "image", "inspect", tag)
-	if err := json.Unmarshal([]byte(js), &inspect); err != nil || len(inspect) != 1 {
-		t.Fatalf("podman image inspect %s: %v\n%s", tag, err, js)
-	}
-	cfg := inspect[0].Config
-	if want := fmt.Sprintf("%d:%d", imageUser, imageUser); cfg.User != want {
-		t.Errorf("image user %q, want %q", cfg.User, want)
-	}
-	if !slices.Equal(cfg.Entrypoint, []string{"/ipsecd"}) || !slices.Equal(cfg.Cmd, []string{"run", "--config", "/etc/ipsecd/ipsecd.yaml"}) {
-		t.Errorf("image entrypoint %q cmd %q, want [/ipsecd] [run --config /etc/ipsecd/ipsecd.yaml]", cfg.Entrypoint, cfg.Cmd)
-	}
-	// A static binary and a few small files: a size far above the
-	// binary's means something else got into the image.
-	if size := inspect[0].Size; size > 40<<20 {
-		t.Errorf("image size %d bytes, want under 40 MiB", size)
-	}
-
-	// The binary's file capabilities: NET_ADMIN and NET_RAW permitted,
-	// not effective (the daemon raises them; see the Dockerfile).
-	root := mustPodman(t, "image", "mount", tag)
-	defer podman("image", "unmount", tag)
-	permitted, effective, err := fileCaps(filepath.Join(root, "ipsecd"))
-	if err != nil {
-		t.Fatalf("the image's /ipsecd: %v", err)
-	}
-	if permitted != capNetAdmin|capNetRaw || effective {
-		t.Errorf("the image's /ipsecd has file capabilities permitted %#x effective %v, want %#x without effective",
-			permitted, effective, capNetAdmin|capNetRaw)
-	}
-	return tag
 }
 
 // vfsCapFlagsEffective is VFS_CAP_FLAGS_EFFECTIVE of linux/capability.h:

@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
-# Build the ipsecd container image (see Dockerfile) without pulling
-# anything: a static binary (CGO_ENABLED=0) with cap_net_admin,cap_net_raw
-# as permitted file capabilities, COPYed into FROM scratch.
+# Build the ipsecd container image: `podman build` (or docker build) of the
+# repository's Dockerfile, with the version and VCS revision as labels.
 #
 #   scripts/image.sh [TAG]          default TAG: localhost/ipsecd:dev
 #
-# Environment: BUILDER=podman|docker (default podman, else docker).
-# Run as root: setcap needs CAP_SETFCAP, and a rootless build would store
-# the capability for the wrong user namespace.
-#
-# The build context is a temporary copy of what the image needs, so the
-# working tree gets no dist/ directory and concurrent builds do not meet.
+# Environment: BUILDER=podman|docker (default podman, else docker);
+# GO_IMAGE, the Go image of the build stage (default the Dockerfile's, the
+# official golang image); GOPROXY, the module proxy (default go env GOPROXY
+# when go is installed, else Go's default).
+# Run as root: the build stage gives the binary file capabilities, and a
+# rootless build would store them for the wrong user namespace.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tag=${1:-localhost/ipsecd:dev}
@@ -23,27 +22,15 @@ if [ -z "$builder" ] || ! command -v "$builder" >/dev/null; then
 	echo "image.sh: no podman or docker found (Debian: apt-get install podman runc)" >&2
 	exit 1
 fi
-if ! command -v setcap >/dev/null; then
-	echo "image.sh: setcap not found (Debian: apt-get install libcap2-bin)" >&2
-	exit 1
-fi
 
-ctx=$(mktemp -d "${TMPDIR:-/tmp}/ipsecd-image.XXXXXX")
-trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/dist" "$ctx/deploy"
-cp "$root/Dockerfile" "$root/.dockerignore" "$ctx/"
-cp -a "$root/deploy/image" "$ctx/deploy/"
-
-(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$ctx/dist/ipsecd" ./cmd/ipsecd)
-if ! setcap cap_net_admin,cap_net_raw=p "$ctx/dist/ipsecd"; then
-	echo "image.sh: setcap failed: run as root (the image's non-root daemon needs the file capabilities)" >&2
-	exit 1
-fi
-
-# podman caches each step as an image of its own unless told not to: they
-# would outlive the image (and nothing here is worth caching).
-flags=()
-[ "$builder" = podman ] && flags+=(--layers=false)
-"$builder" build --quiet "${flags[@]}" -t "$tag" "$ctx" >/dev/null
+args=(--build-arg "VERSION=$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)"
+	--build-arg "REVISION=$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)")
+[ -n "${GO_IMAGE:-}" ] && args+=(--build-arg "GO_IMAGE=$GO_IMAGE")
+proxy=${GOPROXY:-$(command -v go >/dev/null && go env GOPROXY || true)}
+[ -n "$proxy" ] && args+=(--build-arg "GOPROXY=$proxy")
+# podman keeps HEALTHCHECK only in the Docker format, and would keep every
+# step as an image of its own: they would outlive the image.
+[ "$builder" = podman ] && args+=(--format docker --layers=false)
+"$builder" build --quiet "${args[@]}" -t "$tag" "$root" >/dev/null
 size=$("$builder" image inspect --format '{{.Size}}' "$tag")
 echo "$tag: $size bytes"

@@ -16,11 +16,14 @@ fuzztime=${FUZZTIME:-5s}
 # TestBadTraffic; tcpdump captures prove nothing leaves in clear; iperf3,
 # wg and wireguard-go serve the benchmark's tests; podman and runc build
 # and run the container image (crun, podman's default runtime, fails
-# here); setcap (libcap2-bin) gives the image's binary its capabilities;
+# here), from the files git ls-files lists (git), as a clone holds them;
+# setcap (libcap2-bin) checks internal/cmd/setfcap against the real thing;
+# systemd-analyze (systemd) verifies deploy/systemd/ipsecd.service and
+# setpriv (util-linux) runs the daemon with the unit's privileges;
 # sysctl and kill (procps) tune and clean up namespaces; ss (iproute2)
 # watches the benchmark's sockets; timeout (coreutils) bounds a capture.
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
-podman:podman runc:runc setcap:libcap2-bin sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils"
+podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses.

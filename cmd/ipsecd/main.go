@@ -25,10 +25,11 @@ commands:
   policy list|add|delete      policies, like ip xfrm policy
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
+  health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats) reach the daemon
+The control commands (state, policy, interface, stats, health) reach the daemon
 through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
 (its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
 
@@ -62,6 +63,7 @@ var commands = map[string]command{
 	"policy":    cmdPolicy,
 	"interface": cmdInterface,
 	"stats":     cmdStats,
+	"health":    cmdHealth,
 	"genkey":    cmdGenkey,
 }
 

@@ -24,24 +24,42 @@ import (
 // and runs the client with client.yaml: the body the server wrote must
 // arrive, and both ends must count ESP packets on all their SAs. Only the
 // UDP port is changed (to one that is free on 127.0.0.1 and 127.0.0.2),
-// so that the test does not depend on port 4500 being unused. No root
-// needed: that is the point of the sidecar.
+// so that the test does not depend on port 4500 being unused, and the
+// keys are fresh ones from examples/genkeys.sh, as the README has the
+// user make them (the examples ship none). No root needed: that is the
+// point of the sidecar.
 func TestExample(t *testing.T) {
-	for _, f := range []string{"server.yaml", "client.yaml"} {
-		if _, err := config.Load(f); err != nil {
-			t.Fatalf("shipped config: %v", err)
-		}
-	}
 	dir := t.TempDir()
-	for _, prog := range []string{"server", "client"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, prog), "./"+prog).CombinedOutput()
+	for _, prog := range []string{"server", "client", "../../cmd/ipsecd"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, filepath.Base(prog)), "./"+prog).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go build ./%s: %v\n%s", prog, err, out)
 		}
 	}
+	// The configs go to ROOT/sidecar, as in examples/, so that
+	// genkeys.sh ROOT puts their keys where their key_file entries say.
+	root := filepath.Join(dir, "examples")
+	cfgDir := filepath.Join(root, "sidecar")
+	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gen := exec.Command("bash", "../genkeys.sh", root, "sidecar/keys/server-to-client.key", "sidecar/keys/client-to-server.key")
+	gen.Env = append(os.Environ(), "IPSECD="+filepath.Join(dir, "ipsecd"))
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("examples/genkeys.sh: %v\n%s", err, out)
+	}
 	port := freeLoopbackPort(t)
-	serverCfg := withPort(t, "server.yaml", dir, port)
-	clientCfg := withPort(t, "client.yaml", dir, port)
+	serverCfg := withPort(t, "server.yaml", cfgDir, port)
+	clientCfg := withPort(t, "client.yaml", cfgDir, port)
+	for _, f := range []string{serverCfg, clientCfg} {
+		cfg, err := config.Load(f)
+		if err != nil {
+			t.Fatalf("shipped config: %v", err)
+		}
+		if len(cfg.Warnings) != 0 {
+			t.Errorf("%s: warnings %q, want none", f, cfg.Warnings)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
