@@ -1,0 +1,64 @@
+package ike
+
+import (
+	"net/netip"
+
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// Child describes a negotiated CHILD_SA pair, ready to install: the
+// inbound SA (packets from the peer, opened with In) and the outbound SA
+// (sealed with Out). Its key slices belong to the Child; Clear wipes them.
+type Child struct {
+	// Suite holds the ESP algorithms: Encr (aes128gcm16, aes256gcm16,
+	// chacha20poly1305, aes128, aes256), Integ (sha256, absent for an
+	// AEAD) and ESN.
+	Suite proposal.Suite
+	// InSPI is the SPI the peer puts on packets to us; OutSPI the one we
+	// put on packets to it.
+	InSPI, OutSPI uint32
+	// In and Out are the keys as sa.Algorithm.Key takes them: the cipher
+	// key followed by the 4-byte salt for the AEADs.
+	In, Out   keys.ESPKeys
+	Transport bool
+	ESN       bool
+	// LocalTS and RemoteTS are the negotiated selectors: inner sources
+	// on our side and on the peer's.
+	LocalTS, RemoteTS []message.Selector
+	// Local and Remote are the outer addresses; Encap says ESP goes in
+	// UDP (a NAT was detected or encapsulation forced) between the
+	// ports IKE moved to.
+	Local, Remote netip.AddrPort
+	Encap         bool
+	// InitiatorKeys and ResponderKeys are the same keys by RFC role, as
+	// strongSwan logs them ("encryption initiator key"): for tests and
+	// a keylog.
+	InitiatorKeys, ResponderKeys keys.ESPKeys
+}
+
+// Clear zeroes the child's keys.
+func (c *Child) Clear() {
+	for _, b := range [][]byte{c.In.Enc, c.In.Integ, c.Out.Enc, c.Out.Integ} {
+		clear(b)
+	}
+}
+
+// newChild derives a child's keys from KEYMAT (RFC 7296 §2.17) with the
+// IKE_SA_INIT nonces and no PFS, as the first child of an IKE_AUTH.
+func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool) *Child {
+	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, nil, s.ni, s.nr, esp)
+	c := &Child{
+		Suite: esp, InSPI: inSPI, OutSPI: outSPI, Transport: transport,
+		ESN:     esp.ESN.ID == proposal.ESN && esp.ESN.Name != "",
+		LocalTS: localTS, RemoteTS: remoteTS, Local: s.local, Remote: s.remote, Encap: s.NAT(),
+		InitiatorKeys: i2r, ResponderKeys: r2i,
+	}
+	if s.initiator {
+		c.Out, c.In = i2r, r2i
+	} else {
+		c.Out, c.In = r2i, i2r
+	}
+	return c
+}

@@ -1,0 +1,28 @@
+// Package ike is an IKEv2 protocol engine (RFC 7296) for pre-shared keys:
+// IKE_SA_INIT and IKE_AUTH as initiator and as responder, with the
+// INVALID_KE_PAYLOAD retry in the responder's group, NO_PROPOSAL_CHOSEN,
+// AUTHENTICATION_FAILED, traffic selectors narrowed by the responder
+// (§2.9), NAT detection (§2.23), message IDs with a window of one, a
+// retransmit cache for answers (§2.1, §2.2) and INFORMATIONAL answers
+// (liveness checks and deletes from the peer). The wire format is in
+// ike/message, the algorithms in ike/proposal, ike/dh and ike/keys.
+//
+// The engine is transport-agnostic: an SA takes whole IKE messages (after
+// any non-ESP marker) and returns the messages to send, and is told the
+// time rather than reading a clock, so that retransmission is driven by
+// its caller through NextTimeout and Tick. It opens no socket and starts no
+// goroutine. Notifies it does not understand in a response, and the status
+// notifies charon sends (FRAGMENTATION_SUPPORTED, SIGNATURE_HASH_ALGORITHMS,
+// REDIRECT_SUPPORTED, MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED,
+// EAP_ONLY_AUTHENTICATION, ...), are ignored as §3.10.1 says; an unknown
+// critical payload in a request is answered UNSUPPORTED_CRITICAL_PAYLOAD.
+//
+// What an established IKE_AUTH yields is a Child: the SPIs, keys, mode,
+// selectors and ESN of a CHILD_SA pair, which the daemon installs in its
+// SAD. The package does not install anything itself.
+//
+// Concurrency: an SA is not safe for concurrent use; one goroutine (the
+// daemon's IKE loop) owns it. Buffers passed to Handle are not retained;
+// returned messages belong to the caller. Allocation is not a concern
+// here: IKE runs a few messages per SA per rekey interval.
+package ike

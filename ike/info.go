@@ -1,0 +1,45 @@
+package ike
+
+import (
+	"slices"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// handleInformational answers an INFORMATIONAL request (RFC 7296 §1.4):
+// an empty one is a liveness check and gets an empty answer; a Delete of
+// the IKE SA deletes it with all its children; a Delete of ESP SPIs (the
+// peer's inbound ones, our outbound) deletes those children, and the
+// answer names our inbound SPIs of the same pairs.
+func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
+	var ours []uint32
+	for _, p := range ps {
+		if p.Type != message.TypeD {
+			continue
+		}
+		d := message.Delete(p.Body)
+		if !d.IsValid() {
+			continue
+		}
+		switch d.Protocol() {
+		case message.ProtoIKE:
+			s.deleted()
+			return nil
+		case message.ProtoESP:
+			for _, spi := range d.SPIs() {
+				i := slices.IndexFunc(s.children, func(c *Child) bool { return c.OutSPI == spi })
+				if i < 0 {
+					continue
+				}
+				c := s.children[i]
+				s.children = slices.Delete(s.children, i, i+1)
+				ours = append(ours, c.InSPI)
+				s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
+			}
+		}
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	return []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoESP, ours)}}
+}
