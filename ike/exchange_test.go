@@ -238,6 +238,11 @@ func TestNATDetection(t *testing.T) {
 			if ini.NAT() != tt.want || res.NAT() != tt.want {
 				t.Fatalf("NAT seen: initiator %v, responder %v; want %v", ini.NAT(), res.NAT(), tt.want)
 			}
+			// Behind a NAT the initiator sends IKE_AUTH to port 4500.
+			l, r := ini.Addrs()
+			if want := map[bool]uint16{false: 500, true: NATTPort}[tt.want]; l.Port() != want || r.Port() != want {
+				t.Fatalf("initiator's addresses %v -> %v, want port %d", l, r, want)
+			}
 		})
 	}
 }

@@ -144,6 +144,11 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	}
 	s.pending = nil
 	s.state = StateAuthSent
+	if s.NAT() {
+		// The initiator moves to port 4500 for IKE_AUTH (§2.23).
+		s.local = netip.AddrPortFrom(s.local.Addr(), NATTPort)
+		s.remote = netip.AddrPortFrom(s.remote.Addr(), NATTPort)
+	}
 	msg, err := s.authRequest(now)
 	if err != nil {
 		return nil, s.fail(err)

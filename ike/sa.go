@@ -98,6 +98,8 @@ type SA struct {
 	// The peer's requests.
 	peerNextID uint32
 	lastResp   []byte // answer to request peerNextID-1
+
+	from [2]netip.AddrPort // local and remote address of the message in hand
 }
 
 // State returns the SA's state.
@@ -207,10 +209,28 @@ func (s *SA) request(ex message.ExchangeType, ps []message.Payload, now time.Tim
 	return s.startRequest(msg, ex, now), nil
 }
 
-// Handle processes one message from the peer and returns the message to
-// send back, if any. A dropped message gives an error wrapping ErrDropped
-// and changes nothing; the other errors are the SA's failure (see Err).
+// NATTPort is the port IKE moves to, on both sides, once NAT detection
+// saw a NAT (RFC 7296 §2.23); messages there follow a 4-byte non-ESP
+// marker (RFC 3948), which the caller strips and adds.
+const NATTPort = 4500
+
+// Addrs returns the addresses the SA talks between: where to send its
+// requests and retransmissions. After a NAT was detected the ports are
+// NATTPort.
+func (s *SA) Addrs() (local, remote netip.AddrPort) { return s.local, s.remote }
+
+// Handle is HandleFrom with the SA's current addresses.
 func (s *SA) Handle(raw []byte, now time.Time) ([]byte, error) {
+	return s.HandleFrom(raw, s.local, s.remote, now)
+}
+
+// HandleFrom processes one message from the peer that arrived at local
+// from remote, and returns the message to send back (to remote, from
+// local), if any. A message that authenticates moves the SA to its
+// addresses when a NAT was detected (the peer's mapping may change,
+// §2.23). A dropped message gives an error wrapping ErrDropped and
+// changes nothing; the other errors are the SA's failure (see Err).
+func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time) ([]byte, error) {
 	if s.state == StateFailed || s.state == StateDeleted {
 		return nil, dropped("IKE SA is %v", s.state)
 	}
@@ -224,10 +244,21 @@ func (s *SA) Handle(raw []byte, now time.Time) ([]byte, error) {
 	if m.Flags&message.FlagInitiator != 0 == s.initiator {
 		return nil, dropped("I flag says the message is our own")
 	}
+	if m.Exchange != message.IKESAInit {
+		s.from = [2]netip.AddrPort{local, remote}
+	}
 	if m.IsResponse() {
 		return s.handleResponse(m, raw, now)
 	}
 	return s.handleRequest(m, raw, now)
+}
+
+// authenticated is called when a message passed its integrity check: the
+// addresses it came by become the SA's when a NAT is in the way.
+func (s *SA) authenticated() {
+	if s.NAT() && s.from[1].IsValid() {
+		s.local, s.remote = s.from[0], s.from[1]
+	}
 }
 
 func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
@@ -264,6 +295,7 @@ func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) 
 	if err != nil {
 		return nil, dropped("%v", err)
 	}
+	s.authenticated()
 	return message.ParsePayloads(sk.Inner, plain)
 }
 

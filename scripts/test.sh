@@ -18,13 +18,19 @@ fuzztime=${FUZZTIME:-5s}
 # and run the container image (crun, podman's default runtime, fails
 # here); setcap (libcap2-bin) gives the image's binary its capabilities;
 # sysctl and kill (procps) tune and clean up namespaces; ss (iproute2)
-# watches the benchmark's sockets; timeout (coreutils) bounds a capture.
+# watches the benchmark's sockets; timeout (coreutils) bounds a capture;
+# swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
+# of ike's interop test, run inside charon's namespaces with nsenter and
+# unshare (util-linux).
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
-podman:podman runc:runc setcap:libcap2-bin sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils"
+podman:podman runc:runc setcap:libcap2-bin sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
+swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
-# its ESP layer uses.
-pkgs="python3-scapy python3-cryptography $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
+# its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
+# PATH) with the plugins the interop test loads: openssl, gcm, chapoly,
+# gmp (standard), curve25519 (extra) and kernel-libipsec (charon extra).
+pkgs="python3-scapy python3-cryptography strongswan-charon libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ]; then
@@ -42,6 +48,7 @@ if [ "$(id -u)" = 0 ]; then
 		command -v "${c%%:*}" >/dev/null || absent="$absent ${c%%:*} (package ${c#*:})"
 	done
 	/usr/bin/python3 -c 'import scapy.all, cryptography' 2>/dev/null || absent="$absent /usr/bin/python3 with scapy (python3-scapy, python3-cryptography)"
+	[ -x /usr/lib/ipsec/charon ] || absent="$absent /usr/lib/ipsec/charon (strongswan-charon)"
 	if [ -n "$absent" ]; then
 		echo "error: the tests run commands that are still missing after the install:$absent" >&2
 		exit 1

@@ -1,0 +1,425 @@
+//go:build linux
+
+package ike
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/tun/netnstest"
+)
+
+// charonBin is Debian's charon (strongswan-charon); it is not on PATH.
+const charonBin = "/usr/lib/ipsec/charon"
+
+var (
+	charonAddr = netip.MustParseAddrPort("192.0.2.1:500")
+	driverAddr = netip.MustParseAddrPort("192.0.2.2:500")
+)
+
+// charonConf is strongswan.conf: kernel-libipsec (this kernel has no ESP)
+// before kernel-netlink, and ike = 4, chd = 4 so that the log holds the
+// derived keys the test compares with ours.
+const charonConf = `charon {
+  load = random nonce openssl pem pkcs1 x509 pubkey curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  install_routes = yes
+  filelog {
+    test {
+      path = %s
+      time_format = %%T
+      default = 1
+      ike = 4
+      chd = 4
+      flush_line = yes
+    }
+  }
+  syslog { daemon { default = -1 } }
+}
+`
+
+const swanctlConf = `connections {
+  test {
+    version = 2
+    local_addrs = 192.0.2.1
+    remote_addrs = 192.0.2.2
+    proposals = %s
+    encap = no
+    mobike = no
+    local { auth = psk
+            id = a.test }
+    remote { auth = psk
+             id = b.test }
+    children {
+      net {
+        mode = tunnel
+        local_ts = 198.51.100.0/24
+        remote_ts = 203.0.113.0/24
+        esp_proposals = %s
+        start_action = none
+      }
+    }
+  }
+}
+secrets {
+  ike-test {
+    id-a = a.test
+    id-b = b.test
+    secret = "a-test-psk-not-a-secret"
+  }
+}
+`
+
+// charon is one charon in a namespace of its own with a private /run.
+type charon struct {
+	t   *testing.T
+	dir string
+	pid int
+	log string
+}
+
+func startCharon(t *testing.T, ns *netnstest.NS) *charon {
+	t.Helper()
+	dir := t.TempDir()
+	c := &charon{t: t, dir: dir, log: filepath.Join(dir, "charon.log")}
+	conf := filepath.Join(dir, "strongswan.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(charonConf, c.log)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns.Name, "unshare", "-m", "sh", "-c",
+		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+conf+" "+charonBin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// ip netns exec, unshare and sh all exec: the pid is charon's.
+	c.pid = cmd.Process.Pid
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(c.log)
+			t.Logf("charon output:\n%s\ncharon log:\n%s", out.String(), b)
+		}
+	})
+	for i := 0; ; i++ {
+		if _, err := c.swanctl("--stats"); err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("charon did not open its vici socket in 5 s: %s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c
+}
+
+// swanctl runs swanctl inside charon's namespaces.
+func (c *charon) swanctl(args ...string) (string, error) {
+	out, err := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(c.pid), "-m", "-n", "swanctl"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (c *charon) load(ike, esp string) {
+	c.t.Helper()
+	f := filepath.Join(c.dir, "swanctl.conf")
+	if err := os.WriteFile(f, []byte(fmt.Sprintf(swanctlConf, ike, esp)), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	if out, err := c.swanctl("--load-all", "--clear", "--file", f); err != nil {
+		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
+	}
+}
+
+func (c *charon) logSize() int {
+	b, _ := os.ReadFile(c.log)
+	return len(b)
+}
+
+// loggedKey returns the key charon logged as "NAME => N bytes @ ADDR",
+// followed by hex dump lines, after offset from in the log.
+func (c *charon) loggedKey(from int, name string) []byte {
+	c.t.Helper()
+	b, _ := os.ReadFile(c.log)
+	lines := strings.Split(string(b[from:]), "\n")
+	dump := regexp.MustCompile(`^\s*\d+: ((?:[0-9A-F]{2} ){0,15}[0-9A-F]{2})`)
+	for i, l := range lines {
+		if !strings.Contains(l, name+" =>") {
+			continue
+		}
+		var key []byte
+		for _, d := range lines[i+1:] {
+			// The file logger prefixes every line with time and thread.
+			if j := strings.Index(d, "] "); j >= 0 && j < 20 {
+				d = d[j+2:]
+			}
+			m := dump.FindStringSubmatch(d)
+			if m == nil {
+				break
+			}
+			h, _ := hex.DecodeString(strings.ReplaceAll(m[1], " ", ""))
+			key = append(key, h...)
+		}
+		return key
+	}
+	c.t.Fatalf("charon's log has no %q", name)
+	return nil
+}
+
+// driver runs one of our SAs over UDP sockets on ports 500 and 4500 in
+// the driver namespace, as the daemon will: messages on 4500 carry the
+// non-ESP marker.
+type driver struct {
+	c500, c4500 *net.UDPConn
+	in          chan packet
+	cfg         *Config
+	sa          *SA
+	errs        []error
+}
+
+type packet struct {
+	b         []byte
+	from      netip.AddrPort
+	localPort uint16
+}
+
+var nonESPMarker = []byte{0, 0, 0, 0}
+
+func newDriver(c500, c4500 *net.UDPConn) *driver {
+	d := &driver{c500: c500, c4500: c4500, in: make(chan packet, 16)}
+	for _, c := range []*net.UDPConn{c500, c4500} {
+		go d.read(c)
+	}
+	return d
+}
+
+// read feeds the packets of one socket to the driver until it is closed.
+func (d *driver) read(c *net.UDPConn) {
+	port := netip.MustParseAddrPort(c.LocalAddr().String()).Port()
+	for {
+		buf := make([]byte, 65536)
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		b := buf[:n]
+		if port == NATTPort {
+			if n < 4 || !bytes.Equal(b[:4], nonESPMarker) {
+				continue // ESP or a keepalive, not IKE
+			}
+			b = b[4:]
+		}
+		d.in <- packet{b: b, from: from, localPort: port}
+	}
+}
+
+func (d *driver) send(b []byte, to netip.AddrPort, localPort uint16) {
+	if localPort == NATTPort {
+		d.c4500.WriteToUDPAddrPort(append(append([]byte(nil), nonESPMarker...), b...), to)
+		return
+	}
+	d.c500.WriteToUDPAddrPort(b, to)
+}
+
+// start sends our IKE_SA_INIT request.
+func (d *driver) start() error {
+	sa, msg, err := Initiate(d.cfg, driverAddr, charonAddr, time.Now())
+	if err != nil {
+		return err
+	}
+	d.sa = sa
+	d.send(msg, charonAddr, driverAddr.Port())
+	return nil
+}
+
+// serve answers and retransmits until done reports true or the time is
+// up (an error).
+func (d *driver) serve(until time.Time, done func() bool) error {
+	for !done() {
+		if time.Now().After(until) {
+			return fmt.Errorf("timed out; errors so far: %v", d.errs)
+		}
+		var p packet
+		select {
+		case p = <-d.in:
+		case <-time.After(100 * time.Millisecond):
+			if d.sa != nil {
+				out, err := d.sa.Tick(time.Now())
+				if err != nil {
+					return err
+				}
+				if out != nil {
+					local, remote := d.sa.Addrs()
+					d.send(out, remote, local.Port())
+				}
+			}
+			continue
+		}
+		var out []byte
+		var err error
+		local := netip.AddrPortFrom(driverAddr.Addr(), p.localPort)
+		h := message.Header(p.b)
+		if d.sa == nil || h.IsValid() && h.ExchangeType() == message.IKESAInit && h.Flags()&message.FlagResponse == 0 && h.ISPI() != d.sa.ispi {
+			var sa *SA
+			sa, out, err = Respond(d.cfg, local, p.from, p.b, time.Now())
+			if sa != nil {
+				d.sa = sa
+			}
+		} else {
+			out, err = d.sa.HandleFrom(p.b, local, p.from, time.Now())
+		}
+		if err != nil {
+			d.errs = append(d.errs, err)
+		}
+		if out != nil {
+			if h.Flags()&message.FlagResponse != 0 {
+				// A response of ours to send is a new request (IKE_AUTH
+				// after IKE_SA_INIT): it goes to the SA's addresses.
+				l, r := d.sa.Addrs()
+				d.send(out, r, l.Port())
+			} else {
+				d.send(out, p.from, p.localPort)
+			}
+		}
+	}
+	return nil
+}
+
+// TestCharonInterop negotiates with strongSwan's charon across two network
+// namespaces, with our state machine as initiator and as responder, and
+// checks that both sides derived the same keys (charon's log) and that
+// charon reports the IKE SA ESTABLISHED.
+func TestCharonInterop(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and charon")
+	}
+	if _, err := os.Stat(charonBin); err != nil {
+		t.Skip("strongSwan's charon is not installed (scripts/test.sh installs strongswan-charon)")
+	}
+	if _, err := exec.LookPath("swanctl"); err != nil {
+		t.Skip("swanctl is not installed (strongswan-swanctl)")
+	}
+	nsC := netnstest.New(t, "ike-charon")
+	nsG := netnstest.New(t, "ike-driver")
+	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vg", "netns", nsG.Name)
+	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
+	nsG.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vg")
+	nsC.IP(t, "link", "set", "vc", "up")
+	nsG.IP(t, "link", "set", "vg", "up")
+	// kernel-libipsec routes remote_ts into its TUN device from an
+	// address of local_ts, and needs a route to the peer's side to do it.
+	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
+	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
+	ch := startCharon(t, nsC)
+
+	var c500, c4500 *net.UDPConn
+	if err := nsG.Do(func() (err error) {
+		if c500, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(driverAddr)); err != nil {
+			return err
+		}
+		c4500, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(driverAddr.Addr(), NATTPort)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c500.Close()
+	defer c4500.Close()
+	d := newDriver(c500, c4500)
+
+	for _, tc := range []struct{ ike, esp string }{
+		{"aes256-sha256-x25519", "aes128gcm16"},
+		{"aes256gcm16-prfsha384-ecp384", "chacha20poly1305-ecp384"},
+		{"aes128-sha256-modp2048", "aes256-sha256"},
+		{"chacha20poly1305-prfsha512-ecp256", "aes256gcm16"},
+	} {
+		ch.load(tc.ike, tc.esp)
+		cfg, _ := pairConfigs(t, []string{tc.ike}, []string{tc.esp})
+		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
+		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+		for _, role := range []string{"initiator", "responder"} {
+			t.Run(tc.ike+"/"+tc.esp+"/"+role, func(t *testing.T) {
+				from := ch.logSize()
+				d.cfg, d.sa, d.errs = cfg, nil, nil
+				up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
+				if role == "initiator" {
+					if err := d.start(); err != nil {
+						t.Fatal(err)
+					}
+					if err := d.serve(time.Now().Add(10*time.Second), up); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					errc := make(chan error, 1)
+					go func() { errc <- d.serve(time.Now().Add(15*time.Second), up) }()
+					out, err := ch.swanctl("--initiate", "--child", "net", "--timeout", "10")
+					if serr := <-errc; serr != nil || err != nil {
+						t.Fatalf("swanctl --initiate: %v\n%s\ndriver: %v", err, out, serr)
+					}
+				}
+				list, _ := ch.swanctl("--list-sas")
+				ispi, rspi := d.sa.SPIs()
+				if !strings.Contains(list, "ESTABLISHED") || !strings.Contains(list, fmt.Sprintf("%016x_i", ispi)) || !strings.Contains(list, fmt.Sprintf("%016x_r", rspi)) {
+					t.Fatalf("charon does not list our IKE SA %016x_i %016x_r as ESTABLISHED:\n%s", ispi, rspi, list)
+				}
+				c := d.sa.Children()[0]
+				if !strings.Contains(list, fmt.Sprintf("in  %08x,", c.OutSPI)) || !strings.Contains(list, fmt.Sprintf("out %08x,", c.InSPI)) {
+					t.Fatalf("charon does not list the child with SPIs in %08x, out %08x:\n%s", c.OutSPI, c.InSPI, list)
+				}
+				for _, k := range []struct {
+					name string
+					ours []byte
+				}{
+					{"Sk_ei secret", d.sa.Keys().EI},
+					{"Sk_er secret", d.sa.Keys().ER},
+					{"encryption initiator key", c.InitiatorKeys.Enc},
+					{"encryption responder key", c.ResponderKeys.Enc},
+				} {
+					if theirs := ch.loggedKey(from, k.name); !bytes.Equal(theirs, k.ours) {
+						t.Errorf("%s: charon %x, ours %x", k.name, theirs, k.ours)
+					}
+				}
+				if c.Suite.Integ.Name != "" {
+					for _, k := range []struct {
+						name string
+						ours []byte
+					}{{"integrity initiator key", c.InitiatorKeys.Integ}, {"integrity responder key", c.ResponderKeys.Integ}} {
+						if theirs := ch.loggedKey(from, k.name); !bytes.Equal(theirs, k.ours) {
+							t.Errorf("%s: charon %x, ours %x", k.name, theirs, k.ours)
+						}
+					}
+				}
+				// charon deletes the IKE SA; we answer and drop ours.
+				errc := make(chan error, 1)
+				go func() {
+					errc <- d.serve(time.Now().Add(10*time.Second), func() bool { return d.sa.State() == StateDeleted })
+				}()
+				out, err := ch.swanctl("--terminate", "--ike", "test", "--timeout", "10")
+				if serr := <-errc; serr != nil || err != nil {
+					t.Fatalf("swanctl --terminate: %v\n%s\ndriver: %v", err, out, serr)
+				}
+				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
+					t.Fatalf("charon still lists an SA after the delete:\n%s", list)
+				}
+			})
+		}
+	}
+}
