@@ -144,7 +144,7 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	_, wantTransport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
-	return s.newChild(esp, inSPI, outSPI, local, remote, wantTransport && s.cfg.Child.Transport), 0, nil
+	return s.newChild(esp, inSPI, outSPI, local, remote, wantTransport && s.cfg.Child.Transport, nil, s.ni, s.nr, false), 0, nil
 }
 
 // handleAuthResponse is the initiator's side of IKE_AUTH.
@@ -176,7 +176,7 @@ func (s *SA) handleAuthResponse(ps []message.Payload) error {
 	_, transport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, s.childInSPI)
-	child := s.newChild(esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport)
+	child := s.newChild(esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.ni, s.nr, true)
 	s.children = append(s.children, child)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
 	return nil

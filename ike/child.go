@@ -32,10 +32,14 @@ type Child struct {
 	// ports IKE moved to.
 	Local, Remote netip.AddrPort
 	Encap         bool
-	// InitiatorKeys and ResponderKeys are the same keys by RFC role, as
-	// strongSwan logs them ("encryption initiator key"): for tests and
-	// a keylog.
+	// InitiatorKeys and ResponderKeys are the same keys by RFC role (the
+	// initiator of the exchange that made the child), as strongSwan logs
+	// them ("encryption initiator key"): for tests and a keylog.
 	InitiatorKeys, ResponderKeys keys.ESPKeys
+	// Replaces is, for a rekeyed child, the child it replaces: install
+	// the new inbound SA, switch outbound to the new one, and remove the
+	// old pair when EventChildDown names it (make-before-break).
+	Replaces *Child
 }
 
 // Clear zeroes the child's keys.
@@ -45,17 +49,21 @@ func (c *Child) Clear() {
 	}
 }
 
-// newChild derives a child's keys from KEYMAT (RFC 7296 §2.17) with the
-// IKE_SA_INIT nonces and no PFS, as the first child of an IKE_AUTH.
-func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool) *Child {
-	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, nil, s.ni, s.nr, esp)
+// newChild derives a child's keys from KEYMAT (RFC 7296 §2.17): the first
+// child of IKE_AUTH with the IKE_SA_INIT nonces and no g^ir; a rekeyed
+// child with the CREATE_CHILD_SA nonces and, with PFS, its g^ir.
+// weInitiated says whether we initiated the exchange that made the child:
+// its initiator's keys come first in KEYMAT.
+func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool,
+	gir, ni, nr []byte, weInitiated bool) *Child {
+	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, gir, ni, nr, esp)
 	c := &Child{
 		Suite: esp, InSPI: inSPI, OutSPI: outSPI, Transport: transport,
 		ESN:     esp.ESN.ID == proposal.ESN && esp.ESN.Name != "",
 		LocalTS: localTS, RemoteTS: remoteTS, Local: s.local, Remote: s.remote, Encap: s.NAT(),
 		InitiatorKeys: i2r, ResponderKeys: r2i,
 	}
-	if s.initiator {
+	if weInitiated {
 		c.Out, c.In = i2r, r2i
 	} else {
 		c.Out, c.In = r2i, i2r

@@ -2,9 +2,14 @@
 // IKE_SA_INIT and IKE_AUTH as initiator and as responder, with the
 // INVALID_KE_PAYLOAD retry in the responder's group, NO_PROPOSAL_CHOSEN,
 // AUTHENTICATION_FAILED, traffic selectors narrowed by the responder
-// (§2.9), NAT detection (§2.23), message IDs with a window of one, a
-// retransmit cache for answers (§2.1, §2.2) and INFORMATIONAL answers
-// (liveness checks and deletes from the peer). The wire format is in
+// (§2.9), NAT detection (§2.23) and the move to port 4500, message IDs
+// with a window of one, a retransmit cache for answers (§2.1, §2.2),
+// CREATE_CHILD_SA for rekeying a child (with and without PFS) and the IKE
+// SA (§1.3.2, §1.3.3, §2.18) from either side, and INFORMATIONAL
+// exchanges: liveness checks and deletes of children and IKE SAs, both
+// ways. Simultaneous rekeys (§2.8.1) are not resolved by nonces yet: a
+// CREATE_CHILD_SA that collides with our own is answered
+// TEMPORARY_FAILURE and the peer retries. The wire format is in
 // ike/message, the algorithms in ike/proposal, ike/dh and ike/keys.
 //
 // The engine is transport-agnostic: an SA takes whole IKE messages (after
@@ -17,9 +22,13 @@
 // EAP_ONLY_AUTHENTICATION, ...), are ignored as §3.10.1 says; an unknown
 // critical payload in a request is answered UNSUPPORTED_CRITICAL_PAYLOAD.
 //
-// What an established IKE_AUTH yields is a Child: the SPIs, keys, mode,
-// selectors and ESN of a CHILD_SA pair, which the daemon installs in its
-// SAD. The package does not install anything itself.
+// What an established IKE_AUTH or a child rekey yields is a Child: the
+// SPIs, keys, mode, selectors and ESN of a CHILD_SA pair, which the daemon
+// installs in its SAD, reported by an Event (EventChildUp, and
+// EventChildDown when it must go; a rekeyed child names the one it
+// Replaces). An IKE rekey reports EventIKERekeyed with the new SA, to
+// which the children move; the old SA's EventIKEDown then concerns only
+// itself. The package does not install anything itself.
 //
 // Concurrency: an SA is not safe for concurrent use; one goroutine (the
 // daemon's IKE loop) owns it. Buffers passed to Handle are not retained;

@@ -188,7 +188,14 @@ func (s *SA) deriveIKE(gir []byte) error {
 	defer clear(gir)
 	s.prf = keys.NewPRF(s.ikeSuite.PRF)
 	seed := keys.SKEYSEED(s.prf, s.ni, s.nr, gir)
+	return s.deriveIKEFrom(seed)
+}
+
+// deriveIKEFrom derives the keys and ciphers from SKEYSEED, which it
+// wipes afterwards.
+func (s *SA) deriveIKEFrom(seed []byte) error {
 	defer clear(seed)
+	s.prf = keys.NewPRF(s.ikeSuite.PRF)
 	s.keys = keys.DeriveIKE(s.ikeSuite, seed, s.ni, s.nr, s.ispi, s.rspi)
 	ei, err := keys.NewSKCipher(s.ikeSuite, s.keys.EI, s.keys.AI)
 	if err != nil {

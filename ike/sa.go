@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/ipsecd/ipsecd/ike/dh"
@@ -51,12 +52,16 @@ const (
 	EventChildUp                        // Child is ready to install
 	EventChildDown                      // Child was deleted by the peer: remove it
 	EventIKEDown                        // the IKE SA and all its children are gone
+	// EventIKERekeyed: SA replaces this IKE SA, with its children; route
+	// the new SPIs to it. This SA only waits to be deleted.
+	EventIKERekeyed
 )
 
 // Event is a change the daemon acts on.
 type Event struct {
 	Kind  EventKind
 	Child *Child
+	SA    *SA // EventIKERekeyed
 }
 
 // SA is one IKE SA, from either side. The zero value is not usable; see
@@ -85,6 +90,8 @@ type SA struct {
 	natRemote         bool // a NAT rewrites the peer's address
 
 	childInSPI uint32 // our inbound SPI of the child being negotiated
+	create     *pendingCreate
+	deleting   *Child // the child our outstanding INFORMATIONAL deletes
 	children   []*Child
 	events     []Event
 
@@ -229,7 +236,10 @@ func (s *SA) Handle(raw []byte, now time.Time) ([]byte, error) {
 // local), if any. A message that authenticates moves the SA to its
 // addresses when a NAT was detected (the peer's mapping may change,
 // §2.23). A dropped message gives an error wrapping ErrDropped and
-// changes nothing; the other errors are the SA's failure (see Err).
+// changes nothing. Any other error says why an exchange failed; the SA
+// itself failed only when State is StateFailed (then Err says the same).
+// An error may come with a message to send (a notify refusing the
+// request). Events say what changed; read them with TakeEvents.
 func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time) ([]byte, error) {
 	if s.state == StateFailed || s.state == StateDeleted {
 		return nil, dropped("IKE SA is %v", s.state)
@@ -276,13 +286,22 @@ func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]by
 	switch m.Exchange {
 	case message.IKEAuth:
 		return nil, s.handleAuthResponse(ps)
+	case message.CreateChildSA:
+		return s.handleCreateResponse(ps, now)
 	case message.Informational:
-		if s.state == StateDeleted {
-			return nil, nil
+		if c := s.deleting; c != nil {
+			s.deleting = nil
+			s.removeChild(c)
 		}
-		return nil, nil
 	}
 	return nil, nil
+}
+
+func (s *SA) removeChild(c *Child) {
+	if i := slices.Index(s.children, c); i >= 0 {
+		s.children = slices.Delete(s.children, i, i+1)
+		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
+	}
 }
 
 // decrypt opens the SK payload of an authenticated exchange.
@@ -325,9 +344,7 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byt
 	case m.Exchange == message.Informational:
 		reply = s.handleInformational(ps)
 	case m.Exchange == message.CreateChildSA:
-		// Rekeying is not implemented yet: refuse cleanly (§1.3).
-		reply = []message.Payload{notify(message.NoAdditionalSAs, nil)}
-		handleErr = ErrUnsupportedChange
+		reply, handleErr = s.handleCreateRequest(ps)
 	default:
 		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
 	}

@@ -1,0 +1,202 @@
+package ike
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// exchange passes req from a to b and b's answer back to a, and returns
+// what a sends next (a follow-up request, or nil).
+func exchange(t *testing.T, a, b *SA, req []byte) []byte {
+	t.Helper()
+	resp, err := b.Handle(req, t0)
+	if err != nil || resp == nil {
+		t.Fatalf("answering: %v", err)
+	}
+	next, err := a.Handle(resp, t0)
+	if err != nil {
+		t.Fatalf("handling the answer: %v", err)
+	}
+	return next
+}
+
+func childEvents(t *testing.T, s *SA) (up, down []*Child) {
+	for _, e := range s.TakeEvents() {
+		switch e.Kind {
+		case EventChildUp:
+			up = append(up, e.Child)
+		case EventChildDown:
+			down = append(down, e.Child)
+		}
+	}
+	return
+}
+
+// TestRekeyChild rekeys the child from either side, with and without
+// PFS: both sides end with one new child whose keys agree and differ from
+// the old ones, and the old pair is reported down on both.
+func TestRekeyChild(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		esp      string
+		fromResp bool
+	}{
+		{"initiator, no PFS", "aes128gcm16", false},
+		{"responder, no PFS", "aes256-sha256", true},
+		{"initiator, PFS x25519", "aes128gcm16-x25519", false},
+		{"responder, PFS modp2048", "chacha20poly1305-modp2048", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{tt.esp})
+			ini, res, errI, errR := run(t, ci, cr)
+			if errI != nil || errR != nil {
+				t.Fatal(errI, errR)
+			}
+			ini.TakeEvents()
+			res.TakeEvents()
+			a, b := ini, res
+			if tt.fromResp {
+				a, b = res, ini
+			}
+			old := a.Children()[0]
+			req, err := a.RekeyChild(old, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, _ := message.Parse(req); m.Exchange != message.CreateChildSA {
+				t.Fatalf("got %v, want CREATE_CHILD_SA", m.Exchange)
+			}
+			del := exchange(t, a, b, req)
+			if del == nil {
+				t.Fatal("no delete of the old child after the rekey")
+			}
+			if next := exchange(t, a, b, del); next != nil {
+				t.Fatal("unexpected request after the delete")
+			}
+			for _, s := range []*SA{a, b} {
+				up, down := childEvents(t, s)
+				if len(up) != 1 || len(down) != 1 || up[0].Replaces == nil || down[0] != up[0].Replaces {
+					t.Fatalf("events: %d up, %d down; want the new child replacing the old one", len(up), len(down))
+				}
+				if len(s.Children()) != 1 || s.Children()[0] != up[0] {
+					t.Fatalf("%d children after the rekey, want the new one", len(s.Children()))
+				}
+			}
+			na, nb := a.Children()[0], b.Children()[0]
+			if na.OutSPI != nb.InSPI || na.InSPI != nb.OutSPI || !bytes.Equal(na.Out.Enc, nb.In.Enc) || !bytes.Equal(na.In.Enc, nb.Out.Enc) || !bytes.Equal(na.Out.Integ, nb.In.Integ) {
+				t.Fatal("the sides disagree on the new child")
+			}
+			if bytes.Equal(na.Out.Enc, old.Out.Enc) || na.InSPI == old.InSPI {
+				t.Fatal("the new child has the old key or SPI")
+			}
+			if pfs := na.Suite.DH.Name != ""; pfs != (tt.esp != "aes128gcm16" && tt.esp != "aes256-sha256") {
+				t.Fatalf("PFS group %q for %q", na.Suite.DH.Name, tt.esp)
+			}
+		})
+	}
+}
+
+// TestRekeyIKE rekeys the IKE SA from either side: the new SAs agree on
+// keys different from the old ones, carry the child, and work (a liveness
+// check over them), and the old ones are deleted.
+func TestRekeyIKE(t *testing.T) {
+	for _, fromResp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "initiator", true: "responder"}[fromResp], func(t *testing.T) {
+			ci, cr := pairConfigs(t, []string{"aes128gcm16-prfsha256-ecp256", "aes256-sha384-x25519"}, []string{"aes128gcm16"})
+			ini, res, errI, errR := run(t, ci, cr)
+			if errI != nil || errR != nil {
+				t.Fatal(errI, errR)
+			}
+			a, b := ini, res
+			if fromResp {
+				a, b = res, ini
+			}
+			a.TakeEvents()
+			b.TakeEvents()
+			child := a.Children()[0]
+			req, err := a.RekeyIKE(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			del := exchange(t, a, b, req)
+			newA, newB := rekeyed(t, a), rekeyed(t, b)
+			if del == nil || a.State() != StateDeleted {
+				t.Fatalf("old SA %v, delete %v; want deleted and a delete sent", a.State(), del != nil)
+			}
+			if _, err := b.Handle(del, t0); err != nil || b.State() != StateDeleted {
+				t.Fatalf("peer's old SA: %v, %v", b.State(), err)
+			}
+			ai, ar := newA.SPIs()
+			bi, br := newB.SPIs()
+			oi, or := a.SPIs()
+			if ai != bi || ar != br || ai == oi || ar == or || !newA.IsInitiator() || newB.IsInitiator() {
+				t.Fatalf("new SPIs %x/%x and %x/%x (old %x/%x); rekey initiator is initiator: %v", ai, ar, bi, br, oi, or, newA.IsInitiator())
+			}
+			if !bytes.Equal(newA.Keys().D, newB.Keys().D) || bytes.Equal(newA.Keys().EI, a.Keys().EI) {
+				t.Fatal("new IKE keys disagree or are the old ones")
+			}
+			if len(newA.Children()) != 1 || newA.Children()[0] != child || len(newB.Children()) != 1 {
+				t.Fatal("the child did not move to the new IKE SA")
+			}
+			ping, err := newA.Ping(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exchange(t, newA, newB, ping)
+			// A second rekey of the new SA, from the other side.
+			req, err = newB.RekeyIKE(t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exchange(t, newB, newA, req) == nil {
+				t.Fatal("no delete after the second rekey")
+			}
+		})
+	}
+}
+
+func rekeyed(t *testing.T, s *SA) *SA {
+	t.Helper()
+	for _, e := range s.TakeEvents() {
+		if e.Kind == EventIKERekeyed {
+			return e.SA
+		}
+		if e.Kind == EventChildDown {
+			t.Fatal("an IKE rekey took a child down")
+		}
+	}
+	t.Fatal("no EventIKERekeyed")
+	return nil
+}
+
+// TestRekeyInvalidKE: the responder wants another PFS group; the
+// initiator retries in it.
+func TestRekeyInvalidKE(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16-x25519-ecp256"})
+	cr.Child.Proposals = mustProposals(t, message.ProtoESP, "aes128gcm16-ecp256")
+	ini, res, errI, errR := run(t, ci, cr)
+	if errI != nil || errR != nil {
+		t.Fatal(errI, errR)
+	}
+	req, _ := ini.RekeyChild(ini.Children()[0], t0)
+	refusal, err := res.Handle(req, t0)
+	if refusal == nil || !errors.Is(err, ErrInvalidKE) {
+		t.Fatalf("got %v, want an INVALID_KE_PAYLOAD answer", err)
+	}
+	retry, err := ini.Handle(refusal, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := message.Parse(retry); m.Exchange != message.CreateChildSA {
+		t.Fatalf("after INVALID_KE_PAYLOAD got %v, want a new CREATE_CHILD_SA", m.Exchange)
+	}
+	if exchange(t, ini, res, retry) == nil {
+		t.Fatal("no delete after the retried rekey")
+	}
+	if g := ini.Children()[len(ini.Children())-1].Suite.DH.Name; g != "ecp256" {
+		t.Fatalf("PFS group %q, want ecp256", g)
+	}
+}
