@@ -185,14 +185,16 @@ func (c *charon) loggedKey(from int, name string) []byte {
 	return nil
 }
 
-// driver runs one of our SAs over UDP sockets on ports 500 and 4500 in
-// the driver namespace, as the daemon will: messages on 4500 carry the
-// non-ESP marker.
+// driver runs our IKE SAs over UDP sockets on ports 500 and 4500 in the
+// driver namespace, as the daemon will: messages on 4500 carry the
+// non-ESP marker, and messages go to the SA their SPIs name.
 type driver struct {
 	c500, c4500 *net.UDPConn
 	in          chan packet
 	cfg         *Config
-	sa          *SA
+	sa          *SA   // the current IKE SA (the newest after a rekey)
+	sas         []*SA // every SA still able to talk
+	events      []Event
 	errs        []error
 }
 
@@ -210,6 +212,10 @@ func newDriver(c500, c4500 *net.UDPConn) *driver {
 		go d.read(c)
 	}
 	return d
+}
+
+func (d *driver) reset(cfg *Config) {
+	d.cfg, d.sa, d.sas, d.events, d.errs = cfg, nil, nil, nil, nil
 }
 
 // read feeds the packets of one socket to the driver until it is closed.
@@ -240,20 +246,52 @@ func (d *driver) send(b []byte, to netip.AddrPort, localPort uint16) {
 	d.c500.WriteToUDPAddrPort(b, to)
 }
 
+// request sends a request an SA made, to the SA's peer.
+func (d *driver) request(sa *SA, b []byte) {
+	l, r := sa.Addrs()
+	d.send(b, r, l.Port())
+}
+
+func (d *driver) add(sa *SA) {
+	d.sa = sa
+	d.sas = append(d.sas, sa)
+}
+
 // start sends our IKE_SA_INIT request.
 func (d *driver) start() error {
 	sa, msg, err := Initiate(d.cfg, driverAddr, charonAddr, time.Now())
 	if err != nil {
 		return err
 	}
-	d.sa = sa
-	d.send(msg, charonAddr, driverAddr.Port())
+	d.add(sa)
+	d.request(sa, msg)
 	return nil
 }
 
-// serve answers and retransmits until done reports true or the time is
-// up (an error).
-func (d *driver) serve(until time.Time, done func() bool) error {
+func (d *driver) find(h message.Header) *SA {
+	for i := len(d.sas) - 1; i >= 0; i-- {
+		sa := d.sas[i]
+		ispi, rspi := sa.SPIs()
+		if h.ISPI() == ispi && (h.RSPI() == rspi || h.ExchangeType() == message.IKESAInit) {
+			return sa
+		}
+	}
+	return nil
+}
+
+func (d *driver) collect(sa *SA) {
+	for _, e := range sa.TakeEvents() {
+		d.events = append(d.events, e)
+		if e.Kind == EventIKERekeyed {
+			d.add(e.SA)
+		}
+	}
+}
+
+// serve answers and retransmits until done reports true or ten seconds
+// pass (an error).
+func (d *driver) serve(done func() bool) error {
+	until := time.Now().Add(10 * time.Second)
 	for !done() {
 		if time.Now().After(until) {
 			return fmt.Errorf("timed out; errors so far: %v", d.errs)
@@ -262,52 +300,129 @@ func (d *driver) serve(until time.Time, done func() bool) error {
 		select {
 		case p = <-d.in:
 		case <-time.After(100 * time.Millisecond):
-			if d.sa != nil {
-				out, err := d.sa.Tick(time.Now())
+			for _, sa := range d.sas {
+				out, err := sa.Tick(time.Now())
 				if err != nil {
 					return err
 				}
 				if out != nil {
-					local, remote := d.sa.Addrs()
-					d.send(out, remote, local.Port())
+					d.request(sa, out)
 				}
 			}
 			continue
 		}
+		h := message.Header(p.b)
+		if !h.IsValid() {
+			continue
+		}
+		local := netip.AddrPortFrom(driverAddr.Addr(), p.localPort)
+		sa := d.find(h)
 		var out []byte
 		var err error
-		local := netip.AddrPortFrom(driverAddr.Addr(), p.localPort)
-		h := message.Header(p.b)
-		if d.sa == nil || h.IsValid() && h.ExchangeType() == message.IKESAInit && h.Flags()&message.FlagResponse == 0 && h.ISPI() != d.sa.ispi {
-			var sa *SA
+		if sa == nil {
 			sa, out, err = Respond(d.cfg, local, p.from, p.b, time.Now())
 			if sa != nil {
-				d.sa = sa
+				d.add(sa)
 			}
 		} else {
-			out, err = d.sa.HandleFrom(p.b, local, p.from, time.Now())
+			out, err = sa.HandleFrom(p.b, local, p.from, time.Now())
 		}
 		if err != nil {
 			d.errs = append(d.errs, err)
 		}
-		if out != nil {
-			if h.Flags()&message.FlagResponse != 0 {
-				// A response of ours to send is a new request (IKE_AUTH
-				// after IKE_SA_INIT): it goes to the SA's addresses.
-				l, r := d.sa.Addrs()
-				d.send(out, r, l.Port())
-			} else {
-				d.send(out, p.from, p.localPort)
-			}
+		if sa != nil {
+			d.collect(sa)
+		}
+		switch {
+		case out == nil:
+		case h.Flags()&message.FlagResponse != 0:
+			// What we send after a response is our next request
+			// (IKE_AUTH after IKE_SA_INIT, a delete after a rekey).
+			d.request(sa, out)
+		default:
+			d.send(out, p.from, p.localPort)
 		}
 	}
 	return nil
 }
 
+// while runs swanctl with args in the background and serves until done;
+// both must succeed.
+func (d *driver) while(t *testing.T, ch *charon, done func() bool, args ...string) {
+	t.Helper()
+	type result struct {
+		out string
+		err error
+	}
+	rc := make(chan result, 1)
+	go func() {
+		out, err := ch.swanctl(args...)
+		rc <- result{out, err}
+	}()
+	serr := d.serve(done)
+	r := <-rc
+	if serr != nil || r.err != nil {
+		t.Fatalf("swanctl %v: %v\n%s\ndriver: %v", args, r.err, r.out, serr)
+	}
+}
+
+// checkKeys compares keys we derived with those charon logged after
+// offset from.
+func checkKeys(t *testing.T, ch *charon, from int, pairs ...any) {
+	t.Helper()
+	for i := 0; i < len(pairs); i += 2 {
+		name, ours := pairs[i].(string), pairs[i+1].([]byte)
+		if theirs := ch.loggedKey(from, name); !bytes.Equal(theirs, ours) {
+			t.Errorf("%s: charon logged %x, we derived %x", name, theirs, ours)
+		}
+	}
+}
+
+func checkChildKeys(t *testing.T, ch *charon, from int, c *Child) {
+	t.Helper()
+	checkKeys(t, ch, from, "encryption initiator key", c.InitiatorKeys.Enc, "encryption responder key", c.ResponderKeys.Enc)
+	if c.Suite.Integ.Name != "" {
+		checkKeys(t, ch, from, "integrity initiator key", c.InitiatorKeys.Integ, "integrity responder key", c.ResponderKeys.Integ)
+	}
+}
+
+// listed checks that charon lists our current IKE SA ESTABLISHED with
+// our child installed.
+func (d *driver) listed(t *testing.T, ch *charon) {
+	t.Helper()
+	// charon may still be deleting the SAs a rekey replaced: serve and
+	// look again for up to two seconds.
+	var list string
+	for i := 0; i < 20; i++ {
+		list, _ = ch.swanctl("--list-sas")
+		if strings.Count(list, "INSTALLED") == 1 && strings.Count(list, "ESTABLISHED") == 1 {
+			break
+		}
+		stop := time.Now().Add(100 * time.Millisecond)
+		d.serve(func() bool { return time.Now().After(stop) })
+	}
+	ispi, rspi := d.sa.SPIs()
+	if !strings.Contains(list, "ESTABLISHED") || !strings.Contains(list, fmt.Sprintf("%016x_i", ispi)) || !strings.Contains(list, fmt.Sprintf("%016x_r", rspi)) {
+		t.Fatalf("charon does not list our IKE SA %016x_i %016x_r as ESTABLISHED:\n%s", ispi, rspi, list)
+	}
+	if len(d.sa.Children()) != 1 {
+		t.Fatalf("we have %d children, want 1", len(d.sa.Children()))
+	}
+	c := d.sa.Children()[0]
+	if !strings.Contains(list, fmt.Sprintf("in  %08x,", c.OutSPI)) || !strings.Contains(list, fmt.Sprintf("out %08x,", c.InSPI)) {
+		t.Fatalf("charon does not list the child with SPIs in %08x, out %08x:\n%s", c.OutSPI, c.InSPI, list)
+	}
+	if strings.Count(list, "INSTALLED") != 1 || strings.Count(list, "ESTABLISHED") != 1 {
+		t.Fatalf("charon lists old SAs besides the current ones:\n%s", list)
+	}
+}
+
 // TestCharonInterop negotiates with strongSwan's charon across two network
-// namespaces, with our state machine as initiator and as responder, and
-// checks that both sides derived the same keys (charon's log) and that
-// charon reports the IKE SA ESTABLISHED.
+// namespaces, with our state machine as initiator and as responder: the
+// IKE SA and its child come up, are rekeyed from both sides (the child
+// with PFS where the ESP proposal names a group), answer a liveness check
+// and are deleted by charon. After each step the keys we derived must
+// equal those charon logged, and charon must list exactly our SAs.
 func TestCharonInterop(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and charon")
@@ -348,7 +463,7 @@ func TestCharonInterop(t *testing.T) {
 	for _, tc := range []struct{ ike, esp string }{
 		{"aes256-sha256-x25519", "aes128gcm16"},
 		{"aes256gcm16-prfsha384-ecp384", "chacha20poly1305-ecp384"},
-		{"aes128-sha256-modp2048", "aes256-sha256"},
+		{"aes128-sha256-modp2048", "aes256-sha256-modp2048"},
 		{"chacha20poly1305-prfsha512-ecp256", "aes256gcm16"},
 	} {
 		ch.load(tc.ike, tc.esp)
@@ -357,65 +472,86 @@ func TestCharonInterop(t *testing.T) {
 		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.ike+"/"+tc.esp+"/"+role, func(t *testing.T) {
+				d.reset(cfg)
 				from := ch.logSize()
-				d.cfg, d.sa, d.errs = cfg, nil, nil
 				up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
 				if role == "initiator" {
 					if err := d.start(); err != nil {
 						t.Fatal(err)
 					}
-					if err := d.serve(time.Now().Add(10*time.Second), up); err != nil {
+					if err := d.serve(up); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					errc := make(chan error, 1)
-					go func() { errc <- d.serve(time.Now().Add(15*time.Second), up) }()
-					out, err := ch.swanctl("--initiate", "--child", "net", "--timeout", "10")
-					if serr := <-errc; serr != nil || err != nil {
-						t.Fatalf("swanctl --initiate: %v\n%s\ndriver: %v", err, out, serr)
-					}
+					d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
 				}
-				list, _ := ch.swanctl("--list-sas")
-				ispi, rspi := d.sa.SPIs()
-				if !strings.Contains(list, "ESTABLISHED") || !strings.Contains(list, fmt.Sprintf("%016x_i", ispi)) || !strings.Contains(list, fmt.Sprintf("%016x_r", rspi)) {
-					t.Fatalf("charon does not list our IKE SA %016x_i %016x_r as ESTABLISHED:\n%s", ispi, rspi, list)
+				d.listed(t, ch)
+				checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
+				checkChildKeys(t, ch, from, d.sa.Children()[0])
+
+				// charon rekeys the child, then we do.
+				old := d.sa.Children()[0]
+				from = ch.logSize()
+				rekeyed := func() bool {
+					cs := d.sa.Children()
+					return len(cs) == 1 && cs[0].Replaces == old
 				}
-				c := d.sa.Children()[0]
-				if !strings.Contains(list, fmt.Sprintf("in  %08x,", c.OutSPI)) || !strings.Contains(list, fmt.Sprintf("out %08x,", c.InSPI)) {
-					t.Fatalf("charon does not list the child with SPIs in %08x, out %08x:\n%s", c.OutSPI, c.InSPI, list)
+				d.while(t, ch, rekeyed, "--rekey", "--child", "net")
+				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				wantPFS := strings.Contains(tc.esp, "-modp") || strings.Contains(tc.esp, "-ecp")
+				if pfs := d.sa.Children()[0].Suite.DH.Name; (pfs != "") != wantPFS {
+					t.Errorf("PFS group %q after a rekey of %q", pfs, tc.esp)
 				}
-				for _, k := range []struct {
-					name string
-					ours []byte
-				}{
-					{"Sk_ei secret", d.sa.Keys().EI},
-					{"Sk_er secret", d.sa.Keys().ER},
-					{"encryption initiator key", c.InitiatorKeys.Enc},
-					{"encryption responder key", c.ResponderKeys.Enc},
-				} {
-					if theirs := ch.loggedKey(from, k.name); !bytes.Equal(theirs, k.ours) {
-						t.Errorf("%s: charon %x, ours %x", k.name, theirs, k.ours)
-					}
+				old = d.sa.Children()[0]
+				from = ch.logSize()
+				req, err := d.sa.RekeyChild(old, time.Now())
+				if err != nil {
+					t.Fatal(err)
 				}
-				if c.Suite.Integ.Name != "" {
-					for _, k := range []struct {
-						name string
-						ours []byte
-					}{{"integrity initiator key", c.InitiatorKeys.Integ}, {"integrity responder key", c.ResponderKeys.Integ}} {
-						if theirs := ch.loggedKey(from, k.name); !bytes.Equal(theirs, k.ours) {
-							t.Errorf("%s: charon %x, ours %x", k.name, theirs, k.ours)
+				d.request(d.sa, req)
+				if err := d.serve(rekeyed); err != nil {
+					t.Fatal(err)
+				}
+				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				// Wait for charon's answer to our delete of the old child.
+				if err := d.serve(func() bool { return d.sa.NextTimeout().IsZero() }); err != nil {
+					t.Fatal(err)
+				}
+				d.listed(t, ch)
+
+				// charon rekeys the IKE SA, then we do.
+				for _, ours := range []bool{false, true} {
+					prev := d.sa
+					from = ch.logSize()
+					newSA := func() bool { return d.sa != prev && prev.State() == StateDeleted }
+					if ours {
+						req, err := d.sa.RekeyIKE(time.Now())
+						if err != nil {
+							t.Fatal(err)
 						}
+						d.request(d.sa, req)
+						if err := d.serve(newSA); err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						d.while(t, ch, newSA, "--rekey", "--ike", "test")
 					}
+					checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
+					d.listed(t, ch)
 				}
+
+				// A liveness check over the newest IKE SA.
+				ping, err := d.sa.Ping(time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.request(d.sa, ping)
+				if err := d.serve(func() bool { return d.sa.NextTimeout().IsZero() }); err != nil {
+					t.Fatal(err)
+				}
+
 				// charon deletes the IKE SA; we answer and drop ours.
-				errc := make(chan error, 1)
-				go func() {
-					errc <- d.serve(time.Now().Add(10*time.Second), func() bool { return d.sa.State() == StateDeleted })
-				}()
-				out, err := ch.swanctl("--terminate", "--ike", "test", "--timeout", "10")
-				if serr := <-errc; serr != nil || err != nil {
-					t.Fatalf("swanctl --terminate: %v\n%s\ndriver: %v", err, out, serr)
-				}
+				d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
 				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
 					t.Fatalf("charon still lists an SA after the delete:\n%s", list)
 				}
