@@ -382,3 +382,80 @@ func TestDropsForeign(t *testing.T) {
 		t.Fatalf("the real message after the garbage: %v", err)
 	}
 }
+
+// TestRespondRefusals: IKE_SA_INIT requests the responder answers with a
+// notify and no state, and messages it drops without an answer.
+func TestRespondRefusals(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	_, req, _ := Initiate(ci, addrA, addrB, t0)
+	m, _ := message.Parse(req)
+	critical := *m
+	critical.Payloads = append(append([]message.Payload(nil), m.Payloads...), message.Payload{Type: 200, Critical: true, Body: []byte{1}})
+	noKE := *m
+	noKE.Payloads = nil
+	for _, p := range m.Payloads {
+		if p.Type != message.TypeKE {
+			noKE.Payloads = append(noKE.Payloads, p)
+		}
+	}
+	asResponse := *m
+	asResponse.Flags |= message.FlagResponse
+	for _, tt := range []struct {
+		name   string
+		msg    []byte
+		notify message.NotifyType // 0: no answer
+	}{
+		{"unknown critical payload", message.Encode(&critical), message.UnsupportedCriticalPayload},
+		{"no KE", message.Encode(&noKE), message.InvalidSyntax},
+		{"a response", message.Encode(&asResponse), 0},
+		{"truncated", req[:len(req)-3], 0},
+		{"empty", nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sa, out, err := Respond(cr, addrB, addrA, tt.msg, t0)
+			if sa != nil || err == nil {
+				t.Fatalf("got an SA (%v), want a refusal", err)
+			}
+			if tt.notify == 0 {
+				if out != nil {
+					t.Fatalf("answered %x, want silence", out)
+				}
+				return
+			}
+			am, err := message.Parse(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := notifyOf(am.Payloads, tt.notify); !ok || am.RSPI != 0 || !am.IsResponse() {
+				t.Fatalf("answer %+v, want notify %d with no responder SPI", am, tt.notify)
+			} else if tt.notify == message.UnsupportedCriticalPayload && !bytes.Equal(n.Data(), []byte{200}) {
+				t.Fatalf("notify data %x, want the payload type 200", n.Data())
+			}
+		})
+	}
+}
+
+// FuzzHandle feeds arbitrary messages to a responder waiting for IKE_SA_INIT
+// and to both sides of an established IKE SA: nothing panics, and
+// garbage never takes the SA down.
+func FuzzHandle(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes128gcm16-prfsha256-x25519"}, []string{"aes128gcm16"})
+	ini, req, _ := Initiate(ci, addrA, addrB, t0)
+	res, resp, _ := Respond(cr, addrB, addrA, req, t0)
+	auth, _ := ini.Handle(resp, t0)
+	authResp, _ := res.Handle(auth, t0)
+	ini.Handle(authResp, t0)
+	ping, _ := ini.Ping(t0)
+	for _, s := range [][]byte{req, resp, auth, authResp, ping} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		Respond(cr, addrB, addrA, b, t0)
+		for _, sa := range []*SA{ini, res} {
+			sa.Handle(b, t0)
+			if sa.State() != StateEstablished {
+				t.Fatalf("a fuzzed message took the SA to %v (%v)", sa.State(), sa.Err())
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package ike
 
 import (
 	"crypto/subtle"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -224,9 +225,13 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 		return nil, nil, err
 	}
 	m, err := message.Parse(raw)
-	if ce, ok := err.(*message.CriticalError); ok && len(raw) >= message.HeaderLen {
-		h := message.Header(raw).Fields()
-		return nil, refusal(h, notify(message.UnsupportedCriticalPayload, []byte{byte(ce.Type)})), err
+	var ce *message.CriticalError
+	if errors.As(err, &ce) {
+		// Only an IKE_SA_INIT request gets an answer (§2.5); anything
+		// else without an SA is dropped.
+		if h := message.Header(raw).Fields(); h.Exchange == message.IKESAInit && !h.IsResponse() && h.MessageID == 0 && h.RSPI == 0 {
+			return nil, refusal(h, notify(message.UnsupportedCriticalPayload, []byte{byte(ce.Type)})), fmt.Errorf("%w: %v", ErrDropped, err)
+		}
 	}
 	if err != nil {
 		return nil, nil, dropped("%v", err)
