@@ -2,8 +2,8 @@ package ike
 
 import (
 	"crypto/subtle"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
