@@ -5,6 +5,7 @@ package ike
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -417,13 +418,10 @@ func (d *driver) listed(t *testing.T, ch *charon) {
 	}
 }
 
-// TestCharonInterop negotiates with strongSwan's charon across two network
-// namespaces, with our state machine as initiator and as responder: the
-// IKE SA and its child come up, are rekeyed from both sides (the child
-// with PFS where the ESP proposal names a group), answer a liveness check
-// and are deleted by charon. After each step the keys we derived must
-// equal those charon logged, and charon must list exactly our SAs.
-func TestCharonInterop(t *testing.T) {
+// charonPair starts charon in one namespace and a driver on ports 500
+// and 4500 in another, joined by a veth pair: charon at 192.0.2.1, the
+// driver at 192.0.2.2. It skips the test without root or strongSwan.
+func charonPair(t *testing.T) (*charon, *driver) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and charon")
 	}
@@ -456,9 +454,19 @@ func TestCharonInterop(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer c500.Close()
-	defer c4500.Close()
+	t.Cleanup(func() { c500.Close(); c4500.Close() })
 	d := newDriver(c500, c4500)
+	return ch, d
+}
+
+// TestCharonInterop negotiates with strongSwan's charon across two network
+// namespaces, with our state machine as initiator and as responder: the
+// IKE SA and its child come up, are rekeyed from both sides (the child
+// with PFS where the ESP proposal names a group), answer a liveness check
+// and are deleted by charon. After each step the keys we derived must
+// equal those charon logged, and charon must list exactly our SAs.
+func TestCharonInterop(t *testing.T) {
+	ch, d := charonPair(t)
 
 	for _, tc := range []struct{ ike, esp string }{
 		{"aes256-sha256-x25519", "aes128gcm16"},
@@ -555,6 +563,86 @@ func TestCharonInterop(t *testing.T) {
 				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
 					t.Fatalf("charon still lists an SA after the delete:\n%s", list)
 				}
+			})
+		}
+	}
+}
+
+// TestCharonInteropFailures: a wrong pre-shared key and disjoint
+// proposals fail cleanly on both sides, in both roles, and leave no SA.
+func TestCharonInteropFailures(t *testing.T) {
+	ch, d := charonPair(t)
+	for _, tc := range []struct {
+		name, ours string
+		psk        string
+		want       error
+		notify     string // charon's log: "generating ... N(notify)" or "received ... notify error"
+		long       string
+	}{
+		{"wrong psk", "aes256-sha256-x25519", "not-the-psk", ErrAuthFailed, "AUTH_FAILED", "AUTHENTICATION_FAILED"},
+		{"disjoint proposals", "aes128gcm16-prfsha256-ecp256", "a-test-psk-not-a-secret", ErrNoProposalChosen, "NO_PROP", "NO_PROPOSAL_CHOSEN"},
+	} {
+		ch.load("aes256-sha256-x25519", "aes128gcm16")
+		cfg, _ := pairConfigs(t, []string{tc.ours}, []string{"aes128gcm16"})
+		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
+		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+		cfg.PSK = []byte(tc.psk)
+		for _, role := range []string{"initiator", "responder"} {
+			t.Run(tc.name+"/"+role, func(t *testing.T) {
+				d.reset(cfg)
+				from := ch.logSize()
+				failed := func() bool {
+					if d.sa != nil && d.sa.State() == StateFailed {
+						return true
+					}
+					for _, err := range d.errs {
+						if errors.Is(err, tc.want) {
+							return true
+						}
+					}
+					return false
+				}
+				if role == "initiator" {
+					if err := d.start(); err != nil {
+						t.Fatal(err)
+					}
+					if err := d.serve(failed); err != nil {
+						t.Fatal(err)
+					}
+					if !errors.Is(d.sa.Err(), tc.want) {
+						t.Fatalf("our SA failed with %v, want %v", d.sa.Err(), tc.want)
+					}
+				} else {
+					rc := make(chan error, 1)
+					go func() {
+						_, err := ch.swanctl("--initiate", "--child", "net", "--timeout", "10")
+						rc <- err
+					}()
+					serr := d.serve(failed)
+					if err := <-rc; err == nil || serr != nil {
+						t.Fatalf("swanctl --initiate succeeded (%v) or the driver saw no failure (%v)", err, serr)
+					}
+					if len(d.errs) == 0 || !errors.Is(d.errs[len(d.errs)-1], tc.want) {
+						t.Fatalf("our errors %v, want %v", d.errs, tc.want)
+					}
+				}
+				b, _ := os.ReadFile(ch.log)
+				want := "received " + tc.long + " notify error" // charon initiated, we refused
+				if role == "initiator" {
+					want = "N(" + tc.notify + ") ]" // charon refused us
+				}
+				if !strings.Contains(string(b[from:]), want) {
+					t.Errorf("charon's log does not say %q", want)
+				}
+				for i := 0; i < 20; i++ {
+					list, _ := ch.swanctl("--list-sas")
+					if !strings.Contains(list, "test:") {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				list, _ := ch.swanctl("--list-sas")
+				t.Fatalf("charon keeps an SA after the failure:\n%s", list)
 			})
 		}
 	}
