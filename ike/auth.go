@@ -147,14 +147,22 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	return s.newChild(esp, inSPI, outSPI, local, remote, wantTransport && s.cfg.Child.Transport, nil, s.ni, s.nr, false), 0, nil
 }
 
-// handleAuthResponse is the initiator's side of IKE_AUTH.
-func (s *SA) handleAuthResponse(ps []message.Payload) error {
+// handleAuthResponse is the initiator's side of IKE_AUTH. When the
+// responder does not authenticate, it returns an INFORMATIONAL request
+// telling it so (RFC 7296 §2.21.2), sent once: the SA is gone.
+func (s *SA) handleAuthResponse(ps []message.Payload, now time.Time) ([]byte, error) {
 	if _, ok := notifyOf(ps, message.AuthenticationFailed); ok {
-		return s.fail(fmt.Errorf("%w: the responder refused our AUTH", ErrAuthFailed))
+		return nil, s.fail(fmt.Errorf("%w: the responder refused our AUTH", ErrAuthFailed))
 	}
 	if err := s.verifyAuth(ps, message.TypeIDr); err != nil {
-		return s.fail(err)
+		msg, _ := s.request(message.Informational, []message.Payload{notify(message.AuthenticationFailed, nil)}, now)
+		return msg, s.fail(err)
 	}
+	return nil, s.childFromAuth(ps)
+}
+
+// childFromAuth takes the first child from the responder's IKE_AUTH.
+func (s *SA) childFromAuth(ps []message.Payload) error {
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	if t, ok := firstError(ps); ok {

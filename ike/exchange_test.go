@@ -344,8 +344,13 @@ func TestInformational(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := res.Handle(del, t0); err != nil || res.State() != StateDeleted {
+	ack, err := res.Handle(del, t0)
+	if err != nil || res.State() != StateDeleted {
 		t.Fatalf("delete: %v, responder %v", err, res.State())
+	}
+	// The delete's answer was lost: a retransmission still gets it.
+	if again, err := res.Handle(del, t0); err != nil || !bytes.Equal(again, ack) {
+		t.Fatalf("retransmitted delete: %v, same answer %v", err, bytes.Equal(again, ack))
 	}
 	ev := res.TakeEvents()
 	if len(ev) < 2 || ev[len(ev)-2].Kind != EventChildDown || ev[len(ev)-1].Kind != EventIKEDown {
@@ -458,4 +463,39 @@ func FuzzHandle(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestResponderAuthFails: an IKE_AUTH answer whose AUTH does not verify
+// fails the initiator, which tells the responder with an INFORMATIONAL
+// AUTHENTICATION_FAILED (RFC 7296 §2.21.2).
+func TestResponderAuthFails(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	ini, req, _ := Initiate(ci, addrA, addrB, t0)
+	res, resp, _ := Respond(cr, addrB, addrA, req, t0)
+	if _, err := ini.Handle(resp, t0); err != nil {
+		t.Fatal(err)
+	}
+	forged, err := res.sealed(res.header(message.IKEAuth, 1, true), []message.Payload{
+		{Type: message.TypeIDr, Body: encodeID("b.test")},
+		{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, make([]byte, 32))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := ini.Handle(forged, t0)
+	if !errors.Is(err, ErrAuthFailed) || ini.State() != StateFailed || len(ini.Children()) != 0 {
+		t.Fatalf("got %v, state %v; want authentication failed", err, ini.State())
+	}
+	m, err := message.Parse(info)
+	if err != nil || m.Exchange != message.Informational || m.IsResponse() {
+		t.Fatalf("got %v (%v), want an INFORMATIONAL request", m, err)
+	}
+	plain, err := res.open.Open(info, m.Get(message.TypeSK))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _ := message.ParsePayloads(m.Payloads[0].Inner, plain)
+	if _, ok := notifyOf(ps, message.AuthenticationFailed); !ok {
+		t.Fatalf("payloads %v, want AUTHENTICATION_FAILED", ps)
+	}
 }

@@ -241,12 +241,17 @@ func (s *SA) Handle(raw []byte, now time.Time) ([]byte, error) {
 // An error may come with a message to send (a notify refusing the
 // request). Events say what changed; read them with TakeEvents.
 func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time) ([]byte, error) {
-	if s.state == StateFailed || s.state == StateDeleted {
-		return nil, dropped("IKE SA is %v", s.state)
-	}
 	m, err := message.Parse(raw)
 	if err != nil {
 		return nil, dropped("%v", err)
+	}
+	if s.state == StateFailed || s.state == StateDeleted {
+		// Only our last answer is still given, to a retransmission of
+		// the request that ended the SA (its answer may have been lost).
+		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 {
+			return s.lastResp, nil
+		}
+		return nil, dropped("IKE SA is %v", s.state)
 	}
 	if m.ISPI != s.ispi || m.RSPI != s.rspi && !(m.Exchange == message.IKESAInit && (m.RSPI == 0 || s.state == StateInitSent)) {
 		return nil, dropped("SPIs %016x_i %016x_r are not this SA's", m.ISPI, m.RSPI)
@@ -285,7 +290,7 @@ func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]by
 	s.pending = nil
 	switch m.Exchange {
 	case message.IKEAuth:
-		return nil, s.handleAuthResponse(ps)
+		return s.handleAuthResponse(ps, now)
 	case message.CreateChildSA:
 		return s.handleCreateResponse(ps, now)
 	case message.Informational:
