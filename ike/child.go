@@ -37,8 +37,13 @@ type Child struct {
 	// them ("encryption initiator key"): for tests and a keylog.
 	InitiatorKeys, ResponderKeys keys.ESPKeys
 	// Replaces is, for a rekeyed child, the child it replaces: install
-	// the new inbound SA, switch outbound to the new one, and remove the
-	// old pair when EventChildDown names it (make-before-break).
+	// the new pair, move the outbound traffic of the replaced child to
+	// the new one, and remove the old pair when EventChildDown names it
+	// (make-before-break). After simultaneous rekeys (§2.8.1) two
+	// children may replace one; the later EventChildUp wins, and the
+	// other one is deleted. A redundant child made in such a collision
+	// has no Replaces: install it, send nothing on it, and remove it when
+	// its EventChildDown comes.
 	Replaces *Child
 }
 

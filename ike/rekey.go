@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,10 @@ type pendingCreate struct {
 	newSPI uint64 // IKE rekey: our SPI of the new IKE SA
 	ni     []byte
 	priv   *dh.Private // nil without PFS
+	// theirs is the child the peer's simultaneous rekey of old made
+	// (§2.8.1), with the nonces of its exchange.
+	theirs         *Child
+	theirNi, ourNr []byte
 }
 
 // ErrBusy means an exchange of ours is outstanding: try again after it.
@@ -171,14 +176,35 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	c.Replaces = pc.old
 	s.children = append(s.children, c)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
-	// Delete the old pair (§1.3.3): name our inbound SPI.
+	// Delete the old pair (§1.3.3): name our inbound SPI. After a
+	// collision (§2.8.1) the child made with the lowest of the four
+	// nonces is redundant and its maker deletes it; the maker of the
+	// survivor deletes the old pair.
+	doomed := pc.old
+	if pc.theirs != nil && lowest(pc.ni, nr, pc.theirNi, pc.ourNr) < 2 {
+		// Ours is redundant: it carries no traffic and goes; the peer
+		// deletes the old pair.
+		doomed, c.Replaces = c, nil
+	}
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD,
-		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{pc.old.InSPI})}}, now)
+		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{doomed.InSPI})}}, now)
 	if err != nil {
 		return nil, err
 	}
-	s.deleting = pc.old
+	s.deleting = doomed
 	return msg, nil
+}
+
+// lowest returns the index of the lowest nonce (compared as unsigned
+// big-endian numbers of their bytes, as strongSwan does with memcmp).
+func lowest(nonces ...[]byte) int {
+	low := 0
+	for i, n := range nonces {
+		if bytes.Compare(n, nonces[low]) < 0 {
+			low = i
+		}
+	}
+	return low
 }
 
 // rekeyedSA makes the IKE SA that replaces s (§2.18): new SPIs, nonces
@@ -224,14 +250,19 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	if err != nil || len(ni) < 16 || len(ni) > 256 {
 		return []message.Payload{notify(message.InvalidSyntax, nil)}, fmt.Errorf("%w: CREATE_CHILD_SA without SA or nonce", ErrProtocol)
 	}
-	if s.create != nil || s.deleting != nil {
-		// A collision with our own rekey (§2.8.1): ask the peer to retry
-		// later rather than resolve it by nonces (not implemented).
-		return []message.Payload{notify(message.TemporaryFailure, nil)}, ErrBusy
-	}
 	ni = append([]byte(nil), ni...)
 	ke := message.KE(message.Get(ps, message.TypeKE))
 	rekey, isRekey := notifyOf(ps, message.RekeySA)
+	if s.create != nil || s.deleting != nil {
+		// The peer rekeys the child we are rekeying (§2.8.1): answer as
+		// usual, and settle by nonces when our answer arrives. Any other
+		// overlap (an IKE rekey, a child being deleted) waits: the peer
+		// retries after TEMPORARY_FAILURE (§2.25).
+		if s.deleting != nil || s.create.old == nil || !isRekey || s.create.theirs != nil ||
+			len(rekey.SPI()) != 4 || binary.BigEndian.Uint32(rekey.SPI()) != s.create.old.OutSPI {
+			return []message.Payload{notify(message.TemporaryFailure, nil)}, ErrBusy
+		}
+	}
 	switch {
 	case len(sas) > 0 && sas[0].Protocol == message.ProtoIKE:
 		return s.answerIKERekey(sas, ni, ke)
@@ -293,6 +324,9 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	c.Replaces = old
 	s.children = append(s.children, c)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
+	if s.create != nil {
+		s.create.theirs, s.create.theirNi, s.create.ourNr = c, ni, nr
+	}
 	var reply []message.Payload
 	if c.Transport {
 		reply = append(reply, notify(message.UseTransportMode, nil))

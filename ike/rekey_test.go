@@ -200,3 +200,63 @@ func TestRekeyInvalidKE(t *testing.T) {
 		t.Fatalf("PFS group %q, want ecp256", g)
 	}
 }
+
+// TestRekeyCollision: both sides rekey the child at once (RFC 7296
+// §2.8.1). Both exchanges complete; the child made with the lowest nonce
+// and the old one are deleted, and both sides end with the same single
+// child. Nonces are random, so the rounds see both outcomes.
+func TestRekeyCollision(t *testing.T) {
+	survivors := map[string]int{}
+	for round := 0; round < 16; round++ {
+		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16-x25519"})
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		old := ini.Children()[0]
+		reqA, _ := ini.RekeyChild(ini.Children()[0], t0)
+		reqB, _ := res.RekeyChild(res.Children()[0], t0)
+		respA, err := res.Handle(reqA, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		respB, err := ini.Handle(reqB, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delA, err := ini.Handle(respA, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delB, err := res.Handle(respB, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if delA == nil || delB == nil {
+			t.Fatal("a side sent no delete after the collision")
+		}
+		exchange(t, ini, res, delA)
+		exchange(t, res, ini, delB)
+		ci1, cr1 := ini.Children(), res.Children()
+		if len(ci1) != 1 || len(cr1) != 1 {
+			t.Fatalf("round %d: %d and %d children after the collision, want 1 each", round, len(ci1), len(cr1))
+		}
+		a, b := ci1[0], cr1[0]
+		if a.OutSPI != b.InSPI || a.InSPI != b.OutSPI || !bytes.Equal(a.Out.Enc, b.In.Enc) || a.InSPI == old.InSPI {
+			t.Fatalf("round %d: the sides kept different children", round)
+		}
+		if a.Replaces != old {
+			t.Fatalf("round %d: the survivor does not replace the old child", round)
+		}
+		// Which side made the survivor: the initiator of the exchange
+		// has its keys first in KEYMAT.
+		if bytes.Equal(a.Out.Enc, a.InitiatorKeys.Enc) {
+			survivors["initiator's"]++
+		} else {
+			survivors["responder's"]++
+		}
+	}
+	if len(survivors) != 2 {
+		t.Fatalf("survivors %v: want both sides' rekeys to win sometimes", survivors)
+	}
+}
