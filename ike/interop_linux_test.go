@@ -422,6 +422,13 @@ func (d *driver) listed(t *testing.T, ch *charon) {
 // and 4500 in another, joined by a veth pair: charon at 192.0.2.1, the
 // driver at 192.0.2.2. It skips the test without root or strongSwan.
 func charonPair(t *testing.T) (*charon, *driver) {
+	ch, d, _, _ := charonNamespaces(t)
+	return ch, d
+}
+
+// charonNamespaces is charonPair that also returns charon's namespace and
+// the driver's.
+func charonNamespaces(t *testing.T) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and charon")
 	}
@@ -456,7 +463,7 @@ func charonPair(t *testing.T) (*charon, *driver) {
 	}
 	t.Cleanup(func() { c500.Close(); c4500.Close() })
 	d := newDriver(c500, c4500)
-	return ch, d
+	return ch, d, nsC, nsG
 }
 
 // TestCharonInterop negotiates with strongSwan's charon across two network
@@ -645,5 +652,93 @@ func TestCharonInteropFailures(t *testing.T) {
 				t.Fatalf("charon keeps an SA after the failure:\n%s", list)
 			})
 		}
+	}
+}
+
+// TestCharonKeylogTshark checks our keylog lines with an independent
+// decryptor: tshark decrypts the captured IKE_AUTH with our
+// ikev2_decryption_table line and the ESP that charon sends (pings from
+// its side of the tunnel) with our esp_sa lines.
+func TestCharonKeylogTshark(t *testing.T) {
+	ch, d, nsC, nsG := charonNamespaces(t)
+	if _, err := exec.LookPath("tshark"); err != nil {
+		t.Skip("tshark is not installed")
+	}
+	for _, tc := range []struct{ ike, esp string }{
+		{"aes256-sha256-x25519", "aes128gcm16"},
+		{"aes128gcm16-prfsha256-ecp256", "aes256-sha256"},
+	} {
+		t.Run(tc.ike+"/"+tc.esp, func(t *testing.T) {
+			ch.load(tc.ike, tc.esp)
+			cfg, _ := pairConfigs(t, []string{tc.ike}, []string{tc.esp})
+			cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
+			cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+			d.reset(cfg)
+			dir := t.TempDir()
+			pcap := filepath.Join(dir, "underlay.pcap")
+			dump := exec.Command("ip", "netns", "exec", nsG.Name, "tcpdump", "-i", "vg", "-U", "-n", "-w", pcap, "udp")
+			if err := dump.Start(); err != nil {
+				t.Fatal(err)
+			}
+			stopped := false
+			stop := func() {
+				if !stopped {
+					stopped = true
+					dump.Process.Signal(syscall.SIGINT)
+					dump.Wait()
+				}
+			}
+			defer stop()
+			// tcpdump writes the file's header once it captures.
+			for i := 0; ; i++ {
+				if fi, err := os.Stat(pcap); err == nil && fi.Size() >= 24 {
+					break
+				}
+				if i == 50 {
+					t.Fatal("tcpdump did not start in 5 s")
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := d.start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.serve(func() bool { return d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			// charon's side of the tunnel sends pings into it; nothing
+			// answers them (ipsecd's data path is not here), which is fine.
+			exec.Command("ip", "netns", "exec", nsC.Name, "ping", "-c", "3", "-i", "0.2", "-W", "1", "-I", "198.51.100.1", "203.0.113.1").Run()
+			// The lines are taken before the delete, which wipes the IKE keys.
+			child := d.sa.Children()[0]
+			ikeLine, ok := d.sa.KeylogIKE()
+			espLines, ok2 := child.KeylogESP()
+			d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
+			stop()
+
+			if !ok || !ok2 {
+				t.Fatal("no keylog lines for a suite Wireshark decrypts")
+			}
+			if err := os.WriteFile(filepath.Join(dir, "ikev2_decryption_table"), []byte(ikeLine+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "esp_sa"), []byte(strings.Join(espLines, "\n")+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			tshark := func(filter string) string {
+				cmd := exec.Command("tshark", "-r", pcap, "-n", "-V", "-o", "esp.enable_encryption_decode:TRUE", "-Y", filter)
+				cmd.Env = append(os.Environ(), "WIRESHARK_CONFIG_DIR="+dir)
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("tshark: %v\n%s", err, out)
+				}
+				return string(out)
+			}
+			if out := tshark("isakmp.exchangetype == 35"); !strings.Contains(out, "b.test") || !strings.Contains(out, "a.test") {
+				t.Errorf("tshark did not decrypt IKE_AUTH with our keylog (no IDi b.test, IDr a.test):\n%.3000s", out)
+			}
+			if out := tshark("icmp.type == 8"); strings.Count(out, "Echo (ping) request") < 3 {
+				t.Errorf("tshark did not decrypt charon's ESP with our keylog:\n%.3000s", tshark("esp"))
+			}
+		})
 	}
 }

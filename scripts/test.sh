@@ -21,10 +21,10 @@ fuzztime=${FUZZTIME:-5s}
 # watches the benchmark's sockets; timeout (coreutils) bounds a capture;
 # swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
 # of ike's interop test, run inside charon's namespaces with nsenter and
-# unshare (util-linux).
+# unshare (util-linux); tshark decrypts the capture with ike's keylog lines.
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
 podman:podman runc:runc setcap:libcap2-bin sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
-swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux"
+swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
