@@ -499,3 +499,38 @@ func TestResponderAuthFails(t *testing.T) {
 		t.Fatalf("payloads %v, want AUTHENTICATION_FAILED", ps)
 	}
 }
+
+// TestHalfOpenTimeout: a responder that answered IKE_SA_INIT gives up
+// when IKE_AUTH does not come, and LastHeard follows authenticated
+// messages only.
+func TestHalfOpenTimeout(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	ini, req, _ := Initiate(ci, addrA, addrB, t0)
+	res, resp, _ := Respond(cr, addrB, addrA, req, t0)
+	if got := res.NextTimeout(); !got.Equal(t0.Add(HalfOpenTimeout)) {
+		t.Fatalf("NextTimeout %v, want %v", got, t0.Add(HalfOpenTimeout))
+	}
+	if _, err := res.Tick(t0.Add(HalfOpenTimeout - time.Second)); err != nil || res.State() != StateInitDone {
+		t.Fatalf("gave up early: %v", err)
+	}
+	if _, err := res.Tick(t0.Add(HalfOpenTimeout)); !errors.Is(err, ErrTimeout) || res.State() != StateFailed {
+		t.Fatalf("got %v, state %v; want a timeout", err, res.State())
+	}
+
+	// A fresh responder, and a message an hour later.
+	res, resp, _ = Respond(cr, addrB, addrA, req, t0)
+	later := t0.Add(time.Hour)
+	auth, _ := ini.Handle(resp, t0)
+	if _, err := res.Handle(auth, later); err != nil {
+		t.Fatal(err)
+	}
+	if !res.LastHeard().Equal(later) {
+		t.Fatalf("LastHeard %v, want %v", res.LastHeard(), later)
+	}
+	garbage := bytes.Clone(auth)
+	garbage[len(garbage)-1] ^= 1
+	res.Handle(garbage, later.Add(time.Hour))
+	if !res.LastHeard().Equal(later) {
+		t.Fatal("a message that did not authenticate moved LastHeard")
+	}
+}

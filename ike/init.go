@@ -26,7 +26,7 @@ func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent}
+	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now}
 	spi, err := cfg.randomBytes(8)
 	if err != nil {
 		return nil, nil, err
@@ -254,7 +254,8 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 		return nil, refusal(m.HeaderFields, notify(message.InvalidKEPayload, binary.BigEndian.AppendUint16(nil, suite.DH.ID))),
 			fmt.Errorf("%w: KE in group %d, asked for %d", ErrDropped, ke.Group(), suite.DH.ID)
 	}
-	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite}
+	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
+		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout)}
 	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
 	spi, err := cfg.randomBytes(8)
 	if err != nil {

@@ -212,7 +212,7 @@ func lowest(nonces ...[]byte) int {
 // children moved over. weInitiated: we initiated the rekey, so we are the
 // new SA's original initiator.
 func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool) (*SA, error) {
-	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished,
+	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard,
 		ispi: ispi, rspi: rspi, ikeSuite: suite, ni: ni, nr: nr, natLocal: s.natLocal, natRemote: s.natRemote}
 	seed := keys.RekeySKEYSEED(s.prf, s.keys.D, gir, ni, nr)
 	clear(gir)

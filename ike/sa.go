@@ -107,7 +107,16 @@ type SA struct {
 	lastResp   []byte // answer to request peerNextID-1
 
 	from [2]netip.AddrPort // local and remote address of the message in hand
+
+	now           time.Time // the time of the message in hand
+	halfOpenUntil time.Time // responder in StateInitDone: when to give up
+	lastHeard     time.Time // when a message of the peer last authenticated
 }
+
+// LastHeard returns when the peer last sent a message that authenticated
+// (or, before that, when the SA was made): a liveness check (Ping) is due
+// when it lies dpd_delay in the past.
+func (s *SA) LastHeard() time.Time { return s.lastHeard }
 
 // State returns the SA's state.
 func (s *SA) State() State { return s.state }
@@ -158,15 +167,27 @@ func dropped(format string, args ...any) error {
 // NextTimeout returns when Tick must be called next, or the zero time
 // when no request is outstanding.
 func (s *SA) NextTimeout() time.Time {
+	if s.state == StateInitDone {
+		return s.halfOpenUntil
+	}
 	if s.pending == nil {
 		return time.Time{}
 	}
 	return s.deadline
 }
 
+// HalfOpenTimeout is how long a responder waits for IKE_AUTH after
+// answering IKE_SA_INIT before it forgets the SA (strongSwan's
+// half_open_timeout).
+const HalfOpenTimeout = 30 * time.Second
+
 // Tick retransmits the outstanding request when its time has come, and
-// fails the SA with ErrTimeout after the last try.
+// fails the SA with ErrTimeout after the last try, or when a responder's
+// half-open SA waited HalfOpenTimeout for IKE_AUTH.
 func (s *SA) Tick(now time.Time) ([]byte, error) {
+	if s.state == StateInitDone && !now.Before(s.halfOpenUntil) {
+		return nil, s.fail(fmt.Errorf("%w: no IKE_AUTH within %v", ErrTimeout, HalfOpenTimeout))
+	}
 	if s.pending == nil || now.Before(s.deadline) {
 		return nil, nil
 	}
@@ -245,6 +266,7 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 	if err != nil {
 		return nil, dropped("%v", err)
 	}
+	s.now = now
 	if s.state == StateFailed || s.state == StateDeleted {
 		// Only our last answer is still given, to a retransmission of
 		// the request that ended the SA (its answer may have been lost).
@@ -271,6 +293,7 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 // authenticated is called when a message passed its integrity check: the
 // addresses it came by become the SA's when a NAT is in the way.
 func (s *SA) authenticated() {
+	s.lastHeard = s.now
 	if s.NAT() && s.from[1].IsValid() {
 		s.local, s.remote = s.from[0], s.from[1]
 	}
