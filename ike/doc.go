@@ -7,11 +7,10 @@
 // CREATE_CHILD_SA for rekeying a child (with and without PFS) and the IKE
 // SA (§1.3.2, §1.3.3, §2.18) from either side, and INFORMATIONAL
 // exchanges: liveness checks and deletes of children and IKE SAs, both
-// ways. Simultaneous rekeys of a child are settled by nonces (§2.8.1);
-// a CREATE_CHILD_SA that collides with our IKE SA rekey, or with a
-// delete in progress, is answered TEMPORARY_FAILURE and the peer retries
-// (§2.25): simultaneous IKE SA rekeys (§2.8.2) are not resolved by nonces
-// yet. The wire format is in
+// ways. Simultaneous rekeys of one child or of the IKE SA are settled by
+// the lowest nonce (§2.8.1, §2.8.2); any other CREATE_CHILD_SA that
+// overlaps one of ours, or a delete in progress, is answered
+// TEMPORARY_FAILURE and the peer retries (§2.25). The wire format is in
 // ike/message, the algorithms in ike/proposal, ike/dh and ike/keys.
 //
 // The engine is transport-agnostic: an SA takes whole IKE messages (after

@@ -30,6 +30,9 @@ type pendingCreate struct {
 	// (§2.8.1), with the nonces of its exchange.
 	theirs         *Child
 	theirNi, ourNr []byte
+	// theirsIKE is the IKE SA the peer's simultaneous IKE rekey made
+	// (§2.8.2), with the nonces in theirNi and ourNr.
+	theirsIKE *SA
 }
 
 // ErrBusy means an exchange of ours is outstanding: try again after it.
@@ -208,9 +211,10 @@ func lowest(nonces ...[]byte) int {
 }
 
 // rekeyedSA makes the IKE SA that replaces s (§2.18): new SPIs, nonces
-// and suite, SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr), the
-// children moved over. weInitiated: we initiated the rekey, so we are the
-// new SA's original initiator.
+// and suite, SKEYSEED = prf(SK_d (old), g^ir (new) | Ni | Nr).
+// weInitiated: we initiated the rekey, so we are the new SA's original
+// initiator. The children move over later, with adopt, once it is sure
+// the new SA survives (a collision may make it redundant).
 func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool) (*SA, error) {
 	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard,
 		ispi: ispi, rspi: rspi, ikeSuite: suite, ni: ni, nr: nr, natLocal: s.natLocal, natRemote: s.natRemote}
@@ -219,9 +223,13 @@ func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []by
 	if err := n.deriveIKEFrom(seed); err != nil {
 		return nil, err
 	}
-	n.children, s.children = s.children, nil
-	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
 	return n, nil
+}
+
+// adopt moves s's children to n, the IKE SA that replaces s.
+func (s *SA) adopt(n *SA) {
+	n.children = append(n.children, s.children...)
+	s.children = nil
 }
 
 func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir []byte, now time.Time) ([]byte, error) {
@@ -230,10 +238,27 @@ func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir
 		return nil, fmt.Errorf("%w: IKE rekey: %v", ErrProtocol, proposal.ErrBadChoice)
 	}
 	rspi := binary.BigEndian.Uint64(suite.SPI)
-	if _, err := s.rekeyedSA(suite, pc.newSPI, rspi, pc.ni, append([]byte(nil), nr...), gir, true); err != nil {
+	nr = append([]byte(nil), nr...)
+	n, err := s.rekeyedSA(suite, pc.newSPI, rspi, pc.ni, nr, gir, true)
+	if err != nil {
 		return nil, err
 	}
-	// Delete the old IKE SA (§2.18); it is gone from here on.
+	if theirs := pc.theirsIKE; theirs != nil && lowest(pc.ni, nr, pc.theirNi, pc.ourNr) < 2 {
+		// Both sides rekeyed at once and ours has the lowest nonce: it
+		// is redundant (§2.8.2). We delete it at once and never use it;
+		// the peer's new SA gets the children, and the peer deletes s.
+		msg, err := n.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
+		if err != nil {
+			return nil, err
+		}
+		n.deleted()
+		s.adopt(theirs)
+		return msg, nil
+	}
+	// Ours survives (a colliding one of the peer's is redundant, and the
+	// peer deletes it): delete the old IKE SA (§2.18), gone from here on.
+	s.adopt(n)
+	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
 	if err != nil {
 		return nil, err
@@ -253,18 +278,22 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	ni = append([]byte(nil), ni...)
 	ke := message.KE(message.Get(ps, message.TypeKE))
 	rekey, isRekey := notifyOf(ps, message.RekeySA)
+	isIKE := len(sas) > 0 && sas[0].Protocol == message.ProtoIKE
 	if s.create != nil || s.deleting != nil {
-		// The peer rekeys the child we are rekeying (§2.8.1): answer as
-		// usual, and settle by nonces when our answer arrives. Any other
-		// overlap (an IKE rekey, a child being deleted) waits: the peer
+		// The peer rekeys what we are rekeying, the same child (§2.8.1)
+		// or the IKE SA (§2.8.2): answer as usual, and settle by nonces
+		// when our answer arrives. Any other overlap waits: the peer
 		// retries after TEMPORARY_FAILURE (§2.25).
-		if s.deleting != nil || s.create.old == nil || !isRekey || s.create.theirs != nil ||
-			len(rekey.SPI()) != 4 || binary.BigEndian.Uint32(rekey.SPI()) != s.create.old.OutSPI {
+		pc := s.create
+		sameChild := pc != nil && pc.old != nil && isRekey && pc.theirs == nil &&
+			len(rekey.SPI()) == 4 && binary.BigEndian.Uint32(rekey.SPI()) == pc.old.OutSPI
+		bothIKE := pc != nil && pc.old == nil && isIKE && pc.theirsIKE == nil
+		if s.deleting != nil || !sameChild && !bothIKE {
 			return []message.Payload{notify(message.TemporaryFailure, nil)}, ErrBusy
 		}
 	}
 	switch {
-	case len(sas) > 0 && sas[0].Protocol == message.ProtoIKE:
+	case isIKE:
 		return s.answerIKERekey(sas, ni, ke)
 	case !isRekey:
 		return []message.Payload{notify(message.NoAdditionalSAs, nil)}, fmt.Errorf("%w: peer asked for a second child", ErrChildFailed)
@@ -370,8 +399,18 @@ func (s *SA) answerIKERekey(sas []message.Proposal, ni []byte, ke message.KE) ([
 	rspi := binary.BigEndian.Uint64(spi) | 1
 	ispi := binary.BigEndian.Uint64(suite.SPI)
 	suite.SPI = binary.BigEndian.AppendUint64(nil, rspi)
-	if _, err := s.rekeyedSA(suite, ispi, rspi, ni, nr, gir, false); err != nil {
+	n, err := s.rekeyedSA(suite, ispi, rspi, ni, nr, gir, false)
+	if err != nil {
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, err
+	}
+	// The daemon routes the new SPIs to n from now on. The children move
+	// to it now, unless our own rekey collides: then the nonces decide
+	// when our answer arrives.
+	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
+	if pc := s.create; pc != nil {
+		pc.theirsIKE, pc.theirNi, pc.ourNr = n, ni, nr
+	} else {
+		s.adopt(n)
 	}
 	return []message.Payload{
 		{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{suite.Proposal()})},

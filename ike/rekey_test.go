@@ -260,3 +260,97 @@ func TestRekeyCollision(t *testing.T) {
 		t.Fatalf("survivors %v: want both sides' rekeys to win sometimes", survivors)
 	}
 }
+
+// side is one peer's IKE SAs in a test: messages go to the one their SPIs
+// name, as the daemon routes them.
+type side struct{ sas []*SA }
+
+func (d *side) collect() {
+	for _, sa := range d.sas {
+		for _, e := range sa.TakeEvents() {
+			if e.Kind == EventIKERekeyed {
+				d.sas = append(d.sas, e.SA)
+			}
+		}
+	}
+}
+
+func (d *side) handle(t *testing.T, msg []byte) []byte {
+	t.Helper()
+	h := message.Header(msg)
+	for _, sa := range d.sas {
+		if i, r := sa.SPIs(); i == h.ISPI() && r == h.RSPI() {
+			out, err := sa.Handle(msg, t0)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			d.collect()
+			return out
+		}
+	}
+	t.Fatalf("no SA for %016x_i %016x_r", h.ISPI(), h.RSPI())
+	return nil
+}
+
+func (d *side) live() []*SA {
+	var l []*SA
+	for _, sa := range d.sas {
+		if sa.State() == StateEstablished {
+			l = append(l, sa)
+		}
+	}
+	return l
+}
+
+// TestRekeyIKECollision: both sides rekey the IKE SA at once (RFC 7296
+// §2.8.2). The new SA made with the lowest nonce is deleted by its maker,
+// the old one by the maker of the survivor; both sides end with the same
+// single IKE SA, which carries the child. Over random nonces both sides'
+// rekeys win sometimes.
+func TestRekeyIKECollision(t *testing.T) {
+	wins := map[bool]int{}
+	for round := 0; round < 16; round++ {
+		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		ini.TakeEvents()
+		res.TakeEvents()
+		a, b := &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
+		reqA, _ := ini.RekeyIKE(t0)
+		reqB, _ := res.RekeyIKE(t0)
+		respA := b.handle(t, reqA)
+		respB := a.handle(t, reqB)
+		delA := a.handle(t, respA)
+		delB := b.handle(t, respB)
+		if delA == nil || delB == nil {
+			t.Fatal("a side sent no delete after the collision")
+		}
+		// The answers to the deletes reach SAs that are gone already
+		// (or that the daemon never learnt of): they change nothing.
+		b.handle(t, delA)
+		a.handle(t, delB)
+		la, lb := a.live(), b.live()
+		if len(la) != 1 || len(lb) != 1 {
+			t.Fatalf("round %d: %d and %d live IKE SAs, want 1 each", round, len(la), len(lb))
+		}
+		ai, ar := la[0].SPIs()
+		bi, br := lb[0].SPIs()
+		if ai != bi || ar != br || !bytes.Equal(la[0].Keys().D, lb[0].Keys().D) {
+			t.Fatalf("round %d: the sides kept different IKE SAs", round)
+		}
+		if len(la[0].Children()) != 1 || len(lb[0].Children()) != 1 {
+			t.Fatalf("round %d: the survivor has %d and %d children", round, len(la[0].Children()), len(lb[0].Children()))
+		}
+		ping, err := la[0].Ping(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.handle(t, b.handle(t, ping))
+		wins[la[0].IsInitiator()]++
+	}
+	if len(wins) != 2 {
+		t.Fatalf("survivors by side %v: want both sides' rekeys to win sometimes", wins)
+	}
+}

@@ -52,8 +52,11 @@ const (
 	EventChildUp                        // Child is ready to install
 	EventChildDown                      // Child was deleted by the peer: remove it
 	EventIKEDown                        // the IKE SA and all its children are gone
-	// EventIKERekeyed: SA replaces this IKE SA, with its children; route
-	// the new SPIs to it. This SA only waits to be deleted.
+	// EventIKERekeyed: SA is a new IKE SA that replaces this one; route
+	// its SPIs to it. The children move to it (see Children) once the
+	// rekey settles; after simultaneous rekeys (§2.8.2) one of the two
+	// new SAs is deleted again, and the other gets the children. This
+	// SA then only waits to be deleted.
 	EventIKERekeyed
 )
 
