@@ -534,3 +534,19 @@ func TestHalfOpenTimeout(t *testing.T) {
 		t.Fatal("a message that did not authenticate moved LastHeard")
 	}
 }
+
+// TestResponderUsesKEGroup: when a proposal the responder accepts has the
+// group of the initiator's KE, it is taken, even if the responder would
+// prefer another: no INVALID_KE_PAYLOAD round trip.
+func TestResponderUsesKEGroup(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-ecp256", "aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	cr.Proposals = mustProposals(t, message.ProtoIKE, "aes256-sha256-x25519", "aes256-sha256-ecp256")
+	_, req, _ := Initiate(ci, addrA, addrB, t0)
+	res, _, err := Respond(cr, addrB, addrA, req, t0)
+	if err != nil || res == nil {
+		t.Fatalf("got %v, want the SA in the KE's group", err)
+	}
+	if g := res.Suite().DH.Name; g != "ecp256" {
+		t.Fatalf("group %q, want ecp256 (the KE's)", g)
+	}
+}

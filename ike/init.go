@@ -246,6 +246,13 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("IKE_SA_INIT request: bad SA, KE or nonce")
 	}
 	suite, err := proposal.Select(cfg.Proposals, sas, false)
+	if err == nil && ke.Group() != suite.DH.ID {
+		// Prefer any acceptable proposal in the group the KE already
+		// has over a round trip for INVALID_KE_PAYLOAD.
+		if s, err := proposal.Select(cfg.Proposals, onlyGroup(sas, ke.Group()), false); err == nil {
+			suite = s
+		}
+	}
 	if err != nil {
 		return nil, refusal(m.HeaderFields, notify(message.NoProposalChosen, nil)),
 			fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(proposal.Messages(cfg.Proposals, nil)))
@@ -294,4 +301,28 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 func refusal(req message.HeaderFields, n message.Payload) []byte {
 	h := message.HeaderFields{ISPI: req.ISPI, Exchange: message.IKESAInit, Flags: message.FlagResponse, MessageID: req.MessageID}
 	return message.Encode(&message.Message{HeaderFields: h, Payloads: []message.Payload{n}})
+}
+
+// onlyGroup returns the proposals ps with their key exchange transforms
+// cut down to group g (proposals without it are dropped).
+func onlyGroup(ps []message.Proposal, g uint16) []message.Proposal {
+	var out []message.Proposal
+	for _, p := range ps {
+		q := p
+		q.Transforms = nil
+		has := false
+		for _, t := range p.Transforms {
+			if t.Type == message.TransDH {
+				if t.ID != g {
+					continue
+				}
+				has = true
+			}
+			q.Transforms = append(q.Transforms, t)
+		}
+		if has {
+			out = append(out, q)
+		}
+	}
+	return out
 }
