@@ -20,6 +20,11 @@
 // setting next-payload fields and lengths; the Append* functions write one
 // payload body each.
 //
+// Allocation: Parse allocates the Message and its slice of payloads, the
+// decoding views their result slices; nothing copies payload bytes. IKE
+// runs a few messages per SA per rekey, so the package favours plain
+// values over pooling.
+//
 // Nothing here holds state; everything is safe for concurrent use on
 // distinct buffers.
 package message
