@@ -550,3 +550,28 @@ func TestResponderUsesKEGroup(t *testing.T) {
 		t.Fatalf("group %q, want ecp256 (the KE's)", g)
 	}
 }
+
+// TestAuthFailedNotifyEndsSA: an INFORMATIONAL AUTHENTICATION_FAILED from
+// the initiator after IKE_AUTH ends the responder's IKE SA and children.
+func TestAuthFailedNotifyEndsSA(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	ini, res, errI, errR := run(t, ci, cr)
+	if errI != nil || errR != nil {
+		t.Fatal(errI, errR)
+	}
+	res.TakeEvents()
+	req, err := ini.request(message.Informational, []message.Payload{notify(message.AuthenticationFailed, nil)}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Handle(req, t0); err != nil {
+		t.Fatal(err)
+	}
+	if res.State() != StateDeleted || !errors.Is(res.Err(), ErrAuthFailed) || len(res.Children()) != 0 {
+		t.Fatalf("responder %v (%v) with %d children, want deleted for AUTHENTICATION_FAILED", res.State(), res.Err(), len(res.Children()))
+	}
+	ev := res.TakeEvents()
+	if len(ev) != 2 || ev[0].Kind != EventChildDown || ev[1].Kind != EventIKEDown {
+		t.Fatalf("events %+v, want ChildDown, IKEDown", ev)
+	}
+}

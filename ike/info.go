@@ -1,17 +1,26 @@
 package ike
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
 // handleInformational answers an INFORMATIONAL request (RFC 7296 §1.4):
-// an empty one is a liveness check and gets an empty answer; a Delete of
+// an empty one is a liveness check and gets an empty answer;
+// AUTHENTICATION_FAILED ends the IKE SA and its children; a Delete of
 // the IKE SA deletes it with all its children; a Delete of ESP SPIs (the
 // peer's inbound ones, our outbound) deletes those children, and the
 // answer names our inbound SPIs of the same pairs.
 func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
+	if _, ok := notifyOf(ps, message.AuthenticationFailed); ok {
+		// The peer could not authenticate us after all (§2.21.2): the
+		// IKE SA and its children are of no use.
+		s.err = fmt.Errorf("%w: the peer refused our AUTH", ErrAuthFailed)
+		s.deleted()
+		return nil
+	}
 	var ours []uint32
 	for _, p := range ps {
 		if p.Type != message.TypeD {

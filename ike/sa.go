@@ -124,7 +124,8 @@ func (s *SA) LastHeard() time.Time { return s.lastHeard }
 // State returns the SA's state.
 func (s *SA) State() State { return s.state }
 
-// Err returns why the SA failed, or nil.
+// Err returns why the SA failed (or, when Deleted, why the peer ended
+// it: AUTHENTICATION_FAILED), or nil.
 func (s *SA) Err() error { return s.err }
 
 // SPIs returns the IKE SPIs (initiator's, responder's).
