@@ -575,3 +575,59 @@ func TestAuthFailedNotifyEndsSA(t *testing.T) {
 		t.Fatalf("events %+v, want ChildDown, IKEDown", ev)
 	}
 }
+
+// TestDeleteChild: either side deletes the child; both report it down
+// and keep the IKE SA; then the other side creates it anew.
+func TestDeleteChild(t *testing.T) {
+	for _, fromResp := range []bool{false, true} {
+		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16-x25519"})
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		a, b := ini, res
+		if fromResp {
+			a, b = res, ini
+		}
+		a.TakeEvents()
+		b.TakeEvents()
+		c := a.Children()[0]
+		req, err := a.DeleteChild(c, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, err := b.Handle(req, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Handle(ack, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*SA{a, b} {
+			ev := s.TakeEvents()
+			if len(ev) != 1 || ev[0].Kind != EventChildDown || len(s.Children()) != 0 || s.State() != StateEstablished {
+				t.Fatalf("events %+v, %d children, %v; want one ChildDown, none left, IKE SA up", ev, len(s.Children()), s.State())
+			}
+		}
+		// The other side brings the child up again (with PFS, as the
+		// ESP proposal names a group).
+		req, err = b.CreateChild(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next := exchange(t, b, a, req); next != nil {
+			t.Fatal("a request after creating a child")
+		}
+		if len(a.Children()) != 1 || len(b.Children()) != 1 {
+			t.Fatalf("%d and %d children after CREATE_CHILD_SA, want 1 each", len(a.Children()), len(b.Children()))
+		}
+		na, nb := a.Children()[0], b.Children()[0]
+		if na.OutSPI != nb.InSPI || !bytes.Equal(na.Out.Enc, nb.In.Enc) || na.Replaces != nil || na.Suite.DH.Name != "x25519" {
+			t.Fatalf("the new child differs between the sides, replaces something, or has no PFS (%q)", na.Suite.DH.Name)
+		}
+		// A second child is refused: a connection has one.
+		if _, err := b.CreateChild(t0); err == nil {
+			t.Fatal("CreateChild with a child up succeeded")
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package ike
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ipsecd/ipsecd/ike/message"
 )
@@ -51,4 +53,24 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 		return nil
 	}
 	return []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoESP, ours)}}
+}
+
+// DeleteChild starts an INFORMATIONAL exchange that deletes child c
+// (§1.4.1): the request names our inbound SPI; when the peer's answer
+// arrives, EventChildDown reports c. Keep c installed until then: the
+// peer may still send on it.
+func (s *SA) DeleteChild(c *Child, now time.Time) ([]byte, error) {
+	if s.state != StateEstablished || !slices.Contains(s.children, c) {
+		return nil, errors.New("ike: no such child on an established IKE SA")
+	}
+	if s.pending != nil {
+		return nil, ErrBusy
+	}
+	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD,
+		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{c.InSPI})}}, now)
+	if err != nil {
+		return nil, err
+	}
+	s.deleting = c
+	return msg, nil
 }

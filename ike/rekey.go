@@ -16,13 +16,15 @@ import (
 
 // CREATE_CHILD_SA (RFC 7296 §1.3): rekeying a child (§1.3.3, with PFS
 // when the ESP proposals name a group) and rekeying the IKE SA (§1.3.2,
-// §2.18). A new child that rekeys nothing is refused with
-// NO_ADDITIONAL_SAS: a connection has one child.
+// §2.18), and creating the connection's child anew when the IKE SA has
+// none. Any further child is refused with NO_ADDITIONAL_SAS: a
+// connection has one child.
 
 // pendingCreate is our outstanding CREATE_CHILD_SA request.
 type pendingCreate struct {
-	old    *Child // child rekey; nil for an IKE rekey
-	inSPI  uint32 // child rekey: our new inbound SPI
+	ike    bool   // an IKE SA rekey; else a child, new or rekeyed
+	old    *Child // child rekey: the child it replaces; nil for a new one
+	inSPI  uint32 // child: our new inbound SPI
 	newSPI uint64 // IKE rekey: our SPI of the new IKE SA
 	ni     []byte
 	priv   *dh.Private // nil without PFS
@@ -72,7 +74,7 @@ func (s *SA) RekeyIKE(now time.Time) ([]byte, error) {
 	if s.pending != nil {
 		return nil, ErrBusy
 	}
-	pc := &pendingCreate{}
+	pc := &pendingCreate{ike: true}
 	spi, err := s.cfg.randomBytes(8)
 	if err != nil {
 		return nil, err
@@ -90,10 +92,12 @@ func (s *SA) sendCreate(pc *pendingCreate, now time.Time) ([]byte, error) {
 		return nil, err
 	}
 	var ps []message.Payload
-	if pc.old != nil {
-		ps = append(ps, message.Payload{Type: message.TypeN,
-			Body: message.AppendNotify(nil, message.ProtoESP, message.RekeySA, binary.BigEndian.AppendUint32(nil, pc.old.InSPI), nil)})
-		if pc.old.Transport {
+	if !pc.ike {
+		if pc.old != nil {
+			ps = append(ps, message.Payload{Type: message.TypeN,
+				Body: message.AppendNotify(nil, message.ProtoESP, message.RekeySA, binary.BigEndian.AppendUint32(nil, pc.old.InSPI), nil)})
+		}
+		if pc.transport(s) {
 			ps = append(ps, notify(message.UseTransportMode, nil))
 		}
 		ps = append(ps, message.Payload{Type: message.TypeSA,
@@ -106,10 +110,11 @@ func (s *SA) sendCreate(pc *pendingCreate, now time.Time) ([]byte, error) {
 	if pc.priv != nil {
 		ps = append(ps, message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, pc.priv.Group(), pc.priv.Public())})
 	}
-	if pc.old != nil {
+	if !pc.ike {
+		local, remote := pc.selectors(s)
 		ps = append(ps,
-			message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, pc.old.LocalTS)},
-			message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, pc.old.RemoteTS)})
+			message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, local)},
+			message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, remote)})
 	}
 	msg, err := s.request(message.CreateChildSA, ps, now)
 	if err != nil {
@@ -129,7 +134,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	if n, ok := notifyOf(ps, message.InvalidKEPayload); ok && pc.priv != nil && len(n.Data()) == 2 {
 		g := binary.BigEndian.Uint16(n.Data())
 		offered := s.cfg.Child.Proposals
-		if pc.old == nil {
+		if pc.ike {
 			offered = s.cfg.Proposals
 		}
 		if g == pc.priv.Group() || !offersGroup(offered, g) {
@@ -159,7 +164,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 			return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 		}
 	}
-	if pc.old == nil {
+	if pc.ike {
 		return s.completeIKERekey(pc, sas, nr, gir, now)
 	}
 	esp, err := proposal.CheckChoice(s.cfg.Child.Proposals, sas, pc.priv == nil)
@@ -168,17 +173,21 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	}
 	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
 	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
-	if err1 != nil || err2 != nil || !within(tsi, pc.old.LocalTS) || !within(tsr, pc.old.RemoteTS) {
-		return nil, fmt.Errorf("%w: %w: rekey answer widened the selectors", ErrChildFailed, ErrTSUnacceptable)
+	sentLocal, sentRemote := pc.selectors(s)
+	if err1 != nil || err2 != nil || !within(tsi, sentLocal) || !within(tsr, sentRemote) {
+		return nil, fmt.Errorf("%w: %w: the answer widened the selectors", ErrChildFailed, ErrTSUnacceptable)
 	}
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, pc.inSPI)
 	_, transport := notifyOf(ps, message.UseTransportMode)
-	c := s.newChild(esp, pc.inSPI, outSPI, tsi, tsr, transport && pc.old.Transport, gir, pc.ni, nr, true)
+	c := s.newChild(esp, pc.inSPI, outSPI, tsi, tsr, transport && pc.transport(s), gir, pc.ni, nr, true)
 	clear(gir)
 	c.Replaces = pc.old
 	s.children = append(s.children, c)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
+	if pc.old == nil {
+		return nil, nil // a new child: nothing to delete
+	}
 	// Delete the old pair (§1.3.3): name our inbound SPI. After a
 	// collision (§2.8.1) the child made with the lowest of the four
 	// nonces is redundant and its maker deletes it; the maker of the
@@ -285,9 +294,9 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 		// when our answer arrives. Any other overlap waits: the peer
 		// retries after TEMPORARY_FAILURE (§2.25).
 		pc := s.create
-		sameChild := pc != nil && pc.old != nil && isRekey && pc.theirs == nil &&
+		sameChild := pc != nil && !pc.ike && pc.old != nil && isRekey && pc.theirs == nil &&
 			len(rekey.SPI()) == 4 && binary.BigEndian.Uint32(rekey.SPI()) == pc.old.OutSPI
-		bothIKE := pc != nil && pc.old == nil && isIKE && pc.theirsIKE == nil
+		bothIKE := pc != nil && pc.ike && isIKE && pc.theirsIKE == nil
 		if s.deleting != nil || !sameChild && !bothIKE {
 			return []message.Payload{notify(message.TemporaryFailure, nil)}, ErrBusy
 		}
@@ -295,17 +304,17 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	switch {
 	case isIKE:
 		return s.answerIKERekey(sas, ni, ke)
-	case !isRekey:
+	case !isRekey && len(s.children) > 0:
 		return []message.Payload{notify(message.NoAdditionalSAs, nil)}, fmt.Errorf("%w: peer asked for a second child", ErrChildFailed)
 	}
 	var old *Child
-	if spi := rekey.SPI(); len(spi) == 4 {
-		want := binary.BigEndian.Uint32(spi)
+	if isRekey && len(rekey.SPI()) == 4 {
+		want := binary.BigEndian.Uint32(rekey.SPI())
 		if i := slices.IndexFunc(s.children, func(c *Child) bool { return c.OutSPI == want }); i >= 0 {
 			old = s.children[i]
 		}
 	}
-	if old == nil {
+	if isRekey && old == nil {
 		return []message.Payload{{Type: message.TypeN, Body: message.AppendNotify(nil, message.ProtoESP, message.ChildSANotFound, rekey.SPI(), nil)}},
 			fmt.Errorf("%w: peer rekeys a child we do not have", ErrChildFailed)
 	}
@@ -348,7 +357,14 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	}
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
-	c := s.newChild(esp, inSPI, outSPI, local, remote, old.Transport, gir, ni, nr, false)
+	transport := s.cfg.Child.Transport
+	if old != nil {
+		transport = old.Transport
+	} else {
+		_, asked := notifyOf(ps, message.UseTransportMode)
+		transport = transport && asked
+	}
+	c := s.newChild(esp, inSPI, outSPI, local, remote, transport, gir, ni, nr, false)
 	clear(gir)
 	c.Replaces = old
 	s.children = append(s.children, c)
@@ -417,4 +433,45 @@ func (s *SA) answerIKERekey(sas []message.Proposal, ni []byte, ke message.KE) ([
 		{Type: message.TypeNONC, Body: nr},
 		{Type: message.TypeKE, Body: message.AppendKE(nil, priv.Group(), priv.Public())},
 	}, nil
+}
+
+// transport reports whether the child asks for transport mode: as the
+// child it rekeys, or as configured.
+func (pc *pendingCreate) transport(s *SA) bool {
+	if pc.old != nil {
+		return pc.old.Transport
+	}
+	return s.cfg.Child.Transport
+}
+
+// selectors are the TSi and TSr to send: the rekeyed child's, or the
+// configured ones.
+func (pc *pendingCreate) selectors(s *SA) (local, remote []message.Selector) {
+	if pc.old != nil {
+		return pc.old.LocalTS, pc.old.RemoteTS
+	}
+	return prefixSelectors(s.cfg.Child.LocalTS), prefixSelectors(s.cfg.Child.RemoteTS)
+}
+
+// CreateChild starts a CREATE_CHILD_SA that brings the connection's
+// child up again on an IKE SA that has none (after a delete, or when
+// IKE_AUTH refused it). EventChildUp reports it.
+func (s *SA) CreateChild(now time.Time) ([]byte, error) {
+	if s.state != StateEstablished || len(s.children) > 0 {
+		return nil, errors.New("ike: the IKE SA is not up or has its child")
+	}
+	if s.pending != nil {
+		return nil, ErrBusy
+	}
+	pc := &pendingCreate{}
+	var err error
+	if pc.inSPI, err = s.cfg.newSPI(); err != nil {
+		return nil, err
+	}
+	if groups := s.cfg.Child.Proposals[0].Groups(); len(groups) > 0 {
+		if pc.priv, err = dh.New(groups[0], s.cfg.rand()); err != nil {
+			return nil, err
+		}
+	}
+	return s.sendCreate(pc, now)
 }
