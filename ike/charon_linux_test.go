@@ -37,6 +37,11 @@ var (
 const charonConf = `charon {
   load = random nonce openssl pem pkcs1 x509 pubkey curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
   install_routes = yes
+  # Short retransmissions, so that a peer that stops answering is given
+  # up in seconds (TestCharonDPD), not minutes.
+  retransmit_timeout = 1
+  retransmit_base = 1
+  retransmit_tries = 2
   filelog {
     test {
       path = %s
@@ -59,6 +64,7 @@ const swanctlConf = `connections {
     proposals = %s
     encap = no
     mobike = no
+    dpd_delay = %s
     local { auth = psk
             id = a.test }
     remote { auth = psk
@@ -141,10 +147,14 @@ func (c *charon) swanctl(args ...string) (string, error) {
 	return string(out), err
 }
 
-func (c *charon) load(ike, esp string) {
+func (c *charon) load(ike, esp string) { c.loadDPD(ike, esp, "0s") }
+
+// loadDPD loads the test connection with charon's liveness checks every
+// dpd (0s: none).
+func (c *charon) loadDPD(ike, esp, dpd string) {
 	c.t.Helper()
 	f := filepath.Join(c.dir, "swanctl.conf")
-	if err := os.WriteFile(f, []byte(fmt.Sprintf(swanctlConf, ike, esp)), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte(fmt.Sprintf(swanctlConf, ike, dpd, esp)), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	if out, err := c.swanctl("--load-all", "--clear", "--file", f); err != nil {

@@ -102,6 +102,39 @@ func TestCharonInterop(t *testing.T) {
 					d.listed(t, ch)
 				}
 
+				// charon deletes the child; we create it again; we delete
+				// it; charon creates it again (CREATE_CHILD_SA on the IKE
+				// SA, with PFS where the proposal names a group).
+				noChild := func() bool { return len(d.sa.Children()) == 0 && d.sa.NextTimeout().IsZero() }
+				oneChild := func() bool { return len(d.sa.Children()) == 1 && d.sa.NextTimeout().IsZero() }
+				d.while(t, ch, noChild, "--terminate", "--child", "net", "--timeout", "10")
+				from = ch.logSize()
+				req, err = d.sa.CreateChild(time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.request(d.sa, req)
+				if err := d.serve(oneChild); err != nil {
+					t.Fatal(err)
+				}
+				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				d.listed(t, ch)
+				req, err = d.sa.DeleteChild(d.sa.Children()[0], time.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.request(d.sa, req)
+				if err := d.serve(noChild); err != nil {
+					t.Fatal(err)
+				}
+				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "INSTALLED") {
+					t.Fatalf("charon still lists the child we deleted:\n%s", list)
+				}
+				from = ch.logSize()
+				d.while(t, ch, oneChild, "--initiate", "--child", "net", "--timeout", "10")
+				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				d.listed(t, ch)
+
 				// A liveness check over the newest IKE SA.
 				ping, err := d.sa.Ping(time.Now())
 				if err != nil {
@@ -288,4 +321,41 @@ func TestCharonKeylogTshark(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCharonDPD: charon's liveness checks are answered and keep the IKE
+// SA up; when we stop answering, charon gives the SA up.
+func TestCharonDPD(t *testing.T) {
+	ch, d := charonPair(t)
+	ch.loadDPD("aes256-sha256-x25519", "aes128gcm16", "1s")
+	cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
+	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+	d.reset(cfg)
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.serve(func() bool { return d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	from := ch.logSize()
+	heard := d.sa.LastHeard()
+	stop := time.Now().Add(3500 * time.Millisecond)
+	d.serve(func() bool { return time.Now().After(stop) })
+	b, _ := os.ReadFile(ch.log)
+	if n := strings.Count(string(b[from:]), "parsed INFORMATIONAL response"); n < 2 {
+		t.Fatalf("charon got %d answers to its liveness checks in 3.5 s, want 2 or more", n)
+	}
+	if !d.sa.LastHeard().After(heard) {
+		t.Fatal("LastHeard did not move with charon's liveness checks")
+	}
+	d.listed(t, ch)
+	// Silence: charon retries (1 s, twice, as configured) and gives up.
+	for i := 0; i < 100; i++ {
+		if list, _ := ch.swanctl("--list-sas"); !strings.Contains(list, "ESTABLISHED") {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("charon kept the IKE SA of a peer that stopped answering")
 }
