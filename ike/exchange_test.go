@@ -631,3 +631,43 @@ func TestDeleteChild(t *testing.T) {
 		}
 	}
 }
+
+// TestCookieEcho: asked for a cookie (RFC 7296 §2.6), the initiator sends
+// IKE_SA_INIT again with the COOKIE notify first, the same SPI, nonce and
+// KE, and the exchange completes.
+func TestCookieEcho(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	ini, req, _ := Initiate(ci, addrA, addrB, t0)
+	m, _ := message.Parse(req)
+	cookie := []byte("a-responder-cookie")
+	again, err := ini.Handle(refusal(m.HeaderFields, notify(message.Cookie, cookie)), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err := message.Parse(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := notifyOf(am.Payloads[:1], message.Cookie); !ok || !bytes.Equal(n.Data(), cookie) {
+		t.Fatalf("first payload %v, want the COOKIE notify", am.Payloads[0].Type)
+	}
+	if am.ISPI != m.ISPI || !bytes.Equal(am.Get(message.TypeNONC), m.Get(message.TypeNONC)) || !bytes.Equal(am.Get(message.TypeKE), m.Get(message.TypeKE)) {
+		t.Fatal("the retry changed SPI, nonce or KE")
+	}
+	res, resp, err := Respond(cr, addrB, addrA, again, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := ini.Handle(resp, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := res.Handle(auth, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ini.Handle(last, t0); err != nil {
+		t.Fatal(err)
+	}
+	checkPair(t, ini, res)
+}
