@@ -28,8 +28,9 @@ swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
-# PATH) with the plugins the interop test loads: openssl, gcm, chapoly,
-# gmp (standard), curve25519 (extra) and kernel-libipsec (charon extra).
+# PATH) with the plugins the interop test loads beyond libstrongswan's own:
+# openssl and gcm (standard), curve25519 and chapoly (extra),
+# kernel-libipsec (charon extra); vici comes with strongswan-swanctl.
 pkgs="python3-scapy python3-cryptography strongswan-charon libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
