@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-5s}
 
 # Every external command the tests run, as COMMAND:PACKAGE (the Debian
-# package that brings it). integration/testdeps_test.go fails when a test
+# package that brings it). internal/testdeps fails when a test
 # runs a command that is not listed here, and the check after the install
 # fails when a listed command is missing, so a fresh machine cannot lack
 # one unnoticed. ip (iproute2) makes namespaces and veth pairs; ping
@@ -21,13 +21,20 @@ fuzztime=${FUZZTIME:-5s}
 # systemd-analyze (systemd) verifies deploy/systemd/ipsecd.service and
 # setpriv (util-linux) runs the daemon with the unit's privileges;
 # sysctl and kill (procps) tune and clean up namespaces; ss (iproute2)
-# watches the benchmark's sockets; timeout (coreutils) bounds a capture.
+# watches the benchmark's sockets; timeout (coreutils) bounds a capture;
+# swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
+# of ike's interop test, run inside charon's namespaces with nsenter and
+# unshare (util-linux); tshark decrypts the capture with ike's keylog lines.
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
-podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils"
+podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
+swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
-# its ESP layer uses.
-pkgs="python3-scapy python3-cryptography $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
+# its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
+# PATH) with the plugins the interop test loads beyond libstrongswan's own:
+# openssl and gcm (standard), curve25519 and chapoly (extra),
+# kernel-libipsec (charon extra); vici comes with strongswan-swanctl.
+pkgs="python3-scapy python3-cryptography strongswan-charon libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ]; then
@@ -45,6 +52,7 @@ if [ "$(id -u)" = 0 ]; then
 		command -v "${c%%:*}" >/dev/null || absent="$absent ${c%%:*} (package ${c#*:})"
 	done
 	/usr/bin/python3 -c 'import scapy.all, cryptography' 2>/dev/null || absent="$absent /usr/bin/python3 with scapy (python3-scapy, python3-cryptography)"
+	[ -x /usr/lib/ipsec/charon ] || absent="$absent /usr/lib/ipsec/charon (strongswan-charon)"
 	if [ -n "$absent" ]; then
 		echo "error: the tests run commands that are still missing after the install:$absent" >&2
 		exit 1

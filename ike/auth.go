@@ -1,0 +1,191 @@
+package ike
+
+import (
+	"crypto/hmac"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// childProposals are the configured ESP proposals as IKE_AUTH carries
+// them: without groups, with our inbound SPI.
+func (s *SA) childProposals(spi uint32) []message.Proposal {
+	var ps []proposal.Proposal
+	for _, p := range s.cfg.Child.Proposals {
+		ps = append(ps, p.WithoutDH())
+	}
+	return proposal.Messages(ps, binary.BigEndian.AppendUint32(nil, spi))
+}
+
+func (s *SA) childConfigNoDH() []proposal.Proposal {
+	var ps []proposal.Proposal
+	for _, p := range s.cfg.Child.Proposals {
+		ps = append(ps, p.WithoutDH())
+	}
+	return ps
+}
+
+// authRequest builds the initiator's IKE_AUTH request (RFC 7296 §1.2).
+func (s *SA) authRequest(now time.Time) ([]byte, error) {
+	spi, err := s.cfg.newSPI()
+	if err != nil {
+		return nil, err
+	}
+	s.childInSPI = spi
+	idi := encodeID(s.cfg.LocalID)
+	auth := keys.PSKAuth(s.prf, s.cfg.PSK, s.initReq, s.nr, s.keys.PI, idi)
+	ps := []message.Payload{{Type: message.TypeIDi, Body: idi}}
+	if s.cfg.RemoteID != "%any" {
+		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: encodeID(s.cfg.RemoteID)})
+	}
+	ps = append(ps, message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)})
+	if s.cfg.Child.Transport {
+		ps = append(ps, notify(message.UseTransportMode, nil))
+	}
+	ps = append(ps,
+		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, s.childProposals(spi))},
+		message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, prefixSelectors(s.cfg.Child.LocalTS))},
+		message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, prefixSelectors(s.cfg.Child.RemoteTS))},
+	)
+	return s.request(message.IKEAuth, ps, now)
+}
+
+// verifyAuth checks the peer's ID and AUTH payloads: the ID is the one
+// configured and AUTH is the PSK MIC over its IKE_SA_INIT message, our
+// nonce and its ID (RFC 7296 §2.15).
+func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error {
+	id := message.ID(message.Get(ps, idType))
+	auth := message.Auth(message.Get(ps, message.TypeAUTH))
+	if !id.IsValid() || !auth.IsValid() {
+		return fmt.Errorf("%w: no %v or AUTH payload", ErrAuthFailed, idType)
+	}
+	if !matchID(s.cfg.RemoteID, id) {
+		return fmt.Errorf("%w: peer is %q, want %q", ErrAuthFailed, formatID(id), s.cfg.RemoteID)
+	}
+	if auth.Method() != message.AuthSharedKey {
+		return fmt.Errorf("%w: peer uses auth method %d, not a pre-shared key", ErrAuthFailed, auth.Method())
+	}
+	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
+	if s.initiator {
+		msg, nonce, skp = s.initResp, s.ni, s.keys.PR
+	}
+	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
+	if !hmac.Equal(want, auth.Data()) {
+		return fmt.Errorf("%w: AUTH of %q does not verify (pre-shared keys differ)", ErrAuthFailed, formatID(id))
+	}
+	return nil
+}
+
+// handleAuthRequest is the responder's side of IKE_AUTH.
+func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) {
+	if err := s.verifyAuth(ps, message.TypeIDi); err != nil {
+		s.fail(err)
+		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
+	}
+	if idr := message.ID(message.Get(ps, message.TypeIDr)); idr != nil && !matchID(s.cfg.LocalID, idr) {
+		err := fmt.Errorf("%w: peer wants to talk to %q, we are %q", ErrAuthFailed, formatID(idr), s.cfg.LocalID)
+		s.fail(err)
+		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
+	}
+	idr := encodeID(s.cfg.LocalID)
+	auth := keys.PSKAuth(s.prf, s.cfg.PSK, s.initResp, s.ni, s.keys.PR, idr)
+	reply := []message.Payload{
+		{Type: message.TypeIDr, Body: idr},
+		{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)},
+	}
+	s.state = StateEstablished
+	s.events = append(s.events, Event{Kind: EventIKEUp})
+	child, refuse, err := s.acceptChild(ps)
+	if err != nil {
+		return append(reply, notify(refuse, nil)), fmt.Errorf("%w: %v", ErrChildFailed, err)
+	}
+	if child.Transport {
+		reply = append(reply, notify(message.UseTransportMode, nil))
+	}
+	reply = append(reply,
+		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{child.Suite.Proposal()})},
+		message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, child.RemoteTS)},
+		message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, child.LocalTS)},
+	)
+	s.children = append(s.children, child)
+	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
+	return reply, nil
+}
+
+// acceptChild chooses the child's proposal and narrows its selectors, or
+// says which notify refuses it.
+func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, error) {
+	sas, err := message.SA(message.Get(ps, message.TypeSA)).Proposals()
+	if err != nil {
+		return nil, message.InvalidSyntax, err
+	}
+	esp, err := proposal.Select(s.childConfigNoDH(), sas, true)
+	if err != nil || len(esp.SPI) != 4 {
+		return nil, message.NoProposalChosen, fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(s.childProposals(0)))
+	}
+	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
+	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
+	if err1 != nil || err2 != nil {
+		return nil, message.InvalidSyntax, fmt.Errorf("%w: bad TSi or TSr", ErrProtocol)
+	}
+	remote := narrow(tsi, prefixSelectors(s.cfg.Child.RemoteTS))
+	local := narrow(tsr, prefixSelectors(s.cfg.Child.LocalTS))
+	if len(remote) == 0 || len(local) == 0 {
+		return nil, message.TSUnacceptable, fmt.Errorf("%w: peer's TSi/TSr do not meet our remote_ts/local_ts", ErrTSUnacceptable)
+	}
+	inSPI, err := s.cfg.newSPI()
+	if err != nil {
+		return nil, message.TemporaryFailure, err
+	}
+	_, wantTransport := notifyOf(ps, message.UseTransportMode)
+	outSPI := binary.BigEndian.Uint32(esp.SPI)
+	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
+	return s.newChild(esp, inSPI, outSPI, local, remote, wantTransport && s.cfg.Child.Transport, nil, s.ni, s.nr, false), 0, nil
+}
+
+// handleAuthResponse is the initiator's side of IKE_AUTH. When the
+// responder does not authenticate, it returns an INFORMATIONAL request
+// telling it so (RFC 7296 §2.21.2), sent once: the SA is gone.
+func (s *SA) handleAuthResponse(ps []message.Payload, now time.Time) ([]byte, error) {
+	if _, ok := notifyOf(ps, message.AuthenticationFailed); ok {
+		return nil, s.fail(fmt.Errorf("%w: the responder refused our AUTH", ErrAuthFailed))
+	}
+	if err := s.verifyAuth(ps, message.TypeIDr); err != nil {
+		msg, _ := s.request(message.Informational, []message.Payload{notify(message.AuthenticationFailed, nil)}, now)
+		return msg, s.fail(err)
+	}
+	return nil, s.childFromAuth(ps)
+}
+
+// childFromAuth takes the first child from the responder's IKE_AUTH.
+func (s *SA) childFromAuth(ps []message.Payload) error {
+	s.state = StateEstablished
+	s.events = append(s.events, Event{Kind: EventIKEUp})
+	if t, ok := firstError(ps); ok {
+		return fmt.Errorf("%w: responder answered notify %d", ErrChildFailed, t)
+	}
+	sas, err := message.SA(message.Get(ps, message.TypeSA)).Proposals()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrChildFailed, err)
+	}
+	esp, err := proposal.CheckChoice(s.childConfigNoDH(), sas, true)
+	if err != nil || len(esp.SPI) != 4 {
+		return fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
+	}
+	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
+	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
+	if err1 != nil || err2 != nil || !within(tsi, prefixSelectors(s.cfg.Child.LocalTS)) || !within(tsr, prefixSelectors(s.cfg.Child.RemoteTS)) {
+		return fmt.Errorf("%w: %w: the responder widened or garbled the selectors", ErrChildFailed, ErrTSUnacceptable)
+	}
+	_, transport := notifyOf(ps, message.UseTransportMode)
+	outSPI := binary.BigEndian.Uint32(esp.SPI)
+	esp.SPI = binary.BigEndian.AppendUint32(nil, s.childInSPI)
+	child := s.newChild(esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.ni, s.nr, true)
+	s.children = append(s.children, child)
+	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
+	return nil
+}

@@ -1,0 +1,25 @@
+package ike
+
+import (
+	"testing"
+)
+
+// BenchmarkHandshake measures one IKE_SA_INIT and IKE_AUTH, both sides in
+// one process (so twice the CPU one side spends), per suite.
+func BenchmarkHandshake(b *testing.B) {
+	for _, ike := range []string{"aes256-sha256-x25519", "aes128gcm16-prfsha256-ecp256", "aes256gcm16-prfsha384-ecp384", "aes128-sha256-modp2048"} {
+		b.Run(ike, func(b *testing.B) {
+			ci, cr := pairConfigs(b, []string{ike}, []string{"aes128gcm16"})
+			b.ReportAllocs()
+			for b.Loop() {
+				ini, msg, _ := Initiate(ci, addrA, addrB, t0)
+				res, msg, _ := Respond(cr, addrB, addrA, msg, t0)
+				msg, _ = ini.Handle(msg, t0)
+				msg, _ = res.Handle(msg, t0)
+				if _, err := ini.Handle(msg, t0); err != nil || len(ini.Children()) != 1 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

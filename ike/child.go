@@ -1,0 +1,77 @@
+package ike
+
+import (
+	"net/netip"
+
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// Child describes a negotiated CHILD_SA pair, ready to install: the
+// inbound SA (packets from the peer, opened with In) and the outbound SA
+// (sealed with Out). Its key slices belong to the Child; Clear wipes them.
+type Child struct {
+	// Suite holds the ESP algorithms: Encr (aes128gcm16, aes256gcm16,
+	// chacha20poly1305, aes128, aes256), Integ (sha256, absent for an
+	// AEAD) and ESN.
+	Suite proposal.Suite
+	// InSPI is the SPI the peer puts on packets to us; OutSPI the one we
+	// put on packets to it.
+	InSPI, OutSPI uint32
+	// In and Out are the keys as sa.Algorithm.Key takes them: the cipher
+	// key followed by the 4-byte salt for the AEADs.
+	In, Out   keys.ESPKeys
+	Transport bool
+	ESN       bool
+	// LocalTS and RemoteTS are the negotiated selectors: inner sources
+	// on our side and on the peer's.
+	LocalTS, RemoteTS []message.Selector
+	// Local and Remote are the outer addresses; Encap says ESP goes in
+	// UDP (a NAT was detected or encapsulation forced) between the
+	// ports IKE moved to.
+	Local, Remote netip.AddrPort
+	Encap         bool
+	// InitiatorKeys and ResponderKeys are the same keys by RFC role (the
+	// initiator of the exchange that made the child), as strongSwan logs
+	// them ("encryption initiator key"): for tests and a keylog.
+	InitiatorKeys, ResponderKeys keys.ESPKeys
+	// Replaces is, for a rekeyed child, the child it replaces: install
+	// the new pair, move the outbound traffic of the replaced child to
+	// the new one, and remove the old pair when EventChildDown names it
+	// (make-before-break). After simultaneous rekeys (§2.8.1) two
+	// children may replace one; the later EventChildUp wins, and the
+	// other one is deleted. A redundant child made in such a collision
+	// has no Replaces: install it, send nothing on it, and remove it when
+	// its EventChildDown comes.
+	Replaces *Child
+}
+
+// Clear zeroes the child's keys.
+func (c *Child) Clear() {
+	for _, b := range [][]byte{c.In.Enc, c.In.Integ, c.Out.Enc, c.Out.Integ} {
+		clear(b)
+	}
+}
+
+// newChild derives a child's keys from KEYMAT (RFC 7296 §2.17): the first
+// child of IKE_AUTH with the IKE_SA_INIT nonces and no g^ir; a rekeyed
+// child with the CREATE_CHILD_SA nonces and, with PFS, its g^ir.
+// weInitiated says whether we initiated the exchange that made the child:
+// its initiator's keys come first in KEYMAT.
+func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool,
+	gir, ni, nr []byte, weInitiated bool) *Child {
+	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, gir, ni, nr, esp)
+	c := &Child{
+		Suite: esp, InSPI: inSPI, OutSPI: outSPI, Transport: transport,
+		ESN:     esp.ESN.ID == proposal.ESN && esp.ESN.Name != "",
+		LocalTS: localTS, RemoteTS: remoteTS, Local: s.local, Remote: s.remote, Encap: s.NAT(),
+		InitiatorKeys: i2r, ResponderKeys: r2i,
+	}
+	if weInitiated {
+		c.Out, c.In = i2r, r2i
+	} else {
+		c.Out, c.In = r2i, i2r
+	}
+	return c
+}

@@ -1,0 +1,147 @@
+package ike
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// Config is one connection as the daemon's connections: section describes
+// it (swanctl.conf's vocabulary). It is read, never changed, by the SAs
+// made from it.
+type Config struct {
+	// LocalID and RemoteID are identities as swanctl.conf writes them:
+	// an IP address (ID_IPV4_ADDR/ID_IPV6_ADDR), user@host
+	// (ID_RFC822_ADDR) or a name (ID_FQDN). RemoteID "%any" accepts any.
+	LocalID, RemoteID string
+	PSK               []byte
+	// Proposals are the IKE proposals in order of preference.
+	Proposals []proposal.Proposal
+	Child     ChildConfig
+	// ForceEncap makes NAT detection report a NAT (strongSwan's
+	// encap = yes): the source hash sent is random.
+	ForceEncap bool
+	// Retransmit is the request retransmission schedule; zero means
+	// strongSwan's defaults (4 s, base 1.8, 5 tries).
+	Retransmit Retransmit
+	// Rand is the source of SPIs, nonces and private keys; nil means
+	// crypto/rand.
+	Rand io.Reader
+	// AllocSPI returns a fresh inbound ESP SPI (>= 256) that no SA of the
+	// daemon uses; nil means a random one.
+	AllocSPI func() (uint32, error)
+}
+
+// ChildConfig is a connection's one child.
+type ChildConfig struct {
+	// Proposals are the ESP proposals; a group in them means PFS on
+	// rekey (the first child's keys come from IKE_SA_INIT).
+	Proposals         []proposal.Proposal
+	LocalTS, RemoteTS []netip.Prefix
+	Transport         bool
+}
+
+// Retransmit is a retransmission schedule: the n-th retransmission waits
+// Timeout * Base^n, and after Tries of them the exchange fails.
+type Retransmit struct {
+	Timeout time.Duration
+	Base    float64
+	Tries   int
+}
+
+func (c *Config) retransmit() Retransmit {
+	r := c.Retransmit
+	if r.Timeout == 0 {
+		r = Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
+	}
+	return r
+}
+
+func (c *Config) rand() io.Reader {
+	if c.Rand != nil {
+		return c.Rand
+	}
+	return rand.Reader
+}
+
+func (c *Config) randomBytes(n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(c.rand(), b)
+	return b, err
+}
+
+func (c *Config) newSPI() (uint32, error) {
+	if c.AllocSPI != nil {
+		return c.AllocSPI()
+	}
+	for {
+		b, err := c.randomBytes(4)
+		if err != nil {
+			return 0, err
+		}
+		if s := binary.BigEndian.Uint32(b); s >= 256 {
+			return s, nil
+		}
+	}
+}
+
+// Validate reports the first thing wrong with c.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Proposals) == 0:
+		return errors.New("ike: no IKE proposals")
+	case len(c.Child.Proposals) == 0:
+		return errors.New("ike: no ESP proposals")
+	case len(c.PSK) == 0:
+		return errors.New("ike: no pre-shared key")
+	case c.LocalID == "" || c.RemoteID == "":
+		return errors.New("ike: local and remote ids are required")
+	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
+		return errors.New("ike: local_ts and remote_ts are required")
+	}
+	return nil
+}
+
+// encodeID returns the body of an ID payload for an identity string.
+func encodeID(s string) []byte {
+	if a, err := netip.ParseAddr(s); err == nil {
+		t := message.IDIPv4
+		if a.Is6() {
+			t = message.IDIPv6
+		}
+		return message.AppendID(nil, t, a.AsSlice())
+	}
+	if strings.Contains(s, "@") {
+		return message.AppendID(nil, message.IDRFC822, []byte(s))
+	}
+	return message.AppendID(nil, message.IDFQDN, []byte(s))
+}
+
+// matchID reports whether the peer's ID body is the configured identity.
+func matchID(want string, got message.ID) bool {
+	if want == "%any" {
+		return true
+	}
+	return string(encodeID(want)) == string(got[:1])+"\x00\x00\x00"+string(got.Data())
+}
+
+// formatID writes an ID for logs and errors.
+func formatID(id message.ID) string {
+	switch id.Type() {
+	case message.IDIPv4, message.IDIPv6:
+		if a, ok := netip.AddrFromSlice(id.Data()); ok {
+			return a.String()
+		}
+	case message.IDFQDN, message.IDRFC822:
+		return string(id.Data())
+	}
+	return fmt.Sprintf("(id type %d, %x)", id.Type(), id.Data())
+}

@@ -1,0 +1,167 @@
+// Package dh is the key exchange of IKEv2 (RFC 7296 §1.2, KE payload): the
+// groups ipsecd offers, each a private key whose public value goes in a KE
+// payload and whose shared secret, with the peer's public value, feeds
+// SKEYSEED or a PFS KEYMAT.
+//
+//   - modp2048 (group 14, RFC 3526 §3), with math/big. The peer's value
+//     must satisfy 1 < y < p-1 (RFC 7296 §5; NIST SP 800-56A), which keeps
+//     out the values that force a known shared secret.
+//   - ecp256 and ecp384 (groups 19 and 20, RFC 5903): the KE data is x ‖ y
+//     without a point-format octet, the shared secret is x. crypto/ecdh
+//     checks that the peer's point is on the curve.
+//   - x25519 (group 31, RFC 8031): the KE data is the 32-byte u-coordinate;
+//     an all-zero shared secret (a low-order point) is refused.
+//
+// A Private is used once: for one exchange, then dropped. It is not safe
+// for concurrent use; distinct ones are independent.
+package dh
+
+import (
+	"crypto/ecdh"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+)
+
+// Group numbers (IANA Transform Type 4).
+const (
+	MODP2048 = 14
+	ECP256   = 19
+	ECP384   = 20
+	X25519   = 31
+)
+
+// ErrBadPublic means the peer's KE data is not a valid public value of
+// the group. The exchange fails (INVALID_SYNTAX in a request).
+var ErrBadPublic = errors.New("dh: invalid public value from the peer")
+
+// ErrUnsupported means the group is not one ipsecd implements.
+var ErrUnsupported = errors.New("dh: unsupported group")
+
+// modp2048P is the prime of RFC 3526 §3; the generator is 2.
+var modp2048P, _ = new(big.Int).SetString(
+	"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74"+
+		"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437"+
+		"4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"+
+		"EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF05"+
+		"98DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB"+
+		"9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B"+
+		"E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF695581718"+
+		"3995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF", 16)
+
+const modpLen = 256
+
+// modpExpBytes is the size of a MODP-2048 private exponent: 320 bits,
+// above the 224 that RFC 3526 §8 asks for the group's 112-bit strength.
+const modpExpBytes = 40
+
+// Private is one side's private key for one exchange.
+type Private struct {
+	group  uint16
+	ec     *ecdh.PrivateKey
+	x, pub *big.Int // MODP
+}
+
+func curve(group uint16) ecdh.Curve {
+	switch group {
+	case ECP256:
+		return ecdh.P256()
+	case ECP384:
+		return ecdh.P384()
+	case X25519:
+		return ecdh.X25519()
+	}
+	return nil
+}
+
+// Supported reports whether New accepts group.
+func Supported(group uint16) bool { return group == MODP2048 || curve(group) != nil }
+
+// New makes a fresh private key of group from rand (crypto/rand when nil).
+func New(group uint16, r io.Reader) (*Private, error) {
+	if r == nil {
+		r = rand.Reader
+	}
+	if group == MODP2048 {
+		x := make([]byte, modpExpBytes)
+		if _, err := io.ReadFull(r, x); err != nil {
+			return nil, err
+		}
+		return FromPrivate(group, x)
+	}
+	c := curve(group)
+	if c == nil {
+		return nil, fmt.Errorf("%w %d", ErrUnsupported, group)
+	}
+	k, err := c.GenerateKey(r)
+	if err != nil {
+		return nil, err
+	}
+	return &Private{group: group, ec: k}, nil
+}
+
+// FromPrivate makes a private key of group from its encoding (a scalar for
+// the curves, a big-endian exponent for MODP); for test vectors.
+func FromPrivate(group uint16, b []byte) (*Private, error) {
+	if group == MODP2048 {
+		x := new(big.Int).SetBytes(b)
+		if x.Sign() == 0 {
+			return nil, errors.New("dh: zero exponent")
+		}
+		return &Private{group: group, x: x, pub: new(big.Int).Exp(big.NewInt(2), x, modp2048P)}, nil
+	}
+	c := curve(group)
+	if c == nil {
+		return nil, fmt.Errorf("%w %d", ErrUnsupported, group)
+	}
+	k, err := c.NewPrivateKey(b)
+	if err != nil {
+		return nil, err
+	}
+	return &Private{group: group, ec: k}, nil
+}
+
+// Group returns the group number.
+func (p *Private) Group() uint16 { return p.group }
+
+// Public returns the KE payload's data.
+func (p *Private) Public() []byte {
+	if p.group == MODP2048 {
+		return p.pub.FillBytes(make([]byte, modpLen))
+	}
+	b := p.ec.PublicKey().Bytes()
+	if p.group != X25519 {
+		b = b[1:] // drop the 0x04 uncompressed-point octet (RFC 5903 §7)
+	}
+	return b
+}
+
+// Shared returns g^ir from the peer's KE data, padded to the group's size
+// as RFC 7296 §2.14 requires.
+func (p *Private) Shared(peer []byte) ([]byte, error) {
+	if p.group == MODP2048 {
+		if len(peer) != modpLen {
+			return nil, ErrBadPublic
+		}
+		y := new(big.Int).SetBytes(peer)
+		pm1 := new(big.Int).Sub(modp2048P, big.NewInt(1))
+		if y.Cmp(big.NewInt(1)) <= 0 || y.Cmp(pm1) >= 0 {
+			return nil, ErrBadPublic
+		}
+		return new(big.Int).Exp(y, p.x, modp2048P).FillBytes(make([]byte, modpLen)), nil
+	}
+	if p.group != X25519 {
+		peer = append([]byte{4}, peer...)
+	}
+	pub, err := p.ec.Curve().NewPublicKey(peer)
+	if err != nil {
+		return nil, ErrBadPublic
+	}
+	s, err := p.ec.ECDH(pub)
+	if err != nil { // X25519: an all-zero result
+		return nil, ErrBadPublic
+	}
+	return s, nil
+}

@@ -1,0 +1,38 @@
+// Package ike is an IKEv2 protocol engine (RFC 7296) for pre-shared keys:
+// IKE_SA_INIT and IKE_AUTH as initiator and as responder, with the
+// INVALID_KE_PAYLOAD retry in the responder's group, NO_PROPOSAL_CHOSEN,
+// AUTHENTICATION_FAILED, traffic selectors narrowed by the responder
+// (§2.9), NAT detection (§2.23) and the move to port 4500, message IDs
+// with a window of one, a retransmit cache for answers (§2.1, §2.2),
+// CREATE_CHILD_SA for rekeying a child (with and without PFS) and the IKE
+// SA (§1.3.2, §1.3.3, §2.18) from either side, and INFORMATIONAL
+// exchanges: liveness checks and deletes of children and IKE SAs, both
+// ways. Simultaneous rekeys of one child or of the IKE SA are settled by
+// the lowest nonce (§2.8.1, §2.8.2); any other CREATE_CHILD_SA that
+// overlaps one of ours, or a delete in progress, is answered
+// TEMPORARY_FAILURE and the peer retries (§2.25). The wire format is in
+// ike/message, the algorithms in ike/proposal, ike/dh and ike/keys.
+//
+// The engine is transport-agnostic: an SA takes whole IKE messages (after
+// any non-ESP marker) and returns the messages to send, and is told the
+// time rather than reading a clock, so that retransmission is driven by
+// its caller through NextTimeout and Tick. It opens no socket and starts no
+// goroutine. Notifies it does not understand in a response, and the status
+// notifies charon sends (FRAGMENTATION_SUPPORTED, SIGNATURE_HASH_ALGORITHMS,
+// REDIRECT_SUPPORTED, MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED,
+// EAP_ONLY_AUTHENTICATION, ...), are ignored as §3.10.1 says; an unknown
+// critical payload in a request is answered UNSUPPORTED_CRITICAL_PAYLOAD.
+//
+// What an established IKE_AUTH or a child rekey yields is a Child: the
+// SPIs, keys, mode, selectors and ESN of a CHILD_SA pair, which the daemon
+// installs in its SAD, reported by an Event (EventChildUp, and
+// EventChildDown when it must go; a rekeyed child names the one it
+// Replaces). An IKE rekey reports EventIKERekeyed with the new SA, to
+// which the children move; the old SA's EventIKEDown then concerns only
+// itself. The package does not install anything itself.
+//
+// Concurrency: an SA is not safe for concurrent use; one goroutine (the
+// daemon's IKE loop) owns it. Buffers passed to Handle are not retained;
+// returned messages belong to the caller. Allocation is not a concern
+// here: IKE runs a few messages per SA per rekey interval.
+package ike

@@ -1,0 +1,56 @@
+package ike
+
+import (
+	"testing"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// FuzzHandleDecrypted reaches past the SK payload: the fuzzer writes the
+// payload chain that an authenticated peer sends, in a request or a
+// response of any exchange, and the SA must answer or drop it without
+// panicking. (FuzzHandle cannot get past the integrity check.)
+func FuzzHandleDecrypted(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes128gcm16-prfsha256-x25519"}, []string{"aes128gcm16-x25519"})
+	rekeySA := message.AppendSA(nil, []message.Proposal{mustProposals(f, message.ProtoESP, "aes128gcm16-x25519")[0].Message(1, []byte{1, 2, 3, 4})})
+	seed, _ := message.AppendPayloads(nil, []message.Payload{
+		{Type: message.TypeN, Body: message.AppendNotify(nil, message.ProtoESP, message.RekeySA, []byte{0, 0, 1, 0}, nil)},
+		{Type: message.TypeSA, Body: rekeySA},
+		{Type: message.TypeNONC, Body: make([]byte, 32)},
+		{Type: message.TypeKE, Body: message.AppendKE(nil, 31, make([]byte, 32))},
+	})
+	f.Add(uint8(message.CreateChildSA), false, uint8(message.TypeN), seed)
+	f.Add(uint8(message.CreateChildSA), true, uint8(message.TypeSA), seed[8+4:])
+	f.Add(uint8(message.Informational), false, uint8(message.TypeD), message.AppendDelete([]byte{0, 0, 0, 12}, message.ProtoESP, []uint32{7}))
+	f.Add(uint8(message.IKEAuth), true, uint8(message.TypeIDr), []byte{0, 0, 0, 8, 2, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, ex uint8, response bool, first uint8, chain []byte) {
+		// A fresh pair each time: what one input does to the state
+		// must not hide what the next one finds.
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		id := res.nextID
+		if response {
+			// ini's request is pending; res answers it with the chain.
+			if _, err := ini.RekeyChild(ini.Children()[0], t0); err != nil {
+				t.Fatal(err)
+			}
+			id = ini.nextID - 1
+		}
+		h := res.header(message.ExchangeType(ex), id, response)
+		msg, err := res.seal.Seal(h, message.PayloadType(first), chain)
+		if err != nil {
+			return
+		}
+		ini.Handle(msg, t0)
+		if response {
+			return
+		}
+		// And the same as a request to the original responder.
+		h = ini.header(message.ExchangeType(ex), ini.nextID, false)
+		if msg, err = ini.seal.Seal(h, message.PayloadType(first), chain); err == nil {
+			res.Handle(msg, t0)
+		}
+	})
+}

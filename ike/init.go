@@ -1,0 +1,328 @@
+package ike
+
+import (
+	"crypto/subtle"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/dh"
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// nonceLen is the size of our nonces: 32 bytes, at least half the key
+// size of every PRF offered (RFC 7296 §2.10).
+const nonceLen = 32
+
+// Initiate starts an IKE SA towards remote from local and returns it with
+// the IKE_SA_INIT request to send. The key exchange is in the first
+// group of the first proposal; the responder may ask for another one.
+func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []byte, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now}
+	spi, err := cfg.randomBytes(8)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.ispi = binary.BigEndian.Uint64(spi) | 1 // never zero
+	if s.ni, err = cfg.randomBytes(nonceLen); err != nil {
+		return nil, nil, err
+	}
+	if err := s.newKE(cfg.Proposals[0].Groups()[0]); err != nil {
+		return nil, nil, err
+	}
+	msg := s.initRequest()
+	s.nextID = 1
+	return s, s.startRequest(msg, message.IKESAInit, now), nil
+}
+
+func (s *SA) newKE(group uint16) error {
+	p, err := dh.New(group, s.cfg.rand())
+	s.priv = p
+	return err
+}
+
+// natNotifies returns NAT_DETECTION_SOURCE_IP and _DESTINATION_IP for a
+// message from local to remote.
+func (s *SA) natNotifies() []message.Payload {
+	src := natHash(s.ispi, s.rspi, s.local)
+	if s.cfg.ForceEncap {
+		// A hash that matches nothing: the peer sees a NAT in front of
+		// us and both sides encapsulate, as strongSwan's encap = yes.
+		src, _ = s.cfg.randomBytes(len(src))
+	}
+	return []message.Payload{
+		notify(message.NATDetectionSourceIP, src),
+		notify(message.NATDetectionDestinationIP, natHash(s.ispi, s.rspi, s.remote)),
+	}
+}
+
+func (s *SA) initRequest() []byte {
+	var ps []message.Payload
+	if s.cookie != nil {
+		ps = append(ps, notify(message.Cookie, s.cookie))
+	}
+	ps = append(ps,
+		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.Messages(s.cfg.Proposals, nil))},
+		message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, s.priv.Group(), s.priv.Public())},
+		message.Payload{Type: message.TypeNONC, Body: s.ni},
+	)
+	ps = append(ps, s.natNotifies()...)
+	s.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
+	return s.initReq
+}
+
+// offersGroup reports whether one of ps offers group g.
+func offersGroup(ps []proposal.Proposal, g uint16) bool {
+	for _, p := range ps {
+		if slices.Contains(p.Groups(), g) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
+	if n, ok := notifyOf(m.Payloads, message.Cookie); ok && len(n.Data()) > 0 && len(n.Data()) <= 64 {
+		s.cookie = append([]byte(nil), n.Data()...)
+		return s.startRequest(s.initRequest(), message.IKESAInit, now), nil
+	}
+	if n, ok := notifyOf(m.Payloads, message.InvalidKEPayload); ok {
+		d := n.Data()
+		if len(d) != 2 {
+			return nil, dropped("INVALID_KE_PAYLOAD without a group")
+		}
+		g := binary.BigEndian.Uint16(d)
+		if g == s.priv.Group() || !offersGroup(s.cfg.Proposals, g) {
+			return nil, s.fail(fmt.Errorf("%w: %d", ErrInvalidKE, g))
+		}
+		// Retry in the group the responder wants (RFC 7296 §1.2).
+		if err := s.newKE(g); err != nil {
+			return nil, s.fail(err)
+		}
+		return s.startRequest(s.initRequest(), message.IKESAInit, now), nil
+	}
+	if t, ok := firstError(m.Payloads); ok {
+		if t == message.NoProposalChosen {
+			return nil, s.fail(fmt.Errorf("%w: responder accepted none of %s", ErrNoProposalChosen, proposal.FormatList(proposal.Messages(s.cfg.Proposals, nil))))
+		}
+		return nil, s.fail(fmt.Errorf("%w: IKE_SA_INIT answered with error notify %d", ErrProtocol, t))
+	}
+	if m.RSPI == 0 {
+		return nil, dropped("IKE_SA_INIT response without a responder SPI")
+	}
+	sas, err := message.SA(m.Get(message.TypeSA)).Proposals()
+	if err != nil {
+		return nil, dropped("%v", err)
+	}
+	suite, err := proposal.CheckChoice(s.cfg.Proposals, sas, false)
+	if err != nil {
+		return nil, s.fail(fmt.Errorf("%w: %v: %s", ErrProtocol, err, proposal.FormatList(sas)))
+	}
+	ke := message.KE(m.Get(message.TypeKE))
+	nr := m.Get(message.TypeNONC)
+	if !ke.IsValid() || ke.Group() != s.priv.Group() || suite.DH.ID != s.priv.Group() || len(nr) < 16 || len(nr) > 256 {
+		return nil, dropped("IKE_SA_INIT response: bad KE or nonce")
+	}
+	gir, err := s.priv.Shared(ke.Data())
+	if err != nil {
+		return nil, dropped("%v", err)
+	}
+	s.rspi = m.RSPI
+	s.nr = append([]byte(nil), nr...)
+	s.initResp = append([]byte(nil), raw...)
+	s.ikeSuite = suite
+	s.detectNAT(m.Payloads)
+	if err := s.deriveIKE(gir); err != nil {
+		return nil, s.fail(err)
+	}
+	s.pending = nil
+	s.state = StateAuthSent
+	if s.NAT() {
+		// The initiator moves to port 4500 for IKE_AUTH (§2.23).
+		s.local = netip.AddrPortFrom(s.local.Addr(), NATTPort)
+		s.remote = netip.AddrPortFrom(s.remote.Addr(), NATTPort)
+	}
+	msg, err := s.authRequest(now)
+	if err != nil {
+		return nil, s.fail(err)
+	}
+	return msg, nil
+}
+
+// detectNAT compares the peer's NAT detection hashes with the addresses
+// we see (RFC 7296 §2.23). Without the notifies no NAT is assumed.
+func (s *SA) detectNAT(ps []message.Payload) {
+	var srcMatch, seen bool
+	for _, n := range message.Notifies(ps) {
+		if !n.IsValid() {
+			continue
+		}
+		switch n.Type() {
+		case message.NATDetectionSourceIP:
+			seen = true
+			if subtle.ConstantTimeCompare(n.Data(), natHash(s.ispi, s.rspi, s.remote)) == 1 {
+				srcMatch = true
+			}
+		case message.NATDetectionDestinationIP:
+			if subtle.ConstantTimeCompare(n.Data(), natHash(s.ispi, s.rspi, s.local)) != 1 {
+				s.natLocal = true
+			}
+		}
+	}
+	s.natRemote = seen && !srcMatch
+	if s.cfg.ForceEncap {
+		s.natLocal = true
+	}
+}
+
+// deriveIKE computes SKEYSEED and the IKE SA keys, and the SK ciphers of
+// both directions.
+func (s *SA) deriveIKE(gir []byte) error {
+	defer clear(gir)
+	s.prf = keys.NewPRF(s.ikeSuite.PRF)
+	seed := keys.SKEYSEED(s.prf, s.ni, s.nr, gir)
+	return s.deriveIKEFrom(seed)
+}
+
+// deriveIKEFrom derives the keys and ciphers from SKEYSEED, which it
+// wipes afterwards.
+func (s *SA) deriveIKEFrom(seed []byte) error {
+	defer clear(seed)
+	s.prf = keys.NewPRF(s.ikeSuite.PRF)
+	s.keys = keys.DeriveIKE(s.ikeSuite, seed, s.ni, s.nr, s.ispi, s.rspi)
+	ei, err := keys.NewSKCipher(s.ikeSuite, s.keys.EI, s.keys.AI)
+	if err != nil {
+		return err
+	}
+	er, err := keys.NewSKCipher(s.ikeSuite, s.keys.ER, s.keys.AR)
+	if err != nil {
+		return err
+	}
+	s.seal, s.open = ei, er
+	if !s.initiator {
+		s.seal, s.open = er, ei
+	}
+	s.priv = nil
+	return nil
+}
+
+// Respond handles an IKE_SA_INIT request that arrived at local from
+// remote. It returns the new SA (nil when the request was refused) and the
+// answer to send: the IKE_SA_INIT response, or a notify refusing it
+// (NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD, UNSUPPORTED_CRITICAL_PAYLOAD).
+// A request that does not parse gives neither, and an error wrapping
+// ErrDropped.
+func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Time) (*SA, []byte, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	m, err := message.Parse(raw)
+	var ce *message.CriticalError
+	if errors.As(err, &ce) {
+		// Only an IKE_SA_INIT request gets an answer (§2.5); anything
+		// else without an SA is dropped.
+		if h := message.Header(raw).Fields(); h.Exchange == message.IKESAInit && !h.IsResponse() && h.MessageID == 0 && h.RSPI == 0 {
+			return nil, refusal(h, notify(message.UnsupportedCriticalPayload, []byte{byte(ce.Type)})), fmt.Errorf("%w: %v", ErrDropped, err)
+		}
+	}
+	if err != nil {
+		return nil, nil, dropped("%v", err)
+	}
+	if m.Exchange != message.IKESAInit || m.IsResponse() || m.Flags&message.FlagInitiator == 0 || m.MessageID != 0 || m.RSPI != 0 || m.ISPI == 0 {
+		return nil, nil, dropped("not an IKE_SA_INIT request")
+	}
+	sas, err := message.SA(m.Get(message.TypeSA)).Proposals()
+	ke := message.KE(m.Get(message.TypeKE))
+	ni := m.Get(message.TypeNONC)
+	if err != nil || !ke.IsValid() || len(ni) < 16 || len(ni) > 256 {
+		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("IKE_SA_INIT request: bad SA, KE or nonce")
+	}
+	suite, err := proposal.Select(cfg.Proposals, sas, false)
+	if err == nil && ke.Group() != suite.DH.ID {
+		// Prefer any acceptable proposal in the group the KE already
+		// has over a round trip for INVALID_KE_PAYLOAD.
+		if s, err := proposal.Select(cfg.Proposals, onlyGroup(sas, ke.Group()), false); err == nil {
+			suite = s
+		}
+	}
+	if err != nil {
+		return nil, refusal(m.HeaderFields, notify(message.NoProposalChosen, nil)),
+			fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(proposal.Messages(cfg.Proposals, nil)))
+	}
+	if ke.Group() != suite.DH.ID {
+		return nil, refusal(m.HeaderFields, notify(message.InvalidKEPayload, binary.BigEndian.AppendUint16(nil, suite.DH.ID))),
+			fmt.Errorf("%w: KE in group %d, asked for %d", ErrDropped, ke.Group(), suite.DH.ID)
+	}
+	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
+		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout)}
+	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
+	spi, err := cfg.randomBytes(8)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.rspi = binary.BigEndian.Uint64(spi) | 1
+	if s.nr, err = cfg.randomBytes(nonceLen); err != nil {
+		return nil, nil, err
+	}
+	if err := s.newKE(suite.DH.ID); err != nil {
+		return nil, nil, err
+	}
+	gir, err := s.priv.Shared(ke.Data())
+	if err != nil {
+		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("%v", err)
+	}
+	s.ni = append([]byte(nil), ni...)
+	s.initReq = append([]byte(nil), raw...)
+	suite.SPI = nil
+	ps := []message.Payload{
+		{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{suite.Proposal()})},
+		{Type: message.TypeKE, Body: message.AppendKE(nil, s.priv.Group(), s.priv.Public())},
+		{Type: message.TypeNONC, Body: s.nr},
+	}
+	ps = append(ps, s.natNotifies()...)
+	s.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
+	if err := s.deriveIKE(gir); err != nil {
+		return nil, nil, err
+	}
+	s.peerNextID, s.lastResp = 1, s.initResp
+	return s, s.initResp, nil
+}
+
+// refusal is an unencrypted IKE_SA_INIT response carrying one notify, with
+// no responder SPI: no state is kept for the request.
+func refusal(req message.HeaderFields, n message.Payload) []byte {
+	h := message.HeaderFields{ISPI: req.ISPI, Exchange: message.IKESAInit, Flags: message.FlagResponse, MessageID: req.MessageID}
+	return message.Encode(&message.Message{HeaderFields: h, Payloads: []message.Payload{n}})
+}
+
+// onlyGroup returns the proposals ps with their key exchange transforms
+// cut down to group g (proposals without it are dropped).
+func onlyGroup(ps []message.Proposal, g uint16) []message.Proposal {
+	var out []message.Proposal
+	for _, p := range ps {
+		q := p
+		q.Transforms = nil
+		has := false
+		for _, t := range p.Transforms {
+			if t.Type == message.TransDH {
+				if t.ID != g {
+					continue
+				}
+				has = true
+			}
+			q.Transforms = append(q.Transforms, t)
+		}
+		if has {
+			out = append(out, q)
+		}
+	}
+	return out
+}

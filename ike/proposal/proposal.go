@@ -1,0 +1,154 @@
+package proposal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// Proposal is one proposal as configured: a protocol and its transforms,
+// each type in order of preference.
+type Proposal struct {
+	Protocol message.ProtocolID
+	Algs     []Alg
+}
+
+// Parse parses a strongSwan proposal string for IKE (proto ProtoIKE) or
+// ESP. As strongSwan does, an IKE proposal with integrity algorithms but
+// no PRF gets the PRFs of the same hashes, and an ESP proposal without
+// esn/noesn gets noesn.
+func Parse(proto message.ProtocolID, s string) (Proposal, error) {
+	p := Proposal{Protocol: proto}
+	if s == "" {
+		return p, errors.New("proposal: empty")
+	}
+	count := map[message.TransformType]int{}
+	aead, plain := false, false
+	for _, name := range strings.Split(s, "-") {
+		a, ok := Lookup(name)
+		if !ok {
+			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
+		}
+		if a.Type == message.TransENCR {
+			if a.IsAEAD() {
+				aead = true
+			} else {
+				plain = true
+			}
+		}
+		p.Algs = append(p.Algs, a)
+		count[a.Type]++
+	}
+	switch {
+	case count[message.TransENCR] == 0:
+		return p, fmt.Errorf("proposal %q: no encryption algorithm", s)
+	case aead && plain:
+		return p, fmt.Errorf("proposal %q: mixes AEAD and non-AEAD encryption", s)
+	case aead && count[message.TransINTEG] > 0:
+		return p, fmt.Errorf("proposal %q: an AEAD takes no integrity algorithm", s)
+	case plain && count[message.TransINTEG] == 0:
+		return p, fmt.Errorf("proposal %q: no integrity algorithm", s)
+	}
+	if proto == message.ProtoIKE {
+		if count[message.TransPRF] == 0 {
+			if aead {
+				return p, fmt.Errorf("proposal %q: an AEAD IKE proposal needs a prf (prfsha256, ...)", s)
+			}
+			for _, a := range p.Algs {
+				if a.Type == message.TransINTEG {
+					p.Algs = append(p.Algs, integToPRF[a.ID])
+				}
+			}
+		}
+		if count[message.TransDH] == 0 {
+			return p, fmt.Errorf("proposal %q: no key exchange group", s)
+		}
+		if count[message.TransESN] > 0 {
+			return p, fmt.Errorf("proposal %q: esn/noesn is for ESP proposals", s)
+		}
+		return p, nil
+	}
+	if count[message.TransPRF] > 0 {
+		return p, fmt.Errorf("proposal %q: a prf is for IKE proposals", s)
+	}
+	if count[message.TransESN] == 0 {
+		p.Algs = append(p.Algs, ESNOff)
+	}
+	return p, nil
+}
+
+// ParseList parses several proposal strings.
+func ParseList(proto message.ProtocolID, ss []string) ([]Proposal, error) {
+	var ps []Proposal
+	for _, s := range ss {
+		p, err := Parse(proto, s)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// String writes p as strongSwan would: its algorithm names joined by "-".
+func (p Proposal) String() string {
+	names := make([]string, len(p.Algs))
+	for i, a := range p.Algs {
+		names[i] = a.Name
+	}
+	return strings.Join(names, "-")
+}
+
+// HasDH reports whether p names a key exchange group (for ESP: PFS).
+func (p Proposal) HasDH() bool {
+	for _, a := range p.Algs {
+		if a.Type == message.TransDH && a.ID != GroupNone {
+			return true
+		}
+	}
+	return false
+}
+
+// Groups returns p's key exchange groups in order.
+func (p Proposal) Groups() []uint16 {
+	var g []uint16
+	for _, a := range p.Algs {
+		if a.Type == message.TransDH && a.ID != GroupNone {
+			g = append(g, a.ID)
+		}
+	}
+	return g
+}
+
+// WithoutDH returns p without key exchange transforms, as a child's
+// proposal travels in IKE_AUTH (RFC 7296 §1.2: its keys come from the IKE
+// SA's exchange).
+func (p Proposal) WithoutDH() Proposal {
+	q := Proposal{Protocol: p.Protocol}
+	for _, a := range p.Algs {
+		if a.Type != message.TransDH {
+			q.Algs = append(q.Algs, a)
+		}
+	}
+	return q
+}
+
+// Message returns p as an SA payload's proposal numbered num with spi.
+func (p Proposal) Message(num uint8, spi []byte) message.Proposal {
+	m := message.Proposal{Num: num, Protocol: p.Protocol, SPI: spi}
+	for _, a := range p.Algs {
+		m.Transforms = append(m.Transforms, a.Transform())
+	}
+	return m
+}
+
+// Messages numbers ps from 1, each with spi.
+func Messages(ps []Proposal, spi []byte) []message.Proposal {
+	out := make([]message.Proposal, len(ps))
+	for i, p := range ps {
+		out[i] = p.Message(uint8(i+1), spi)
+	}
+	return out
+}

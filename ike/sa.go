@@ -1,0 +1,448 @@
+package ike
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/dh"
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// State is where an IKE SA is in its life.
+type State uint8
+
+const (
+	StateInitSent    State = iota + 1 // initiator: IKE_SA_INIT request sent
+	StateAuthSent                     // initiator: IKE_AUTH request sent
+	StateInitDone                     // responder: IKE_SA_INIT answered, IKE_AUTH awaited
+	StateEstablished                  // authenticated; Children may be up
+	StateDeleted                      // deleted by either side
+	StateFailed                       // an exchange failed; Err says why
+)
+
+func (s State) String() string {
+	return [...]string{"INVALID", "CONNECTING", "CONNECTING", "CONNECTING", "ESTABLISHED", "DELETED", "FAILED"}[min(int(s), 6)]
+}
+
+// Errors an exchange ends with. ErrDropped wraps the reason a message was
+// ignored (the caller counts it); the others end the SA (State Failed).
+var (
+	ErrDropped           = errors.New("ike: message dropped")
+	ErrNoProposalChosen  = errors.New("ike: no proposal chosen")
+	ErrAuthFailed        = errors.New("ike: authentication failed")
+	ErrTSUnacceptable    = errors.New("ike: traffic selectors unacceptable")
+	ErrTimeout           = errors.New("ike: peer did not answer")
+	ErrInvalidKE         = errors.New("ike: peer asked for a group we did not offer")
+	ErrProtocol          = errors.New("ike: peer violated the protocol")
+	ErrChildFailed       = errors.New("ike: IKE SA up, CHILD_SA refused")
+	ErrUnsupportedChange = errors.New("ike: exchange not supported yet")
+)
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	EventIKEUp     EventKind = iota + 1 // the IKE SA is established
+	EventChildUp                        // Child is ready to install
+	EventChildDown                      // Child was deleted by the peer: remove it
+	EventIKEDown                        // the IKE SA and all its children are gone
+	// EventIKERekeyed: SA is a new IKE SA that replaces this one; route
+	// its SPIs to it. The children move to it (see Children) once the
+	// rekey settles; after simultaneous rekeys (§2.8.2) one of the two
+	// new SAs is deleted again, and the other gets the children. This
+	// SA then only waits to be deleted.
+	EventIKERekeyed
+)
+
+// Event is a change the daemon acts on.
+type Event struct {
+	Kind  EventKind
+	Child *Child
+	SA    *SA // EventIKERekeyed
+}
+
+// SA is one IKE SA, from either side. The zero value is not usable; see
+// Initiate and Respond.
+type SA struct {
+	cfg       *Config
+	initiator bool
+	local     netip.AddrPort
+	remote    netip.AddrPort
+	state     State
+	err       error
+	ispi      uint64
+	rspi      uint64
+
+	ikeSuite proposal.Suite
+	priv     *dh.Private
+	ni, nr   []byte
+	// initReq and initResp are the IKE_SA_INIT messages as sent, signed
+	// by the AUTH payloads (RFC 7296 §2.15).
+	initReq, initResp []byte
+	cookie            []byte
+	prf               keys.PRF
+	keys              keys.IKEKeys
+	seal, open        *keys.SKCipher
+	natLocal          bool // a NAT rewrites our address (or encap is forced)
+	natRemote         bool // a NAT rewrites the peer's address
+
+	childInSPI uint32 // our inbound SPI of the child being negotiated
+	create     *pendingCreate
+	deleting   *Child // the child our outstanding INFORMATIONAL deletes
+	children   []*Child
+	events     []Event
+
+	// Our requests: a window of one (RFC 7296 §2.3).
+	nextID    uint32
+	pending   []byte // the outstanding request, nil when none
+	pendingEx message.ExchangeType
+	deadline  time.Time
+	tries     int
+
+	// The peer's requests.
+	peerNextID uint32
+	lastResp   []byte // answer to request peerNextID-1
+
+	from [2]netip.AddrPort // local and remote address of the message in hand
+
+	now           time.Time // the time of the message in hand
+	halfOpenUntil time.Time // responder in StateInitDone: when to give up
+	lastHeard     time.Time // when a message of the peer last authenticated
+}
+
+// LastHeard returns when the peer last sent a message that authenticated
+// (or, before that, when the SA was made): a liveness check (Ping) is due
+// when it lies dpd_delay in the past.
+func (s *SA) LastHeard() time.Time { return s.lastHeard }
+
+// State returns the SA's state.
+func (s *SA) State() State { return s.state }
+
+// Err returns why the SA failed (or, when Deleted, why the peer ended
+// it: AUTHENTICATION_FAILED), or nil.
+func (s *SA) Err() error { return s.err }
+
+// SPIs returns the IKE SPIs (initiator's, responder's).
+func (s *SA) SPIs() (uint64, uint64) { return s.ispi, s.rspi }
+
+// IsInitiator reports whether we are the original initiator.
+func (s *SA) IsInitiator() bool { return s.initiator }
+
+// Suite returns the IKE SA's algorithms.
+func (s *SA) Suite() proposal.Suite { return s.ikeSuite }
+
+// Keys returns the IKE SA's keys (for a keylog); they belong to the SA.
+func (s *SA) Keys() keys.IKEKeys { return s.keys }
+
+// NAT reports whether NAT detection saw a NAT in front of us or the peer
+// (or encapsulation was forced): IKE moves to port 4500 and ESP goes in
+// UDP (RFC 7296 §2.23).
+func (s *SA) NAT() bool { return s.natLocal || s.natRemote }
+
+// Children returns the CHILD_SAs that are up.
+func (s *SA) Children() []*Child { return s.children }
+
+// TakeEvents returns the events since the last call and forgets them.
+func (s *SA) TakeEvents() []Event {
+	e := s.events
+	s.events = nil
+	return e
+}
+
+func (s *SA) fail(err error) error {
+	if s.state != StateFailed {
+		s.state, s.err = StateFailed, err
+		s.pending = nil
+		s.events = append(s.events, Event{Kind: EventIKEDown})
+	}
+	return err
+}
+
+func dropped(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrDropped}, args...)...)
+}
+
+// NextTimeout returns when Tick must be called next, or the zero time
+// when no request is outstanding.
+func (s *SA) NextTimeout() time.Time {
+	if s.state == StateInitDone {
+		return s.halfOpenUntil
+	}
+	if s.pending == nil {
+		return time.Time{}
+	}
+	return s.deadline
+}
+
+// HalfOpenTimeout is how long a responder waits for IKE_AUTH after
+// answering IKE_SA_INIT before it forgets the SA (strongSwan's
+// half_open_timeout).
+const HalfOpenTimeout = 30 * time.Second
+
+// Tick retransmits the outstanding request when its time has come, and
+// fails the SA with ErrTimeout after the last try, or when a responder's
+// half-open SA waited HalfOpenTimeout for IKE_AUTH.
+func (s *SA) Tick(now time.Time) ([]byte, error) {
+	if s.state == StateInitDone && !now.Before(s.halfOpenUntil) {
+		return nil, s.fail(fmt.Errorf("%w: no IKE_AUTH within %v", ErrTimeout, HalfOpenTimeout))
+	}
+	if s.pending == nil || now.Before(s.deadline) {
+		return nil, nil
+	}
+	r := s.cfg.retransmit()
+	if s.tries >= r.Tries {
+		return nil, s.fail(ErrTimeout)
+	}
+	s.tries++
+	s.deadline = now.Add(time.Duration(float64(r.Timeout) * math.Pow(r.Base, float64(s.tries))))
+	return s.pending, nil
+}
+
+// startRequest records msg as the outstanding request.
+func (s *SA) startRequest(msg []byte, ex message.ExchangeType, now time.Time) []byte {
+	s.pending, s.pendingEx, s.tries = msg, ex, 0
+	s.deadline = now.Add(s.cfg.retransmit().Timeout)
+	return msg
+}
+
+func (s *SA) header(ex message.ExchangeType, id uint32, response bool) message.HeaderFields {
+	h := message.HeaderFields{ISPI: s.ispi, RSPI: s.rspi, Exchange: ex, MessageID: id}
+	if s.initiator {
+		h.Flags |= message.FlagInitiator
+	}
+	if response {
+		h.Flags |= message.FlagResponse
+	}
+	return h
+}
+
+// sealed returns an encrypted message carrying ps.
+func (s *SA) sealed(h message.HeaderFields, ps []message.Payload) ([]byte, error) {
+	plain, first := message.AppendPayloads(nil, ps)
+	return s.seal.Seal(h, first, plain)
+}
+
+// request sends a new encrypted request of exchange ex.
+func (s *SA) request(ex message.ExchangeType, ps []message.Payload, now time.Time) ([]byte, error) {
+	if s.pending != nil {
+		return nil, errors.New("ike: a request is outstanding")
+	}
+	msg, err := s.sealed(s.header(ex, s.nextID, false), ps)
+	if err != nil {
+		return nil, err
+	}
+	s.nextID++
+	return s.startRequest(msg, ex, now), nil
+}
+
+// NATTPort is the port IKE moves to, on both sides, once NAT detection
+// saw a NAT (RFC 7296 §2.23); messages there follow a 4-byte non-ESP
+// marker (RFC 3948), which the caller strips and adds.
+const NATTPort = 4500
+
+// Addrs returns the addresses the SA talks between: where to send its
+// requests and retransmissions. After a NAT was detected the ports are
+// NATTPort.
+func (s *SA) Addrs() (local, remote netip.AddrPort) { return s.local, s.remote }
+
+// Handle is HandleFrom with the SA's current addresses.
+func (s *SA) Handle(raw []byte, now time.Time) ([]byte, error) {
+	return s.HandleFrom(raw, s.local, s.remote, now)
+}
+
+// HandleFrom processes one message from the peer that arrived at local
+// from remote, and returns the message to send back (to remote, from
+// local), if any. A message that authenticates moves the SA to its
+// addresses when a NAT was detected (the peer's mapping may change,
+// §2.23). A dropped message gives an error wrapping ErrDropped and
+// changes nothing. Any other error says why an exchange failed; the SA
+// itself failed only when State is StateFailed (then Err says the same).
+// An error may come with a message to send (a notify refusing the
+// request). Events say what changed; read them with TakeEvents.
+func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time) ([]byte, error) {
+	m, err := message.Parse(raw)
+	if err != nil {
+		return nil, dropped("%v", err)
+	}
+	s.now = now
+	if s.state == StateFailed || s.state == StateDeleted {
+		// Only our last answer is still given, to a retransmission of
+		// the request that ended the SA (its answer may have been lost).
+		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 {
+			return s.lastResp, nil
+		}
+		return nil, dropped("IKE SA is %v", s.state)
+	}
+	if m.ISPI != s.ispi || m.RSPI != s.rspi && !(m.Exchange == message.IKESAInit && (m.RSPI == 0 || s.state == StateInitSent)) {
+		return nil, dropped("SPIs %016x_i %016x_r are not this SA's", m.ISPI, m.RSPI)
+	}
+	if m.Flags&message.FlagInitiator != 0 == s.initiator {
+		return nil, dropped("I flag says the message is our own")
+	}
+	if m.Exchange != message.IKESAInit {
+		s.from = [2]netip.AddrPort{local, remote}
+	}
+	if m.IsResponse() {
+		return s.handleResponse(m, raw, now)
+	}
+	return s.handleRequest(m, raw, now)
+}
+
+// authenticated is called when a message passed its integrity check: the
+// addresses it came by become the SA's when a NAT is in the way.
+func (s *SA) authenticated() {
+	s.lastHeard = s.now
+	if s.NAT() && s.from[1].IsValid() {
+		s.local, s.remote = s.from[0], s.from[1]
+	}
+}
+
+func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
+	if s.pending == nil || m.MessageID != s.nextID-1 && !(m.Exchange == message.IKESAInit && m.MessageID == 0) || m.Exchange != s.pendingEx {
+		return nil, dropped("unexpected response %v id %d", m.Exchange, m.MessageID)
+	}
+	if m.Exchange == message.IKESAInit {
+		return s.handleInitResponse(m, raw, now)
+	}
+	ps, err := s.decrypt(m, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.pending = nil
+	switch m.Exchange {
+	case message.IKEAuth:
+		return s.handleAuthResponse(ps, now)
+	case message.CreateChildSA:
+		return s.handleCreateResponse(ps, now)
+	case message.Informational:
+		if c := s.deleting; c != nil {
+			s.deleting = nil
+			s.removeChild(c)
+		}
+	}
+	return nil, nil
+}
+
+func (s *SA) removeChild(c *Child) {
+	if i := slices.Index(s.children, c); i >= 0 {
+		s.children = slices.Delete(s.children, i, i+1)
+		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
+	}
+}
+
+// decrypt opens the SK payload of an authenticated exchange.
+func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) {
+	if s.open == nil || len(m.Payloads) == 0 || m.Payloads[len(m.Payloads)-1].Type != message.TypeSK {
+		return nil, dropped("%v without an SK payload", m.Exchange)
+	}
+	sk := m.Payloads[len(m.Payloads)-1]
+	plain, err := s.open.Open(raw, sk.Body)
+	if err != nil {
+		return nil, dropped("%v", err)
+	}
+	s.authenticated()
+	return message.ParsePayloads(sk.Inner, plain)
+}
+
+func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
+	if s.lastResp != nil && m.MessageID == s.peerNextID-1 {
+		return s.lastResp, nil // a retransmission: the same answer (§2.1)
+	}
+	if m.MessageID != s.peerNextID || m.Exchange == message.IKESAInit {
+		return nil, dropped("request id %d, want %d", m.MessageID, s.peerNextID)
+	}
+	ps, err := s.decrypt(m, raw)
+	var ce *message.CriticalError
+	var reply []message.Payload
+	var handleErr error
+	switch {
+	case errors.As(err, &ce):
+		reply = []message.Payload{notify(message.UnsupportedCriticalPayload, []byte{byte(ce.Type)})}
+	case err != nil:
+		if errors.Is(err, ErrDropped) {
+			return nil, err
+		}
+		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
+	case m.Exchange == message.IKEAuth && s.state == StateInitDone:
+		reply, handleErr = s.handleAuthRequest(ps)
+	case s.state != StateEstablished:
+		return nil, dropped("%v request before the IKE SA is up", m.Exchange)
+	case m.Exchange == message.Informational:
+		reply = s.handleInformational(ps)
+	case m.Exchange == message.CreateChildSA:
+		reply, handleErr = s.handleCreateRequest(ps)
+	default:
+		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
+	}
+	out, err := s.sealed(s.header(m.Exchange, m.MessageID, true), reply)
+	if err != nil {
+		return nil, err
+	}
+	s.peerNextID++
+	s.lastResp = out
+	return out, handleErr
+}
+
+func notify(t message.NotifyType, data []byte) message.Payload {
+	return message.Payload{Type: message.TypeN, Body: message.AppendNotify(nil, 0, t, nil, data)}
+}
+
+// notifyOf returns the first notify of type t among ps.
+func notifyOf(ps []message.Payload, t message.NotifyType) (message.Notify, bool) {
+	for _, n := range message.Notifies(ps) {
+		if n.IsValid() && n.Type() == t {
+			return n, true
+		}
+	}
+	return nil, false
+}
+
+// firstError returns the first error notify among ps.
+func firstError(ps []message.Payload) (message.NotifyType, bool) {
+	for _, n := range message.Notifies(ps) {
+		if n.IsValid() && n.Type().IsError() {
+			return n.Type(), true
+		}
+	}
+	return 0, false
+}
+
+// Delete starts an INFORMATIONAL exchange that deletes the IKE SA and its
+// children; the SA is Deleted at once (RFC 7296 §1.4.1: the answer only
+// confirms). Send the returned message; retransmit it with Tick.
+func (s *SA) Delete(now time.Time) ([]byte, error) {
+	if s.state != StateEstablished {
+		return nil, errors.New("ike: IKE SA is not established")
+	}
+	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
+	if err != nil {
+		return nil, err
+	}
+	s.deleted()
+	s.pending = nil // nothing to wait for once deleted
+	return msg, nil
+}
+
+// Ping starts a liveness check (an empty INFORMATIONAL request, §1.4).
+func (s *SA) Ping(now time.Time) ([]byte, error) {
+	if s.state != StateEstablished {
+		return nil, errors.New("ike: IKE SA is not established")
+	}
+	return s.request(message.Informational, nil, now)
+}
+
+func (s *SA) deleted() {
+	s.state = StateDeleted
+	for _, c := range s.children {
+		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
+	}
+	s.children = nil
+	s.events = append(s.events, Event{Kind: EventIKEDown})
+	s.keys.Clear()
+}

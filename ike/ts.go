@@ -1,0 +1,96 @@
+package ike
+
+import (
+	"net/netip"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// Traffic selectors (RFC 7296 §2.9). Configured selectors are prefixes of
+// any protocol and port; what travels is address ranges.
+
+func prefixSelectors(ps []netip.Prefix) []message.Selector {
+	out := make([]message.Selector, 0, len(ps))
+	for _, p := range ps {
+		p = p.Masked()
+		out = append(out, message.Selector{EndPort: 65535, Start: p.Addr(), End: lastAddr(p)})
+	}
+	return out
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// intersect returns the selector both a and b allow, and false when they
+// have nothing in common.
+func intersect(a, b message.Selector) (message.Selector, bool) {
+	if a.Start.Is4() != b.Start.Is4() {
+		return message.Selector{}, false
+	}
+	r := message.Selector{Proto: a.Proto}
+	switch {
+	case a.Proto == 0:
+		r.Proto = b.Proto
+	case b.Proto != 0 && a.Proto != b.Proto:
+		return r, false
+	}
+	r.StartPort, r.EndPort = max(a.StartPort, b.StartPort), min(a.EndPort, b.EndPort)
+	r.Start, r.End = maxAddr(a.Start, b.Start), minAddr(a.End, b.End)
+	if r.StartPort > r.EndPort || r.Start.Compare(r.End) > 0 {
+		return r, false
+	}
+	return r, true
+}
+
+func maxAddr(a, b netip.Addr) netip.Addr {
+	if a.Compare(b) >= 0 {
+		return a
+	}
+	return b
+}
+
+func minAddr(a, b netip.Addr) netip.Addr {
+	if a.Compare(b) <= 0 {
+		return a
+	}
+	return b
+}
+
+// narrow returns, for a responder, the part of the peer's offer that its
+// policy allows: every non-empty intersection of an offered selector with
+// a configured one. An empty result means TS_UNACCEPTABLE.
+func narrow(offered, policy []message.Selector) []message.Selector {
+	var out []message.Selector
+	for _, o := range offered {
+		for _, p := range policy {
+			if r, ok := intersect(o, p); ok {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// within reports whether every selector of got lies inside one of sent:
+// an initiator accepts a narrowed answer, never a widened one.
+func within(got, sent []message.Selector) bool {
+	for _, g := range got {
+		ok := false
+		for _, s := range sent {
+			if r, in := intersect(g, s); in && r == g {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return len(got) > 0
+}
