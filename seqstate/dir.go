@@ -38,6 +38,7 @@ const (
 type Dir struct {
 	path   string
 	secret []byte
+	lock   *os.File // the directory, flock'ed while open
 
 	// flushMu serialises Flush (RoutineSaveTops and the final one).
 	flushMu sync.Mutex
@@ -72,12 +73,32 @@ func Open(path string) (*Dir, error) {
 	if err := checkOwner(path, fi, true); err != nil {
 		return nil, err
 	}
-	d := &Dir{path: path, records: map[string]*Record{}, tracked: map[*sa.SA]*tracked{}}
+	// One process per directory: each keeps a record's state in memory
+	// and writes it whole, so two would overwrite each other's
+	// reservations (and reuse nonces after the next restart).
+	lock, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("state_dir %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("state_dir %s: in use by another process (another ipsecd or sidecar): give each its own state_dir", path)
+		}
+		return nil, fmt.Errorf("state_dir %s: lock: %w", path, err)
+	}
+	d := &Dir{path: path, lock: lock, records: map[string]*Record{}, tracked: map[*sa.SA]*tracked{}}
 	if d.secret, err = loadSecret(path); err != nil {
+		lock.Close()
 		return nil, err
 	}
 	return d, nil
 }
+
+// Close releases the directory for another process (or a later Open).
+// The Dir must not be used afterwards; call Flush first for the final
+// tops.
+func (d *Dir) Close() error { return d.lock.Close() }
 
 // Path returns the directory's path.
 func (d *Dir) Path() string { return d.path }

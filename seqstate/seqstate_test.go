@@ -36,13 +36,27 @@ func newSA(t *testing.T, c sa.Config) *sa.SA {
 	return s
 }
 
+// opened holds the Dir open at each path: open closes it first, as a
+// restarted process would find the directory released.
+var opened = map[string]*Dir{}
+
 func open(t *testing.T, path string) *Dir {
 	t.Helper()
+	release(path)
 	d, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	opened[path] = d
+	t.Cleanup(func() { release(path) })
 	return d
+}
+
+func release(path string) {
+	if d := opened[path]; d != nil {
+		d.Close()
+		delete(opened, path)
+	}
 }
 
 // seal seals n inner packets with s and returns the ESP packets.
@@ -251,6 +265,11 @@ func TestPermissions(t *testing.T) {
 			t.Errorf("%s mode %v, want 0600", f.Name(), fi.Mode().Perm())
 		}
 	}
+	// One process per directory.
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("a second Open of a directory in use: %v", err)
+	}
+	release(path)
 	os.Chmod(path, 0o777)
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "write") {
 		t.Errorf("Open of a 0777 directory: %v, want a refusal", err)
@@ -337,6 +356,7 @@ func TestDamagedRecord(t *testing.T) {
 			}
 		})
 	}
+	release(path)
 	os.WriteFile(filepath.Join(path, secretName), []byte("short"), 0o600)
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("short secret: %v", err)

@@ -101,12 +101,17 @@ type Net struct {
 // worker per underlay socket). A bad Config is refused with an error
 // naming the field, wrapping ErrInvalidConfig; on any error nothing is
 // left running or bound.
-func New(cfg Config) (*Net, error) {
+func New(cfg Config) (_ *Net, err error) {
 	cfg, states, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
 	n := &Net{counters: &sa.Counters{}, reg: &xfrmif.Registry{}}
+	defer func() {
+		if err != nil && n.seq != nil {
+			n.seq.Close() // for another Net, or a later run
+		}
+	}()
 	n.sad = sa.NewSAD(n.counters)
 	log := cfg.Log
 	if log == nil {
@@ -403,6 +408,7 @@ func (n *Net) Close() error {
 		}
 		if n.seq != nil {
 			n.seq.Flush(n.log.WithField("part", "state").Warnf) // the final tops
+			errs = append(errs, n.seq.Close())
 		}
 		errs = append(errs, n.sad.Replace(nil, nil))
 		n.closeErr = errors.Join(errs...)

@@ -544,6 +544,8 @@ func (n *node) stop() error {
 		// The final tops, once the workers have stopped opening.
 		<-n.seqDone
 		n.seq.Flush(n.log.WithField("part", "state").Warnf)
+		n.seq.Close()
+		n.seqDone = nil // stop may run twice
 	}
 	return errors.Join(errs...)
 }
