@@ -108,8 +108,9 @@ type Stats struct {
 	ReplayWindow    uint64 // dropped: left of the window (too old)
 	Replay          uint64 // dropped: seen before (duplicate)
 	IntegrityFailed uint64 // dropped: ICV did not verify
-	// Seq is, outbound, the last sequence number sent; inbound, the
-	// highest one accepted.
+	// Seq is, outbound, the last sequence number sent (before the first
+	// packet of a resumed SA, the mark it continues after); inbound, the
+	// highest one accepted (or the top it resumed at).
 	Seq                      uint64
 	SoftExpired, HardExpired bool
 	Added                    time.Time

@@ -28,7 +28,6 @@ package sa
 // that the counter stops moving.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -45,10 +44,6 @@ type SeqReserver interface {
 	Reserve(upto uint64) (reserved uint64, err error)
 }
 
-// ErrSeqReservation wraps the error of a SeqReserver, as ResumeOutbound
-// returns it.
-var ErrSeqReservation = errors.New("sequence number reservation failed")
-
 // seqEndESN is the last sequence number of an ESN SA (see the top of this
 // file for why 2^32 short of 2^64).
 const seqEndESN = math.MaxUint64 - 1<<32
@@ -63,11 +58,12 @@ func (s *SA) seqEnd() uint64 {
 
 // ResumeOutbound makes an outbound SA continue after sequence number
 // last (its first packet carries last+1) and reserve its numbers through
-// r from then on (r may be nil: no reservation). It reserves the first
-// block at once, so that a state directory that cannot be written is
-// found before the SA runs. Call it after New and before the SA seals
-// anything or joins a SAD; it must not run concurrently with any other
-// method of the SA.
+// r from then on (r may be nil: no reservation). The first block is
+// reserved by the first batch, not here: a daemon that brings up
+// thousands of SAs does not wait for a synced write per SA before it
+// runs, and an SA that never seals writes nothing. Call it after New and
+// before the SA seals anything or joins a SAD; it must not run
+// concurrently with any other method of the SA.
 func (s *SA) ResumeOutbound(last uint64, r SeqReserver) error {
 	if s.cfg.Dir != DirOut {
 		return fmt.Errorf("sa: ResumeOutbound on %s", s)
@@ -85,15 +81,7 @@ func (s *SA) ResumeOutbound(last uint64, r SeqReserver) error {
 		s.reserved.Store(end)
 		return nil
 	}
-	s.reserved.Store(last)
-	got, err := r.Reserve(last + 1)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrSeqReservation, s, err)
-	}
-	if got <= last {
-		return fmt.Errorf("%w: %s: reserved up to %d, asked for %d", ErrSeqReservation, s, got, last+1)
-	}
-	s.reserved.Store(min(got, end))
+	s.reserved.Store(last) // nothing reserved yet: the first batch reserves
 	return nil
 }
 

@@ -109,34 +109,35 @@ func TestSeqReservation(t *testing.T) {
 		}
 		used++
 	}
+	r.durable = 100 // the previous run's reservation
 	if err := out.ResumeOutbound(100, r); err != nil {
 		t.Fatal(err)
 	}
-	if r.calls != 1 || r.durable != 111 {
-		t.Fatalf("after resume: %d calls, durable %d; want 1 call, 111", r.calls, r.durable)
+	if r.calls != 0 {
+		t.Fatalf("resume called the reserver %d times, want 0 (the first batch reserves)", r.calls)
 	}
 	seqs, _ := sealSeqs(out, 4)
-	if seqs[0] != 101 {
-		t.Fatalf("first seq after resume at 100: %d, want 101", seqs[0])
+	if seqs[0] != 101 || r.calls != 1 || r.durable != 114 {
+		t.Fatalf("first batch after resume at 100: seq %d, %d calls, durable %d; want 101, 1, 114", seqs[0], r.calls, r.durable)
 	}
 	sealSeqs(out, 4) // 105..108
 	if r.calls != 1 {
 		t.Errorf("reserver called %d times inside the reservation", r.calls)
 	}
-	sealSeqs(out, 4) // 109..112 crosses 111
-	if r.calls != 2 || r.lastUpto != 112 {
-		t.Errorf("crossing: %d calls, last upto %d; want 2, 112", r.calls, r.lastUpto)
+	sealSeqs(out, 8) // 109..116 crosses 114
+	if r.calls != 2 || r.lastUpto != 116 {
+		t.Errorf("crossing: %d calls, last upto %d; want 2, 116", r.calls, r.lastUpto)
 	}
-	if used != 12 {
-		t.Errorf("%d packets sealed, want 12", used)
+	if used != 16 {
+		t.Errorf("%d packets sealed, want 16", used)
 	}
 
-	// The disk fails: numbers past the reservation (122) are refused and
+	// The disk fails: numbers past the reservation (126) are refused and
 	// counted, the rest of the batch goes.
 	r.fail = true
 	before := out.counters.Get(XfrmOutStateSeqError)
 	st0 := out.Stats()
-	seqs, drops := sealSeqs(out, 12) // 113..124
+	seqs, drops := sealSeqs(out, 12) // 117..128
 	for i, d := range drops {
 		want := CounterNone
 		if seqs[i] == 0 {
@@ -147,7 +148,7 @@ func TestSeqReservation(t *testing.T) {
 		}
 	}
 	if got := out.counters.Get(XfrmOutStateSeqError) - before; got != 2 {
-		t.Errorf("XfrmOutStateSeqError +%d, want +2 (123 and 124)", got)
+		t.Errorf("XfrmOutStateSeqError +%d, want +2 (127 and 128)", got)
 	}
 	if st := out.Stats(); st.Packets-st0.Packets != 10 {
 		t.Errorf("packets +%d, want +10", st.Packets-st0.Packets)
@@ -159,14 +160,17 @@ func TestSeqReservation(t *testing.T) {
 	// It recovers: the next batch reserves again.
 	r.fail = false
 	seqs, drops = sealSeqs(out, 1)
-	if drops[0] != CounterNone || seqs[0] != 126 {
-		t.Errorf("after recovery: seq %d drop %v, want 126 sealed", seqs[0], drops[0])
+	if drops[0] != CounterNone || seqs[0] != 130 {
+		t.Errorf("after recovery: seq %d drop %v, want 130 sealed", seqs[0], drops[0])
 	}
 
-	// A failing reserver at resume is an error, before any packet.
+	// A reserver that fails from the start: nothing is sealed.
 	out2, _ := pair(t, ModeTunnel, false, true, 64, suites[1].set)
-	if err := out2.ResumeOutbound(5, &fakeReserver{fail: true}); !errors.Is(err, ErrSeqReservation) {
-		t.Errorf("ResumeOutbound with a failing reserver: %v, want ErrSeqReservation", err)
+	if err := out2.ResumeOutbound(5, &fakeReserver{fail: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, drops := sealSeqs(out2, 2); drops[0] != XfrmOutStateSeqError || drops[1] != XfrmOutStateSeqError {
+		t.Errorf("with a failing reserver: %v, want XfrmOutStateSeqError", drops)
 	}
 }
 

@@ -32,10 +32,10 @@ func Without(c *sa.Config, stateDir string, cause error) error {
 
 // Attach resumes s, just made by sa.New and not yet in use, from the
 // record of its key: an outbound SA continues above the last reservation
-// and reserves its numbers in the record from then on (the first block is
-// reserved here, so a directory that cannot be written is found now); an
-// inbound SA's replay window starts at the saved top, and
-// RoutineSaveTops and Flush save its top from then on.
+// and reserves its numbers in the record from then on (its first batch
+// reserves the first block); an inbound SA's replay window starts at the
+// saved top, and RoutineSaveTops and Flush save its top from then on. A
+// record that cannot be read is an error.
 func (d *Dir) Attach(s *sa.SA) error {
 	c := s.Config()
 	defer c.ClearKeys()

@@ -88,11 +88,29 @@ func Open(path string) (*Dir, error) {
 		return nil, fmt.Errorf("state_dir %s: lock: %w", path, err)
 	}
 	d := &Dir{path: path, lock: lock, records: map[string]*Record{}, tracked: map[*sa.SA]*tracked{}}
-	if d.secret, err = loadSecret(path); err != nil {
+	if d.secret, err = loadSecret(path); err == nil {
+		// Records are written when SAs first seal; a directory that
+		// cannot take them (a read-only mount, a full disk) is found
+		// now, at start, instead.
+		err = probe(path)
+	}
+	if err != nil {
 		lock.Close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// probe writes, syncs and removes a file in dir.
+func probe(dir string) error {
+	const name = ".probe"
+	if err := writeNew(dir, name, []byte("ipsecd")); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("state_dir %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Close releases the directory for another process (or a later Open).

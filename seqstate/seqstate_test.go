@@ -212,14 +212,16 @@ func TestFlushForgetsRetired(t *testing.T) {
 func TestNoKeyInFiles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	d := open(t, path)
-	for _, dir := range []sa.Dir{sa.DirOut, sa.DirIn} {
-		s := newSA(t, gcmConfig(dir, 0x1001, true))
+	out := newSA(t, gcmConfig(sa.DirOut, 0x1001, true))
+	in := newSA(t, gcmConfig(sa.DirIn, 0x1001, true))
+	for _, s := range []*sa.SA{out, in} {
 		if err := d.Attach(s); err != nil {
 			t.Fatal(err)
 		}
 	}
+	seal(t, out, 1)
 	peer := newSA(t, gcmConfig(sa.DirOut, 0x1001, true))
-	seal(t, peer, 1)
+	openESP(in, seal(t, peer, 1)[0])
 	d.Flush(nil)
 	sum := sha256.Sum256(testKey)
 	needles := [][]byte{
@@ -251,9 +253,11 @@ func TestNoKeyInFiles(t *testing.T) {
 func TestPermissions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state")
 	d := open(t, path)
-	if err := d.Attach(newSA(t, gcmConfig(sa.DirOut, 0x1001, false))); err != nil {
+	s := newSA(t, gcmConfig(sa.DirOut, 0x1001, false))
+	if err := d.Attach(s); err != nil {
 		t.Fatal(err)
 	}
+	seal(t, s, 1) // writes the record
 	fi, _ := os.Stat(path)
 	if fi.Mode().Perm() != 0o700 {
 		t.Errorf("directory mode %v, want 0700", fi.Mode().Perm())
@@ -381,8 +385,19 @@ func TestReserveFailure(t *testing.T) {
 	if _, err := r.Reserver(false).Reserve(Block + 1); err == nil {
 		t.Fatal("Reserve into a removed directory succeeded")
 	}
-	if err := d.Attach(newSA(t, gcmConfig(sa.DirOut, 0x2002, false))); !errors.Is(err, sa.ErrSeqReservation) {
-		t.Errorf("Attach: %v, want ErrSeqReservation", err)
+	s2 := newSA(t, gcmConfig(sa.DirOut, 0x2002, false))
+	if err := d.Attach(s2); err != nil {
+		t.Fatal(err)
+	}
+	inner := make([]byte, 40)
+	inner[0] = 0x45
+	binary.BigEndian.PutUint16(inner[2:], 40)
+	buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
+	copy(buf[sa.Headroom:], inner)
+	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
+	s2.SealBatch(ps)
+	if ps[0].Drop != sa.XfrmOutStateSeqError {
+		t.Errorf("seal with no writable state directory: %v, want XfrmOutStateSeqError", ps[0].Drop)
 	}
 }
 
@@ -397,5 +412,21 @@ func TestWithout(t *testing.T) {
 	c.Auth = &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: make([]byte, 32)}
 	if err := Without(&c, "/x", errors.New("x")); err != nil {
 		t.Errorf("CBC without state: %v, want allowed", err)
+	}
+}
+
+// TestOpenProbes: Open writes a file to prove the directory takes writes,
+// also when the secret is there already (a later start), so that a
+// directory that cannot take records is found at start, not at the first
+// packet. Here the probe's name is taken by a directory.
+func TestOpenProbes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state")
+	open(t, path)
+	release(path)
+	if err := os.MkdirAll(filepath.Join(path, ".probe", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "state_dir") {
+		t.Errorf("Open where nothing can be written: %v, want an error naming state_dir", err)
 	}
 }

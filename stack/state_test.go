@@ -85,7 +85,23 @@ func TestStateDirRestart(t *testing.T) {
 			if got, want := s.Stats().Seq, uint64(run*seqstate.ESNBlock); got != want {
 				t.Errorf("run %d: %v continues after %d, want %d", run, s, got, want)
 			}
+			sealInner(t, s)
 		}
 		n.Close()
+	}
+}
+
+// sealInner seals one small inner IPv4 packet with s: the first batch of
+// an outbound SA writes its first reservation.
+func sealInner(t *testing.T, s *sa.SA) {
+	t.Helper()
+	inner := make([]byte, 40)
+	inner[0], inner[3], inner[8], inner[9] = 0x45, 40, 64, 17
+	buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
+	copy(buf[sa.Headroom:], inner)
+	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
+	s.SealBatch(ps)
+	if ps[0].Drop != sa.CounterNone {
+		t.Fatalf("seal: %v", ps[0].Drop)
 	}
 }
