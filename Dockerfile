@@ -74,6 +74,12 @@ COPY deploy/image/rootfs/ /
 # The control socket's directory, owned by the daemon's user: /run itself
 # stays root's.
 COPY --chown=65532:65532 deploy/image/run-ipsecd/ /run/ipsecd/
+# state_dir's default, owned by the daemon's user: how far each static
+# key's sequence numbers went (README.md, "Keys, restarts and the state
+# directory"). Mount a persistent volume here so that it outlives the
+# container: a re-created container without one finds it empty, and its
+# static keys start again at sequence number 1, reusing nonces.
+COPY --chown=65532:65532 deploy/image/var-lib-ipsecd/ /var/lib/ipsecd/
 COPY LICENSE /LICENSE
 # COPY keeps the security.capability attribute setfcap wrote.
 COPY --from=build /out/ipsecd /ipsecd

@@ -10,7 +10,10 @@ import (
 
 // Defaults of the keys a config file may leave out.
 const (
-	DefaultControl  = "/run/ipsecd/ipsecd.sock"
+	DefaultControl = "/run/ipsecd/ipsecd.sock"
+	// DefaultStateDir keeps the sequence reservations of static keys
+	// (package seqstate).
+	DefaultStateDir = "/var/lib/ipsecd"
 	DefaultLogLevel = "info"
 	DefaultLogFmt   = "text"
 	DefaultMTU      = 1400
@@ -28,11 +31,15 @@ var DefaultUDP = netip.MustParseAddrPort("0.0.0.0:4500")
 // default filled in. It holds keys: print it with String or Redacted, never
 // with its fields.
 type Config struct {
-	File       string // the name it was parsed from
-	Log        Log
-	Control    string // unix socket path of the control socket
-	Metrics    string // host:port of the Prometheus listener; "" disables it
-	Pprof      bool   // also serve Go's profiler at /debug/pprof/ on the Metrics listener
+	File    string // the name it was parsed from
+	Log     Log
+	Control string // unix socket path of the control socket
+	Metrics string // host:port of the Prometheus listener; "" disables it
+	Pprof   bool   // also serve Go's profiler at /debug/pprof/ on the Metrics listener
+	// StateDir is the directory of the static keys' sequence
+	// reservations and replay tops (package seqstate); a relative path
+	// in the file is taken from the file's directory.
+	StateDir   string
 	Underlay   Underlay
 	FailClosed FailClosed
 	Interfaces []Interface
@@ -161,6 +168,7 @@ func (c *Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log: {level: %s, format: %s}\n", c.Log.Level, c.Log.Format)
 	fmt.Fprintf(&b, "control: %s\n", c.Control)
+	fmt.Fprintf(&b, "state_dir: %s\n", c.StateDir)
 	if c.Metrics != "" {
 		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)
 	}

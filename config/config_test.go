@@ -90,6 +90,7 @@ func TestParseGood(t *testing.T) {
 		File:     "good.yaml",
 		Log:      Log{Level: "debug", Format: "json"},
 		Control:  "/tmp/ipsecd.sock",
+		StateDir: DefaultStateDir,
 		Metrics:  "127.0.0.1:9578",
 		Underlay: Underlay{UDP: netip.MustParseAddrPort("192.0.2.1:4500"), RawESP: true, Mark: 0x100},
 		Interfaces: []Interface{{
@@ -139,7 +140,7 @@ func TestParseDefaults(t *testing.T) {
 			t.Fatalf("Parse(%q): %v", text, err)
 		}
 		want := &Config{File: "empty.yaml", Log: Log{Level: "info", Format: "text"},
-			Control: DefaultControl, Underlay: Underlay{UDP: DefaultUDP}}
+			Control: DefaultControl, StateDir: DefaultStateDir, Underlay: Underlay{UDP: DefaultUDP}}
 		if !reflect.DeepEqual(c, want) {
 			t.Errorf("Parse(%q) = %#v, want %#v", text, c, want)
 		}
@@ -153,6 +154,21 @@ func TestParseDefaults(t *testing.T) {
 	}
 	if got, want := c.Underlay.UDP.String(), "0.0.0.0:4501"; got != want {
 		t.Errorf("underlay.udp = %s, want %s", got, want)
+	}
+}
+
+func TestStateDir(t *testing.T) {
+	for _, tt := range []struct{ text, want string }{
+		{"state_dir: /srv/ipsecd/\n", "/srv/ipsecd"},
+		{"state_dir: state\n", "/etc/ipsecd/state"},
+	} {
+		c, err := Parse("/etc/ipsecd/x.yaml", []byte(tt.text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.StateDir != tt.want {
+			t.Errorf("%q: StateDir %q, want %q", tt.text, c.StateDir, tt.want)
+		}
 	}
 }
 
@@ -264,6 +280,9 @@ func TestParseErrors(t *testing.T) {
 			[]string{`f.yaml:25: states[0].lifetime.soft_add_secs: unknown field; did you mean soft_add_seconds?`}},
 		{"unknown key", "    esn: true\n", "    esn: true\n    replay_windw: 64\n",
 			[]string{`f.yaml:25: states[0].replay_windw: unknown field; did you mean replay_window?`}},
+		{"state_dir empty", "control:", "state_dir: \"\"\ncontrol:",
+			[]string{`f.yaml:2: state_dir: empty; want the directory that keeps the sequence numbers of static keys across restarts`}},
+		{"state_dir type", "control:", "state_dir: [a]\ncontrol:", []string{`f.yaml:2: state_dir: want a string, got a list`}},
 		{"unknown top key", "control:", "contrl:",
 			[]string{`f.yaml:2: contrl: unknown field; did you mean control?`}},
 		{"duplicate key", "    esn: true\n", "    esn: true\n    esn: false\n",

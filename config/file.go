@@ -43,6 +43,7 @@ func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
 		File:     name,
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFmt},
 		Control:  DefaultControl,
+		StateDir: DefaultStateDir,
 		Underlay: Underlay{UDP: DefaultUDP},
 	}
 	defer func() {
@@ -123,7 +124,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "underlay", "fail_closed", "interfaces", "states", "policies")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies")
 	if !ok {
 		return
 	}
@@ -164,6 +165,20 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 				c.Pprof = true
 			case metricsErrs == 0:
 				d.errorf(v, "pprof", "true needs metrics: the profiler is served on the metrics listener")
+			}
+		}
+	}
+	if v := m["state_dir"]; v != nil {
+		if s, ok := d.str(v, "state_dir"); ok {
+			switch {
+			case s == "":
+				d.errorf(v, "state_dir", "empty; want the directory that keeps the sequence numbers of static keys across restarts")
+			case strings.ContainsRune(s, 0):
+				d.errorf(v, "state_dir", "holds a NUL byte")
+			case filepath.IsAbs(s):
+				c.StateDir = filepath.Clean(s)
+			default:
+				c.StateDir = filepath.Join(d.dir, s)
 			}
 		}
 	}

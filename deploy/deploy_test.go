@@ -101,7 +101,10 @@ type volume struct {
 		SecretName string `yaml:"secretName"`
 		Items      []item `yaml:"items"`
 	} `yaml:"secret"`
-	EmptyDir *struct{} `yaml:"emptyDir"`
+	EmptyDir              *struct{} `yaml:"emptyDir"`
+	PersistentVolumeClaim *struct {
+		ClaimName string `yaml:"claimName"`
+	} `yaml:"persistentVolumeClaim"`
 	HostPath *struct {
 		Path string `yaml:"path"`
 		Type string `yaml:"type"`
@@ -301,7 +304,7 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	// The file tree the Dockerfile copies from must exist.
-	for _, dir := range []string{"image/rootfs/etc", "image/rootfs/run", "image/run-ipsecd"} {
+	for _, dir := range []string{"image/rootfs/etc", "image/rootfs/run", "image/run-ipsecd", "image/var-lib-ipsecd"} {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			t.Errorf("deploy/%s: want a directory (the Dockerfile copies it): %v", dir, err)
 		}
@@ -369,6 +372,10 @@ func TestKubernetesExampleCheckFails(t *testing.T) {
 			spec := &find(objs, "Deployment", "app-with-ipsecd").Spec.Template.Spec
 			spec.SecurityContext.FSGroup = nil
 		}, "cannot read"},
+		{"state_dir not persistent", func(objs []*object) {
+			c := sidecar(objs)
+			c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m volumeMount) bool { return m.Name == "ipsecd-state" })
+		}, "state_dir"},
 		{"a real key committed", func(objs []*object) {
 			find(objs, "Secret", "ipsecd-keys").StringData["out.key"] = "0x000102030405060708090a0b0c0d0e0f10111213"
 		}, "placeholder"},
@@ -451,7 +458,8 @@ func checkExample(objs []*object, img image, root string) (*config.Config, []err
 	for _, v := range spec.Volumes {
 		volumes[v.Name] = v
 	}
-	var writable []string // emptyDir mount paths
+	var writable []string   // emptyDir mount paths
+	var persistent []string // persistentVolumeClaim mount paths
 	tun := false
 	for _, m := range c.VolumeMounts {
 		v, ok := volumes[m.Name]
@@ -484,6 +492,12 @@ func checkExample(objs []*object, img image, root string) (*config.Config, []err
 			errs = append(errs, project(objs, "Secret", v.Secret.SecretName, v.Secret.Items, root, m.MountPath)...)
 		case v.EmptyDir != nil:
 			writable = append(writable, m.MountPath)
+		case v.PersistentVolumeClaim != nil:
+			if find(objs, "PersistentVolumeClaim", v.PersistentVolumeClaim.ClaimName) == nil {
+				fail("volume %s: no PersistentVolumeClaim %s in the example", v.Name, v.PersistentVolumeClaim.ClaimName)
+				continue
+			}
+			persistent = append(persistent, m.MountPath)
 		case v.HostPath != nil:
 			if m.MountPath == "/dev/net/tun" && v.HostPath.Path == "/dev/net/tun" && v.HostPath.Type == "CharDevice" {
 				tun = true
@@ -543,6 +557,13 @@ func checkExample(objs []*object, img image, root string) (*config.Config, []err
 	}
 	if add := slices.Sorted(slices.Values(sc.Capabilities.Add)); !slices.Equal(add, wantCaps) {
 		fail("ipsecd's capabilities.add is %v, want %v for raw_esp: %v", sc.Capabilities.Add, wantCaps, cfg.Underlay.RawESP)
+	}
+
+	// The state directory: below a persistent volume's mount (ipsecd
+	// makes it 0700 itself), so that a re-created pod continues the
+	// static keys' sequence numbers instead of reusing nonces.
+	if !slices.ContainsFunc(persistent, func(dir string) bool { return strings.HasPrefix(cfg.StateDir, dir+"/") }) {
+		fail("state_dir %s is not below a persistentVolumeClaim of ipsecd (mounted: %v): a re-created pod would start its static keys at 1 again, or ipsecd refuses them on the read-only root file system", cfg.StateDir, persistent)
 	}
 
 	// The control socket: on a writable volume, and what the probes ask.

@@ -83,11 +83,13 @@ func TestContainer(t *testing.T) {
 		// A as the README runs it; B locked down as the Kubernetes
 		// example runs it: no other capability in the bounding set, no
 		// privilege gain on exec, a read-only root file system with a
-		// tmpfs for the control socket.
+		// tmpfs for the control socket and a volume for state_dir (the
+		// static keys' sequence numbers, which must outlive it).
 		a := runContainer(t, img, p.a, containerEtc(t, cfgA, keys), "--cap-add", "NET_ADMIN")
 		b := runContainer(t, img, p.b, containerEtc(t, cfgB, keys),
 			"--cap-drop", "ALL", "--cap-add", "NET_ADMIN", "--security-opt", "no-new-privileges",
-			"--read-only", "--tmpfs", "/run/ipsecd:rw,mode=0700,U")
+			"--read-only", "--tmpfs", "/run/ipsecd:rw,mode=0700,U",
+			"--volume", t.TempDir()+":/var/lib/ipsecd:U")
 		a.waitReady()
 		b.waitReady()
 		// The image's HEALTHCHECK, as podman runs it.

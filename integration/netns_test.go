@@ -112,38 +112,58 @@ type daemon struct {
 	ns      *netns
 	cfgPath string
 	control string
-	cmd     *exec.Cmd
-	log     *syncBuffer
-	done    chan error
+	// stateDir is the daemon's own state_dir, so that tests never
+	// share /var/lib/ipsecd (nor resume each other's keys).
+	stateDir string
+	cmd      *exec.Cmd
+	log      *syncBuffer
+	done     chan error
 }
 
-// startDaemon writes cfg (a YAML config whose control key is filled in
-// here) and starts the real binary in ns. It returns when the control
-// socket answers, and stops the daemon when the test ends.
+// startDaemon writes cfg (a YAML config whose control key, first line,
+// and state_dir, last line, are filled in here) and starts the real binary
+// in ns. It returns when the control socket answers, and stops the daemon
+// when the test ends.
 func startDaemon(t *testing.T, ns *netns, cfg string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{t: t, ns: ns, cfgPath: filepath.Join(dir, "ipsecd.yaml"), control: filepath.Join(dir, "ipsecd.sock"), log: &syncBuffer{}, done: make(chan error, 1)}
-	cfg = "control: " + d.control + "\n" + cfg
-	if err := os.WriteFile(d.cfgPath, []byte(cfg), 0o600); err != nil {
+	d := &daemon{t: t, ns: ns, cfgPath: filepath.Join(dir, "ipsecd.yaml"), control: filepath.Join(dir, "ipsecd.sock"),
+		stateDir: filepath.Join(dir, "state"), log: &syncBuffer{}, done: make(chan error, 1)}
+	if err := os.WriteFile(d.cfgPath, []byte(d.file(cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d.cmd = exec.Command("ip", "netns", "exec", ns.name, ipsecdBin, "run", "--config", d.cfgPath)
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait() }()
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
 			t.Logf("ipsecd log in %s:\n%s", ns.name, d.log.String())
 		}
 	})
+	d.start()
+	return d
+}
+
+// file is cfg with the daemon's control key on the first line (so that
+// line numbers in cfg move by one) and its state_dir after the rest.
+func (d *daemon) file(cfg string) string {
+	return "control: " + d.control + "\n" + cfg + "\nstate_dir: " + d.stateDir + "\n"
+}
+
+// start runs the binary on d's config file, and returns once the control
+// socket answers (startDaemon, and a test that restarts the daemon).
+func (d *daemon) start() {
+	t, ns := d.t, d.ns
+	t.Helper()
+	d.cmd = exec.Command("ip", "netns", "exec", ns.name, ipsecdBin, "run", "--config", d.cfgPath)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.done = make(chan error, 1) // a restart waits for the new process
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := d.ctl("stats"); err == nil {
-			return d
+			return
 		}
 		select {
 		case err := <-d.done:
@@ -161,7 +181,7 @@ func startDaemon(t *testing.T, ns *netns, cfg string) *daemon {
 // stop sends SIGTERM and waits; it kills the daemon after 10 s. It returns
 // the process's exit error (nil for exit 0).
 func (d *daemon) stop() error {
-	if d.cmd.ProcessState != nil {
+	if d.cmd == nil || d.cmd.Process == nil || d.cmd.ProcessState != nil { // not started, or exited
 		return nil
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)

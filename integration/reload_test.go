@@ -16,7 +16,7 @@ import (
 // kept) and sends SIGHUP.
 func (d *daemon) reload(t *testing.T, cfg string) {
 	t.Helper()
-	if err := os.WriteFile(d.cfgPath, []byte("control: "+d.control+"\n"+cfg), 0o600); err != nil {
+	if err := os.WriteFile(d.cfgPath, []byte(d.file(cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {

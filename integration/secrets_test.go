@@ -197,7 +197,7 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Errorf("ipsecd check of the refused file: err %v, want exit 1 naming the key's field:\n%s", err, out)
 	}
 	outputs["ipsecd check (refused file)"] = out
-	if err := os.WriteFile(da.cfgPath, []byte("control: "+da.control+"\n"+cfgReload), 0o600); err != nil {
+	if err := os.WriteFile(da.cfgPath, []byte(da.file(cfgReload)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err = runIpsecd("check", "--config", da.cfgPath)

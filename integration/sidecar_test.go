@@ -76,7 +76,9 @@ func TestSidecar(t *testing.T) {
 			if strings.Contains(sidecarCfg, "mode: transport") != tt.transport {
 				t.Fatalf("sidecar config is not in the mode under test:\n%s", sidecarCfg)
 			}
-			cfgPath := filepath.Join(t.TempDir(), "sidecar.yaml")
+			dir := t.TempDir()
+			cfgPath := filepath.Join(dir, "sidecar.yaml")
+			sidecarCfg += "\nstate_dir: " + filepath.Join(dir, "state") + "\n" // its own, not /var/lib/ipsecd
 			if err := os.WriteFile(cfgPath, []byte(sidecarCfg), 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -28,6 +28,13 @@
 //   - IPv4 options are stripped with the header; the rebuilt one has none.
 //   - the SA's family only: an IPv4 SA seals IPv4 packets, an IPv6 SA IPv6.
 //
+// Sequence numbers (seq.go): an outbound SA may resume above a persisted
+// mark and reserve its numbers through a SeqReserver (package seqstate
+// keeps them on disk), at the cost of one compare per batch, so that a
+// restart never reuses an AEAD nonce; an inbound SA may resume its replay
+// window at a persisted top. A counter that reaches its end (2^32-1
+// without ESN, 2^64-2^32 with) refuses every later packet.
+//
 // Concurrency: an SA, the SAD and the SPD are safe for concurrent use. Many
 // workers may seal or open packets of one SA at once: outbound sequence
 // numbers come from an atomic add, and an inbound packet takes the SA's lock

@@ -3,7 +3,6 @@ package sa
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -70,6 +69,11 @@ type SA struct {
 	// Outbound: the last sequence number handed out. Inbound: unused (the
 	// window's Top is the highest accepted).
 	seq atomic.Uint64
+	// reserved: outbound, the highest sequence number a batch may use
+	// without entering the slow path (seq.go): the SeqReserver's limit,
+	// or the end of the counter when there is none. Next to seq, as every
+	// seal reads it right after the add.
+	reserved atomic.Uint64
 	// use counts the SealBatch and OpenBatch calls inside the SA's crypto,
 	// with the retiredBit and wipedBit flags on top (retire.go). Next to
 	// seq: a seal touches both.
@@ -83,6 +87,14 @@ type SA struct {
 	hardExpired atomic.Bool
 	softFired   atomic.Bool
 	hardFired   atomic.Bool
+	// exhausted: the outbound counter reached its end; the SA seals
+	// nothing more, ever (seq.go).
+	exhausted atomic.Bool
+
+	seqMu sync.Mutex
+	// seqMu guards: calls of reserver and stores to reserved after New
+	// (seq.go). reserver is set before the SA is used.
+	reserver SeqReserver
 
 	mu sync.Mutex
 	// mu guards: window.Advance (window.Check is lock-free and may run
@@ -96,8 +108,9 @@ type Stats struct {
 	ReplayWindow    uint64 // dropped: left of the window (too old)
 	Replay          uint64 // dropped: seen before (duplicate)
 	IntegrityFailed uint64 // dropped: ICV did not verify
-	// Seq is, outbound, the last sequence number sent; inbound, the
-	// highest one accepted.
+	// Seq is, outbound, the last sequence number sent (before the first
+	// packet of a resumed SA, the mark it continues after); inbound, the
+	// highest one accepted (or the top it resumed at).
 	Seq                      uint64
 	SoftExpired, HardExpired bool
 	Added                    time.Time
@@ -125,6 +138,7 @@ func New(cfg Config, counters *Counters) (*SA, error) {
 	if cfg.Dir == DirIn {
 		s.window.Init(cfg.ReplayWindow, cfg.ESN)
 	}
+	s.reserved.Store(s.seqEnd()) // no reserver: only the end of the counter stops a batch
 	return s, nil
 }
 
@@ -342,14 +356,7 @@ func (s *SA) Stats() Stats {
 		HardExpired:     s.hardExpired.Load(),
 		Added:           s.added,
 	}
-	if s.cfg.Dir == DirOut {
-		st.Seq = s.seq.Load()
-		if !s.esn && st.Seq > math.MaxUint32 {
-			st.Seq = math.MaxUint32
-		}
-	} else {
-		st.Seq = s.window.Top()
-	}
+	st.Seq = s.Top()
 	return st
 }
 

@@ -3,7 +3,6 @@ package sa
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"math"
 
 	"github.com/ipsecd/ipsecd/sa/esp"
 )
@@ -27,8 +26,11 @@ import (
 // packet, SPI to ICV, ready for the underlay; Drop is CounterNone, or the
 // counter the packet was counted in; SA is s.
 //
-// Sequence numbers are taken with one atomic add per batch. Without ESN the
-// SA refuses to go past 2^32-1 (XfrmOutStateSeqError). AEAD IVs are the
+// Sequence numbers are taken with one atomic add per batch, and compared
+// once per batch with the SA's reservation (seq.go). Without ESN the SA
+// refuses to go past 2^32-1, with ESN past 2^64-2^32, and refuses every
+// batch after that (XfrmOutStateSeqError); a number that its SeqReserver
+// could not reserve is refused the same way. AEAD IVs are the
 // 64-bit sequence number (unique per key, RFC 4106 §3.1); CBC IVs are
 // random (RFC 3602 §2.1). SealBatch allocates nothing.
 func (s *SA) SealBatch(pkts []Packet) {
@@ -44,6 +46,10 @@ func (s *SA) SealBatch(pkts []Packet) {
 		dropAll = XfrmOutStateDirError
 	case s.hardExpired.Load():
 		dropAll = XfrmOutStateExpired
+	case s.exhausted.Load():
+		// Checked before the add, so that the counter stops moving
+		// and can never wrap round to numbers already used (seq.go).
+		dropAll = XfrmOutStateSeqError
 	}
 
 	// Pass 1: check each packet, find its payload, count the good ones.
@@ -66,8 +72,15 @@ func (s *SA) SealBatch(pkts []Packet) {
 		return
 	}
 
-	// One atomic add each for the sequence numbers, packets and bytes.
-	first := s.seq.Add(n) - n + 1
+	// One atomic add each for the sequence numbers, packets and bytes,
+	// and one compare against the reservation (seq.go): past it, the
+	// slow path reserves more, or says how far this batch may go.
+	last := s.seq.Add(n)
+	first := last - n + 1
+	usable := last
+	if last > s.reserved.Load() || last < n { // last < n: the add wrapped
+		usable = s.usableUpTo(last, n)
+	}
 	var pktsBefore, bytesBefore uint64
 	pktsBefore = s.packets.Add(n) - n
 	bytesBefore = s.bytes.Add(nbytes) - nbytes
@@ -99,7 +112,11 @@ func (s *SA) SealBatch(pkts []Packet) {
 		}
 		if !allowed {
 			p.Drop = XfrmOutStateExpired
-		} else if thisSeq == 0 || (!s.esn && thisSeq > math.MaxUint32) {
+		} else if thisSeq == 0 || thisSeq > usable {
+			// Past the end of the counter, or not durably reserved
+			// (the state directory could not be written): a number
+			// the next run might use again. Linux counts a sequence
+			// number the SA cannot use as XfrmOutStateSeqError.
 			p.Drop = XfrmOutStateSeqError
 		}
 		if p.Drop != CounterNone {

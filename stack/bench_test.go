@@ -204,10 +204,11 @@ func newIpsecdTunnel(tb testing.TB, alg string, keyLen int) *tcpTunnel {
 			return c
 		}
 		n, err := stack.New(stack.Config{
-			Underlay:  netip.AddrPortFrom(under[i], port),
-			Addresses: []netip.Prefix{inner[i]},
-			Routes:    []netip.Prefix{inner[peer].Masked()},
-			MTU:       benchMTU,
+			EphemeralKeys: true,
+			Underlay:      netip.AddrPortFrom(under[i], port),
+			Addresses:     []netip.Prefix{inner[i]},
+			Routes:        []netip.Prefix{inner[peer].Masked()},
+			MTU:           benchMTU,
 			States: []sa.Config{
 				state(sa.DirOut, under[i], under[peer], uint32(0x1001+0x1000*i), keys[i]),
 				state(sa.DirIn, under[peer], under[i], uint32(0x1001+0x1000*peer), keys[peer]),

@@ -54,9 +54,10 @@ func TestDialRefused(t *testing.T) {
 		t.Fatalf("dial to a closed port: %v, want connection refused", err)
 	}
 	n, err := New(Config{
-		Underlay:  netip.MustParseAddrPort("127.0.0.1:0"),
-		Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")},
-		Routes:    []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
+		EphemeralKeys: true,
+		Underlay:      netip.MustParseAddrPort("127.0.0.1:0"),
+		Addresses:     []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")},
+		Routes:        []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
 	})
 	if err != nil {
 		t.Fatal(err)

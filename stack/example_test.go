@@ -54,6 +54,9 @@ func ExampleNew() {
 		Underlay:  netip.MustParseAddrPort("127.0.0.1:4500"),
 		Addresses: []netip.Prefix{netip.MustParsePrefix("198.51.100.1/24")},
 		Routes:    []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")},
+		// Static keys: how far their sequence numbers went must
+		// survive a restart (nonces are never reused).
+		StateDir: "/var/lib/myserver/ipsecd",
 		States: []sa.Config{
 			state(sa.DirOut, 0x1001, "127.0.0.1", "127.0.0.2", outKey),
 			state(sa.DirIn, 0x2001, "127.0.0.2", "127.0.0.1", inKey),

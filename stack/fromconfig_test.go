@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func TestFromConfig(t *testing.T) {
 	}
 	p := &testPair{addrs: [2]netip.Addr{netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1")}}
 	for i, f := range files {
-		c, err := config.Parse(fmt.Sprintf("side%d.yaml", i), []byte(f))
+		c, err := config.Parse(fmt.Sprintf("side%d.yaml", i), []byte("state_dir: "+filepath.Join(t.TempDir(), "state")+"\n"+f))
 		if err != nil {
 			t.Fatalf("config.Parse:\n%s\n%v", f, err)
 		}
@@ -88,7 +89,7 @@ states:`, 1)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := config.Parse("bad.yaml", []byte(tt.file))
+			c, err := config.Parse("bad.yaml", []byte("state_dir: "+t.TempDir()+"\n"+tt.file))
 			if err != nil {
 				t.Fatalf("config.Parse: %v", err)
 			}

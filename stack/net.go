@@ -15,6 +15,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/seqstate"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -56,6 +57,17 @@ type Config struct {
 	Policies []sa.Policy
 	// Log receives the data path's diagnostics; nil discards them.
 	Log *logrus.Entry
+	// StateDir keeps, across restarts of the program, how far each
+	// static key's sequence numbers went (package seqstate), so that a
+	// restart does not seal new packets under nonces already used, nor
+	// accept the peer's old packets again. FromConfig takes it from the
+	// file's state_dir. Without a usable StateDir, New refuses AES-GCM
+	// and ChaCha20-Poly1305 states unless EphemeralKeys is set.
+	StateDir string
+	// EphemeralKeys says that the caller makes fresh keys for every run
+	// (negotiated, or random and handed to the peer), so no state needs
+	// to survive a restart: StateDir is not used.
+	EphemeralKeys bool
 }
 
 // Net is a userspace network stack whose only way out is ESP: what a
@@ -71,6 +83,12 @@ type Net struct {
 	reg      *xfrmif.Registry
 	engine   *datapath.Engine
 	underlay netip.AddrPort
+	// seq is the state directory; nil with EphemeralKeys or when it
+	// cannot be used (seqErr, stateDir: then AEAD states are refused).
+	seq      *seqstate.Dir
+	seqErr   error
+	stateDir string
+	log      *logrus.Entry
 
 	cancel context.CancelFunc
 	ticker sync.WaitGroup
@@ -89,7 +107,7 @@ type Net struct {
 // worker per underlay socket). A bad Config is refused with an error
 // naming the field, wrapping ErrInvalidConfig; on any error nothing is
 // left running or bound.
-func New(cfg Config) (*Net, error) {
+func New(cfg Config) (_ *Net, err error) {
 	cfg, states, err := prepare(cfg)
 	if err != nil {
 		return nil, err
@@ -100,6 +118,11 @@ func New(cfg Config) (*Net, error) {
 			return nil, err
 		}
 	}
+	defer func() {
+		if err != nil && n.seq != nil {
+			n.seq.Close() // for another Net, or a later run
+		}
+	}()
 	n.sad = sa.NewSAD(n.counters)
 	log := cfg.Log
 	if log == nil {
@@ -110,6 +133,14 @@ func New(cfg Config) (*Net, error) {
 	n.sad.SetEventHandler(func(ev sa.Event) {
 		log.WithFields(logrus.Fields{"sa": ev.SA.String(), "reason": ev.Reason}).Warnf("SA %s lifetime expired", ev.Kind)
 	})
+	n.log = log
+	if !cfg.EphemeralKeys {
+		n.stateDir = cfg.StateDir
+		if n.seq, n.seqErr = seqstate.Open(cfg.StateDir); n.seqErr != nil {
+			log.WithError(n.seqErr).Warn("StateDir cannot be used: CBC and NULL states run, but after a restart " +
+				"their sequence numbers start again at 1 and their replay windows forget the old packets")
+		}
+	}
 	built := make([]*sa.SA, 0, len(states))
 	discard := func() { // zero the keys of SAs that will not run
 		for _, s := range built {
@@ -117,7 +148,7 @@ func New(cfg Config) (*Net, error) {
 		}
 	}
 	for i, st := range states {
-		s, err := sa.New(st, n.counters)
+		s, err := n.newSA(st)
 		if err != nil {
 			discard()
 			return nil, fmt.Errorf("%w: States[%d]: %w", ErrInvalidConfig, i, err)
@@ -166,7 +197,38 @@ func New(cfg Config) (*Net, error) {
 	n.engine.StartInterface(ctx, ifc)
 	n.ticker.Add(1)
 	go n.tick(ctx)
+	if n.seq != nil {
+		n.ticker.Add(1)
+		go n.routineSaveTops(ctx)
+	}
 	return n, nil
+}
+
+// newSA makes an SA that shares the counters, resumed from its key's
+// record in the state directory; without one, AEAD states are refused
+// unless the keys are ephemeral (seqstate.Without).
+func (n *Net) newSA(c sa.Config) (*sa.SA, error) {
+	if n.seqErr != nil {
+		if err := seqstate.Without(&c, n.stateDir, n.seqErr); err != nil {
+			return nil, fmt.Errorf("%w (a caller that makes fresh keys for every run sets EphemeralKeys)", err)
+		}
+	}
+	s, err := sa.New(c, n.counters)
+	if err != nil || n.seq == nil {
+		return s, err
+	}
+	if err := n.seq.Attach(s); err != nil {
+		s.Discard()
+		return nil, err
+	}
+	return s, nil
+}
+
+// routineSaveTops saves the inbound SAs' replay-window tops off the
+// packet path until the Net closes.
+func (n *Net) routineSaveTops(ctx context.Context) {
+	defer n.ticker.Done()
+	n.seq.RoutineSaveTops(ctx, n.log.WithField("part", "state").Warnf)
 }
 
 // prepare checks cfg, fills in its defaults and returns the states with
@@ -288,6 +350,7 @@ func FromConfig(c *config.Config) (*Net, error) {
 		MTU:       ifc.MTU,
 		IfID:      ifc.IfID,
 		Policies:  c.Policies,
+		StateDir:  c.StateDir,
 	}
 	for _, st := range c.States {
 		cfg.States = append(cfg.States, st.Config)
@@ -306,8 +369,9 @@ func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
 // SAD returns the security association database, to add and delete SAs
 // and policies (rekeying: add the new inbound SA before the outbound one
 // changes) and read their counters. Add SAs with AddState, which refuses
-// a key that an earlier SA had; an SA made with sa.New(cfg, n.Counters())
-// and added here directly skips that check.
+// a key that an earlier SA had and resumes the key's sequence numbers from
+// the state directory; an SA made with sa.New(cfg, n.Counters()) and added
+// here directly skips both (and starts at 1 after every restart).
 func (n *Net) SAD() *sa.SAD { return n.sad }
 
 // Counters returns the global xfrm counters (/proc/net/xfrm_stat names).
@@ -315,7 +379,10 @@ func (n *Net) Counters() *sa.Counters { return n.counters }
 
 // AddState makes an SA from cfg and adds it to the SAD. An IfID of 0 is
 // the netstack's. A key that an SA of New or AddState had, running or
-// deleted, of either direction, is refused with ErrInvalidConfig.
+// deleted, of either direction, is refused with ErrInvalidConfig. The SA
+// continues its key's sequence numbers from StateDir; without one, an
+// AES-GCM or ChaCha20-Poly1305 key is refused unless the Net was made with
+// EphemeralKeys.
 func (n *Net) AddState(cfg sa.Config) error {
 	if cfg.IfID == 0 {
 		cfg.IfID = n.ifc.IfID()
@@ -325,7 +392,7 @@ func (n *Net) AddState(cfg sa.Config) error {
 	if f, prev, used := n.keys.Conflict(&cfg); used {
 		return keyReuse(f, prev)
 	}
-	s, err := sa.New(cfg, n.counters)
+	s, err := n.newSA(cfg)
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
@@ -379,6 +446,10 @@ func (n *Net) Close() error {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			errs = append(errs, errors.New("stack: workers did not stop within 5 s"))
+		}
+		if n.seq != nil {
+			n.seq.Flush(n.log.WithField("part", "state").Warnf) // the final tops
+			errs = append(errs, n.seq.Close())
 		}
 		errs = append(errs, n.sad.Replace(nil, nil))
 		n.closeErr = errors.Join(errs...)

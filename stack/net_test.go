@@ -63,8 +63,9 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	free := freeUDPPortOn(t, lo4[0])
 	good := func() Config {
 		return Config{
-			Underlay:  free,
-			Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
+			EphemeralKeys: true,
+			Underlay:      free,
+			Addresses:     []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
 			States: []sa.Config{{
 				Src: lo4[0], Dst: lo4[1], SPI: 0x1001, Dir: sa.DirOut, Mode: sa.ModeTunnel,
 				AEAD:  &sa.Algorithm{Name: sa.AlgGCM, Key: make([]byte, 20)},

@@ -94,8 +94,9 @@ func startPair(t testing.TB, spec pairSpec) *testPair {
 			newNet = New
 		}
 		n, err := newNet(Config{
-			Underlay:  netip.AddrPortFrom(spec.outer[i], 0),
-			Addresses: []netip.Prefix{netip.PrefixFrom(addr, addr.BitLen())},
+			EphemeralKeys: true, // fresh keys for every test
+			Underlay:      netip.AddrPortFrom(spec.outer[i], 0),
+			Addresses:     []netip.Prefix{netip.PrefixFrom(addr, addr.BitLen())},
 		})
 		if err != nil {
 			t.Fatalf("New(%d): %v", i, err)

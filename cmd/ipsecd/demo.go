@@ -40,6 +40,7 @@ type demoEndpoint struct {
 	SPIOut, SPIIn string
 	KeyOut, KeyIn string
 	Control       string // "" for none (the netstack demo)
+	StateDir      string // state_dir: a temporary one, as the keys are fresh for every run
 	cmd           *exec.Cmd
 	log           bytes.Buffer
 }
@@ -102,10 +103,10 @@ func demo(size int64) (err error) {
 	keyAB, keyBA := demoKey(), demoKey()
 	a := &demoEndpoint{Name: "A", NS: "ipsecd-demo-a-" + tag, Dev: "veth-a", Local: "192.0.2.1", Peer: "192.0.2.2", Port: 4500, Mark: "0x100",
 		Inner: "198.51.100.1", Remote: "203.0.113.0", SPIOut: "0x1001", SPIIn: "0x2001", KeyOut: keyAB, KeyIn: keyBA,
-		Control: filepath.Join(dir, "a.sock")}
+		Control: filepath.Join(dir, "a.sock"), StateDir: filepath.Join(dir, "a-state")}
 	b := &demoEndpoint{Name: "B", NS: "ipsecd-demo-b-" + tag, Dev: "veth-b", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100",
 		Inner: "203.0.113.1", Remote: "198.51.100.0", SPIOut: "0x2001", SPIIn: "0x1001", KeyOut: keyBA, KeyIn: keyAB,
-		Control: filepath.Join(dir, "b.sock")}
+		Control: filepath.Join(dir, "b.sock"), StateDir: filepath.Join(dir, "b-state")}
 
 	// Ctrl-C ends the demo through the same clean-up as an error, and so
 	// does a closed stdout (`ipsecd demo | head`): without Notify for

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -26,10 +27,17 @@ func demoNetstack(size int64) error {
 	if err != nil {
 		return err
 	}
+	// The keys are fresh, so their sequence numbers need no keeping
+	// across runs: a temporary state_dir, gone with the demo.
+	dir, err := os.MkdirTemp("", "ipsecd-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	keyAB, keyBA := demoKey(), demoKey()
-	a := &demoEndpoint{Name: "A", Local: "127.0.0.1", Peer: "127.0.0.2", Port: port,
+	a := &demoEndpoint{Name: "A", Local: "127.0.0.1", Peer: "127.0.0.2", Port: port, StateDir: filepath.Join(dir, "a-state"),
 		Inner: "198.51.100.1", Remote: "203.0.113.0", SPIOut: "0x1001", SPIIn: "0x2001", KeyOut: keyAB, KeyIn: keyBA}
-	b := &demoEndpoint{Name: "B", Local: "127.0.0.2", Peer: "127.0.0.1", Port: port,
+	b := &demoEndpoint{Name: "B", Local: "127.0.0.2", Peer: "127.0.0.1", Port: port, StateDir: filepath.Join(dir, "b-state"),
 		Inner: "203.0.113.1", Remote: "198.51.100.0", SPIOut: "0x2001", SPIIn: "0x1001", KeyOut: keyBA, KeyIn: keyAB}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -20,6 +20,7 @@ import (
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/seqstate"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -49,6 +50,15 @@ type node struct {
 	// (expiry.go); its zero value is ready.
 	expiry expiryQueue
 
+	// seq is the state directory (package seqstate), opened at start;
+	// nil when it cannot be used (seqErr says why, stateDir where). It
+	// does not change on reload. seqDone is closed when
+	// routineSaveTops has returned.
+	seq      *seqstate.Dir
+	seqErr   error
+	stateDir string
+	seqDone  chan struct{}
+
 	mu sync.Mutex
 	// mu guards: cfg, workers, usedKeys, and serialises reloads with
 	// control changes.
@@ -64,14 +74,55 @@ type node struct {
 	newSA func(sa.Config, *sa.Counters) (*sa.SA, error)
 }
 
-// makeSA makes an SA that shares the node's counters. The caller owns it
-// until it joins the SAD: an SA that does not join must be Discarded, so
-// that its copies of the keys are zeroed.
+// makeSA makes an SA that shares the node's counters, resumed from its
+// key's record in the state directory (an outbound SA continues above its
+// last reservation, an inbound one refuses the previous run's packets).
+// Without a state directory, AES-GCM and ChaCha20-Poly1305 are refused
+// (seqstate.Without). The caller owns the SA until it joins the SAD: an
+// SA that does not join must be Discarded, so that its copies of the keys
+// are zeroed. A node that never called openState (a unit test's) keeps no
+// state: startNode always calls it.
 func (n *node) makeSA(c sa.Config) (*sa.SA, error) {
-	if n.newSA != nil {
-		return n.newSA(c, n.counters)
+	if n.seq == nil && n.seqErr != nil {
+		if err := seqstate.Without(&c, n.stateDir, n.seqErr); err != nil {
+			return nil, err
+		}
 	}
-	return sa.New(c, n.counters)
+	newSA := sa.New
+	if n.newSA != nil {
+		newSA = n.newSA
+	}
+	s, err := newSA(c, n.counters)
+	if err != nil || n.seq == nil {
+		return s, err
+	}
+	if err := n.seq.Attach(s); err != nil {
+		s.Discard()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openState opens the state directory, once, at start. When it cannot
+// be used, the node runs on: makeSA refuses the SAs that need it and the
+// others run with this warning.
+func (n *node) openState(dir string) {
+	n.stateDir = dir
+	n.seq, n.seqErr = seqstate.Open(dir)
+	if n.seqErr != nil {
+		n.log.WithError(n.seqErr).Warn("state_dir cannot be used: SAs with AES-GCM or ChaCha20-Poly1305 keys are refused; " +
+			"CBC and NULL SAs run, but after a restart their sequence numbers start again at 1 and their replay windows forget the old packets")
+		return
+	}
+	n.seqDone = make(chan struct{})
+	go n.routineSaveTops()
+}
+
+// routineSaveTops saves the inbound SAs' replay-window tops every
+// seqstate.SaveInterval, off the packet path, until the node stops.
+func (n *node) routineSaveTops() {
+	defer close(n.seqDone)
+	n.seq.RoutineSaveTops(n.ctx, n.log.WithField("part", "state").Warnf)
 }
 
 // startNode brings a config up. On failure it removes what it made.
@@ -87,6 +138,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.sad = sa.NewSAD(n.counters)
 	n.sad.SetEventHandler(n.onEvent)
+	n.openState(cfg.StateDir)
 	var states []*sa.SA
 	defer func() {
 		if err != nil {
@@ -418,8 +470,8 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	if cfg.Underlay != n.cfg.Underlay {
 		log.Warn("reload: underlay changes take effect on restart")
 	}
-	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics || cfg.Pprof != n.cfg.Pprof {
-		log.Warn("reload: control, metrics and pprof changes take effect on restart")
+	if cfg.Control != n.cfg.Control || cfg.Metrics != n.cfg.Metrics || cfg.Pprof != n.cfg.Pprof || cfg.StateDir != n.cfg.StateDir {
+		log.Warn("reload: control, metrics, pprof and state_dir changes take effect on restart")
 	}
 	old = n.sad.States()
 	states, err := n.buildStates(cfg, old)
@@ -535,6 +587,13 @@ func (n *node) stop() error {
 		case <-time.After(5 * time.Second):
 			errs = append(errs, errors.New("workers did not stop within 5 s"))
 		}
+	}
+	if n.seqDone != nil {
+		// The final tops, once the workers have stopped opening.
+		<-n.seqDone
+		n.seq.Flush(n.log.WithField("part", "state").Warnf)
+		n.seq.Close()
+		n.seqDone = nil // stop may run twice
 	}
 	return errors.Join(errs...)
 }

@@ -269,3 +269,25 @@ func (w *Window) Advance(seq uint64) Verdict {
 	}
 	return OK
 }
+
+// Resume sets the window's top to top and counts every sequence number at
+// or below it as seen, as if each had been accepted: an inbound SA that
+// restarts from a persisted top refuses the previous run's packets as
+// replays (Duplicate inside the window, TooOld left of it) and accepts
+// anything above top at once. Bits above top in top's own word stay
+// clear, so that numbers between top and a later top are still taken.
+// With ESN, top carries the high 32 bits, from which inference goes on.
+//
+// Resume must not run concurrently with any other method; it does not
+// allocate.
+func (w *Window) Resume(top uint64) {
+	w.top.Store(top)
+	if w.size == 0 {
+		return
+	}
+	for i := range w.ring {
+		w.ring[i].Store(^uint64(0))
+	}
+	// Bits 0..top&63 of top's word: at or below top.
+	w.ring[(top>>wordBitsLog)&w.mask].Store(^uint64(0) >> (bitMask - top&bitMask))
+}

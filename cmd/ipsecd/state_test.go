@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/seqstate"
+)
+
+// unusableStateDir returns a state_dir that cannot be created, for root
+// too: a path under a regular file.
+func unusableStateDir(t *testing.T) string {
+	f := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(f, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(f, "state")
+}
+
+// TestStartRefusesAEADWithoutState: where state_dir cannot be used,
+// `ipsecd run` refuses static AES-GCM keys with FILE:LINE, naming
+// state_dir and why, before it makes any interface or socket.
+func TestStartRefusesAEADWithoutState(t *testing.T) {
+	text := "state_dir: " + unusableStateDir(t) + "\n" +
+		"interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}}\n"
+	cfg, err := config.Parse("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	var out bytes.Buffer
+	log.SetOutput(&out)
+	n, err := startNode(cfg, log)
+	if err == nil {
+		n.stop()
+		t.Fatal("started with a GCM key and no usable state_dir")
+	}
+	msg := err.Error()
+	for _, want := range []string{"test.yaml:5: states[0]", "state_dir", "not a directory", "start again at 1"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, key1) {
+		t.Errorf("error holds the key: %s", msg)
+	}
+}
+
+// TestCBCWithoutStateWarns: a CBC SA runs without a state directory, with
+// a warning.
+func TestCBCWithoutStateWarns(t *testing.T) {
+	var out bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&out)
+	n := &node{log: log, counters: &sa.Counters{}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	defer n.cancel()
+	n.openState(unusableStateDir(t))
+	cfg, err := config.Parse("test.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"+
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, enc: {name: \"cbc(aes)\", key: \"0x"+strings.Repeat("11", 16)+"\"},"+
+		" auth: {name: \"hmac(sha256)\", key: \"0x"+strings.Repeat("22", 32)+"\"}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := n.buildStates(cfg, nil)
+	if err != nil {
+		t.Fatalf("CBC without state_dir: %v", err)
+	}
+	states[0].Discard()
+	if !strings.Contains(out.String(), "state_dir cannot be used") {
+		t.Errorf("no warning:\n%s", out.String())
+	}
+}
+
+// TestStateAddReserves: an SA added over the control socket reserves its
+// sequence numbers too: after a restart with the same state_dir, the same
+// key (even under another SPI) continues above the reservation.
+func TestStateAddReserves(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	c := sa.Config{
+		Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"), SPI: 0x1001, Dir: sa.DirOut,
+		Mode: sa.ModeTunnel, IfID: 1, ESN: true, AEAD: &sa.Algorithm{Name: sa.AlgGCM, Key: []byte(key1[:20])},
+	}
+	for run, spi := range []uint32{0x1001, 0x1002} {
+		n := metricsNode(t)
+		n.ctx, n.cancel = context.WithCancel(context.Background())
+		n.openState(dir)
+		addInterface(t, n, "ipsec1", 1, 1)
+		cc := c
+		cc.SPI = spi
+		cc.AEAD = &sa.Algorithm{Name: sa.AlgGCM, Key: []byte(key1[:20])}
+		if err := (*backend)(n).AddState(cc); err != nil {
+			t.Fatal(err)
+		}
+		s := n.sad.States()[0]
+		if got, want := s.Stats().Seq, uint64(run*seqstate.ESNBlock); got != want {
+			t.Errorf("run %d: state add's SA continues after %d, want %d", run, got, want)
+		}
+		sealInner(t, s)
+		n.stop()
+		n.sad.Replace(nil, nil)
+	}
+}
+
+// sealInner seals one small inner IPv4 packet with s: the first batch of
+// an outbound SA writes its first reservation.
+func sealInner(t *testing.T, s *sa.SA) {
+	t.Helper()
+	inner := make([]byte, 40)
+	inner[0], inner[3], inner[8], inner[9] = 0x45, 40, 64, 17
+	buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
+	copy(buf[sa.Headroom:], inner)
+	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
+	s.SealBatch(ps)
+	if ps[0].Drop != sa.CounterNone {
+		t.Fatalf("seal: %v", ps[0].Drop)
+	}
+}
