@@ -86,7 +86,7 @@ func seqOf(esp []byte) uint32 { return binary.BigEndian.Uint32(esp[4:]) }
 func openESP(s *sa.SA, esp []byte) sa.Counter {
 	buf := make([]byte, sa.Headroom+len(esp)+sa.Tailroom)
 	copy(buf[sa.Headroom:], esp)
-	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(esp)}}
+	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(esp), UDP: true}} // arrived in UDP, as the SA's encap says
 	s.OpenBatch(ps)
 	return ps[0].Drop
 }

@@ -245,9 +245,10 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 			Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500}}
 	}
 	n, err := New(Config{
-		Underlay:  freeUDPPortOn(t, lo4[0]),
-		Addresses: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
-		States:    []sa.Config{state(sa.DirOut, 0x1001, outKey), state(sa.DirIn, 0x2001, inKey)},
+		Underlay:      freeUDPPortOn(t, lo4[0]),
+		Addresses:     []netip.Prefix{netip.MustParsePrefix("192.0.2.1/24")},
+		States:        []sa.Config{state(sa.DirOut, 0x1001, outKey), state(sa.DirIn, 0x2001, inKey)},
+		EphemeralKeys: true, // keys made for this run only
 	})
 	if err != nil {
 		t.Fatal(err)

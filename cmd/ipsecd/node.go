@@ -578,7 +578,11 @@ func (n *node) stop() error {
 	}
 	errs = append(errs, n.reg.Close())
 	// Guards last: they cover the prefixes until the routes are gone.
-	errs = append(errs, n.guards.close(n.runningConfig().FailClosed.KeepOnStop, !n.started))
+	keep := false
+	if cfg := n.runningConfig(); cfg != nil { // nil in tests' hand-made nodes
+		keep = cfg.FailClosed.KeepOnStop
+	}
+	errs = append(errs, n.guards.close(keep, !n.started))
 	if n.engine != nil {
 		done := make(chan struct{})
 		go func() { n.engine.Wait(); close(done) }()

@@ -32,7 +32,7 @@ func unusableStateDir(t *testing.T) string {
 func TestStartRefusesAEADWithoutState(t *testing.T) {
 	text := "state_dir: " + unusableStateDir(t) + "\n" +
 		"interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n" +
-		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}}\n"
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, encap: {type: espinudp}, aead: {name: \"rfc4106(gcm(aes))\", key: \"0x" + key1 + "\"}}\n"
 	cfg, err := config.Parse("test.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestCBCWithoutStateWarns(t *testing.T) {
 	defer n.cancel()
 	n.openState(unusableStateDir(t))
 	cfg, err := config.Parse("test.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"+
-		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, enc: {name: \"cbc(aes)\", key: \"0x"+strings.Repeat("11", 16)+"\"},"+
+		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, encap: {type: espinudp}, enc: {name: \"cbc(aes)\", key: \"0x"+strings.Repeat("11", 16)+"\"},"+
 		" auth: {name: \"hmac(sha256)\", key: \"0x"+strings.Repeat("22", 32)+"\"}}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestStateAddReserves(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	c := sa.Config{
 		Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"), SPI: 0x1001, Dir: sa.DirOut,
-		Mode: sa.ModeTunnel, IfID: 1, ESN: true, AEAD: &sa.Algorithm{Name: sa.AlgGCM, Key: []byte(key1[:20])},
+		Mode: sa.ModeTunnel, IfID: 1, ESN: true, AEAD: &sa.Algorithm{Name: sa.AlgGCM, Key: []byte(key1[:20])}, Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500},
 	}
 	for run, spi := range []uint32{0x1001, 0x1002} {
 		n := metricsNode(t)
