@@ -86,12 +86,8 @@ type tunnelSpec struct {
 	keyBA  []byte
 	extraA string // appended to A's config
 	noOutA bool   // leave A without its outbound SA (fail-closed tests)
-	// noReplay turns anti-replay off on the inbound SAs (replay_window
-	// 0), for tests that restart a daemon with the same file: its
-	// outbound SAs start again at sequence number 1.
-	noReplay bool
-	mtu      int
-	queues   int
+	mtu    int
+	queues int
 }
 
 func (s *tunnelSpec) fill() {
@@ -105,7 +101,7 @@ func (s *tunnelSpec) fill() {
 	if s.queues == 0 {
 		s.queues = 1
 	}
-	if s.window == 0 && !s.noReplay {
+	if s.window == 0 {
 		s.window = 1024
 	}
 }

@@ -461,10 +461,17 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 		}
 	}()
 	// Whatever the outcome, the guards end up covering the running
-	// config and what the interfaces still have.
-	defer func() {
+	// config and what the interfaces still have: here for a refused
+	// reload, and before the "reloaded" line for an applied one, so that
+	// whoever reads that line finds the guards already in step.
+	syncGuards := func() {
 		if err := n.guards.sync(wantGuards(n.cfg, n.reg)); err != nil {
 			log.WithError(err).Error("reload: fail-closed guards")
+		}
+	}
+	defer func() {
+		if !applied {
+			syncGuards()
 		}
 	}()
 	if cfg.Underlay != n.cfg.Underlay {
@@ -480,7 +487,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 		return false
 	}
 	// Guards of new routes before the routes; those of removed ones
-	// go after them (the deferred sync above).
+	// go after them (syncGuards).
 	if err := n.guards.ensure(wantGuards(cfg, n.reg)); err != nil {
 		log.WithError(err).Error("reload: fail-closed guards")
 	}
@@ -509,6 +516,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	if err := configureLog(n.log, cfg.Log); err != nil {
 		log.WithError(err).Error("reload: log")
 	}
+	syncGuards()
 	log.WithFields(logrus.Fields{
 		"added": len(res.Added), "removed": len(res.Removed), "reconfigured": len(res.Reconfigured), "replaced": len(res.Replaced),
 	}).Info("reloaded: " + cfg.Summary())
