@@ -53,10 +53,16 @@ func TestSystemdUnitPrivileges(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, []byte("control: "+sock+"\n"+cfgA), 0o600); err != nil {
+	// The state directory is the user's own, as StateDirectory= makes
+	// it (seqstate refuses one that another user owns).
+	state := filepath.Join(dir, "state")
+	if err := os.Mkdir(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{dir, cfg} {
+	if err := os.WriteFile(cfg, []byte("control: "+sock+"\n"+cfgA+"\nstate_dir: "+state+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{dir, cfg, state} {
 		if err := os.Chown(f, nobody, nobody); err != nil {
 			t.Fatal(err)
 		}
