@@ -89,8 +89,11 @@ type SA struct {
 	prf               keys.PRF
 	keys              keys.IKEKeys
 	seal, open        *keys.SKCipher
-	natLocal          bool // a NAT rewrites our address (or encap is forced)
-	natRemote         bool // a NAT rewrites the peer's address
+	natLocal          bool     // a NAT rewrites our address (or encap is forced)
+	natRemote         bool     // a NAT rewrites the peer's address
+	peerHashes        []uint16 // the peer's SIGNATURE_HASH_ALGORITHMS (RFC 7427 §4)
+	peerCertReq       [][]byte // CA key hashes of the peer's CERTREQs
+	peerID            string   // the peer's identity once authenticated
 
 	childInSPI uint32 // our inbound SPI of the child being negotiated
 	create     *pendingCreate
@@ -120,6 +123,10 @@ type SA struct {
 // (or, before that, when the SA was made): a liveness check (Ping) is due
 // when it lies dpd_delay in the past.
 func (s *SA) LastHeard() time.Time { return s.lastHeard }
+
+// PeerID returns the identity the peer authenticated with (as swanctl
+// --list-sas writes it), or "" before IKE_AUTH completed.
+func (s *SA) PeerID() string { return s.peerID }
 
 // State returns the SA's state.
 func (s *SA) State() State { return s.state }
