@@ -138,29 +138,6 @@ func TestCertRefused(t *testing.T) {
 	}
 }
 
-// runUnchecked is run with forge called after Initiate validated ci: it
-// changes ci into what Validate would refuse, to see the peer refuse it.
-func runUnchecked(t *testing.T, ci, cr *Config, forge func()) (ini, res *SA, errI, errR error) {
-	t.Helper()
-	ini, msg, err := Initiate(ci, addrA, addrB, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forge()
-	for n := 0; msg != nil && n < 10; n++ {
-		if n%2 == 0 {
-			if res == nil {
-				res, msg, errR = Respond(cr, addrB, addrA, msg, t0)
-			} else {
-				msg, errR = res.Handle(msg, t0)
-			}
-		} else {
-			msg, errI = ini.Handle(msg, t0)
-		}
-	}
-	return
-}
-
 // TestCertResponderRefusesInitiator: the initiator refuses a responder
 // whose certificate comes from another CA, and tells it.
 func TestCertResponderRefused(t *testing.T) {

@@ -46,6 +46,13 @@ type Config struct {
 	// with SHA-1, ECDSA by curve) instead of RFC 7427's (strongSwan's
 	// signature_authentication = no). For peers that need it.
 	ClassicSignatures bool
+	// DisableFragmentation leaves FRAGMENTATION_SUPPORTED out of
+	// IKE_SA_INIT: no IKE fragmentation (RFC 7383) either way
+	// (strongSwan's fragmentation = no).
+	DisableFragmentation bool
+	// FragmentSize is the largest IP datagram an IKE fragment fills
+	// (strongSwan's fragment_size); 0 means DefaultFragmentSize.
+	FragmentSize int
 	// Proposals are the IKE proposals in order of preference.
 	Proposals []proposal.Proposal
 	Child     ChildConfig

@@ -35,6 +35,9 @@ func (r *responder) receive(t testing.TB, raw []byte, remote netip.AddrPort, now
 	h := message.Header(raw)
 	if sa, ok := r.sas[h.ISPI()]; ok && h.RSPI() != 0 {
 		out, _ := sa.HandleFrom(raw, addrB, remote, now)
+		if out != nil && len(sa.Packets(out)) != 1 {
+			t.Fatal("a fragmented answer; this test passes one datagram a message")
+		}
 		return out
 	}
 	if reply, pass := r.cookies.Check(raw, remote, r.halfOpen(), now); !pass {

@@ -77,7 +77,9 @@ func (d *driver) send(b []byte, to netip.AddrPort, localPort uint16) {
 // request sends a request an SA made, to the SA's peer.
 func (d *driver) request(sa *SA, b []byte) {
 	l, r := sa.Addrs()
-	d.send(b, r, l.Port())
+	for _, p := range sa.Packets(b) {
+		d.send(p, r, l.Port())
+	}
 }
 
 func (d *driver) add(sa *SA) {
@@ -167,6 +169,10 @@ func (d *driver) serve(done func() bool) error {
 			// What we send after a response is our next request
 			// (IKE_AUTH after IKE_SA_INIT, a delete after a rekey).
 			d.request(sa, out)
+		case sa != nil:
+			for _, b := range sa.Packets(out) {
+				d.send(b, p.from, p.localPort)
+			}
 		default:
 			d.send(out, p.from, p.localPort)
 		}

@@ -78,6 +78,9 @@ func (s *SA) initRequest() []byte {
 	if s.cfg.usesPubkey() && !s.cfg.ClassicSignatures {
 		ps = append(ps, notify(message.SignatureHashAlgorithms, hashAlgs()))
 	}
+	if !s.cfg.DisableFragmentation {
+		ps = append(ps, notify(message.FragmentationSupported, nil))
+	}
 	s.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
 	return s.initReq
 }
@@ -169,6 +172,8 @@ func (s *SA) peerInitNotifies(ps []message.Payload) {
 		s.peerHashes = parseHashAlgs(n.Data())
 	}
 	s.peerCertReq = parseCertReqs(ps)
+	_, frag := notifyOf(ps, message.FragmentationSupported)
+	s.fragOK = frag && !s.cfg.DisableFragmentation
 }
 
 // detectNAT compares the peer's NAT detection hashes with the addresses
@@ -308,6 +313,9 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	ps = append(ps, s.natNotifies()...)
 	if cfg.usesPubkey() && !cfg.ClassicSignatures {
 		ps = append(ps, notify(message.SignatureHashAlgorithms, hashAlgs()))
+	}
+	if s.fragOK {
+		ps = append(ps, notify(message.FragmentationSupported, nil))
 	}
 	s.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
 	if err := s.deriveIKE(gir); err != nil {
