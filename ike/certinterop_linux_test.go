@@ -55,33 +55,39 @@ func writePEM(t *testing.T, file, typ string, der ...[]byte) string {
 	return file
 }
 
-// loadCerts gives charon its certificate (a.test, issued by ca, with the
-// chain after it) and key and the CA it trusts, and returns our config
-// as b.test with our certificate and key.
+// loadCerts gives charon its certificate (a.test, issued by ca) and key
+// and the CA it trusts, and returns our config as b.test with our
+// certificate and key.
 func (c *charon) loadCerts(t *testing.T, ca *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
 	t.Helper()
+	return c.loadCertsFull(t, ca, charonChain[0], charonChain[1:], ours, ourChain, remoteID)
+}
+
+// loadCertsWith is loadCerts with intermediate CAs for charon's chain.
+func (c *charon) loadCertsWith(t *testing.T, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate) *Config {
+	t.Helper()
+	return c.loadCertsFull(t, ca, charons, charonChain, ours, ourChain, "b.test")
+}
+
+func (c *charon) loadCertsFull(t *testing.T, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
+	t.Helper()
 	dir := t.TempDir()
-	var chainDER [][]byte
-	for _, x := range charonChain {
-		chainDER = append(chainDER, x.Cert.Raw)
-	}
-	key, err := x509.MarshalPKCS8PrivateKey(charonChain[0].Key)
+	key, err := x509.MarshalPKCS8PrivateKey(charons.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certs := writePEM(t, filepath.Join(dir, "a.pem"), "CERTIFICATE", chainDER...)
+	certs := writePEM(t, filepath.Join(dir, "a.pem"), "CERTIFICATE", charons.Cert.Raw)
 	caFile := writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", ca.Cert.Raw)
-	if err := os.Mkdir(filepath.Join(dir, "private"), 0o700); err != nil {
-		t.Fatal(err)
+	for _, sub := range []string{"private", "x509"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	writePEM(t, filepath.Join(dir, "private", "a.key"), "PRIVATE KEY", key)
-	if len(charonChain) > 1 {
-		// swanctl takes one certificate per certs entry.
-		var names []string
-		for i, d := range chainDER {
-			names = append(names, writePEM(t, filepath.Join(dir, fmt.Sprintf("a%d.pem", i)), "CERTIFICATE", d))
-		}
-		certs = strings.Join(names, ",")
+	// Intermediates go to x509/: charon may build and send its chain
+	// with them, but does not trust them as anchors (x509ca/ would).
+	for i, x := range charonChain {
+		writePEM(t, filepath.Join(dir, "x509", fmt.Sprintf("inter%d.pem", i)), "CERTIFICATE", x.Cert.Raw)
 	}
 	c.loadConf(fmt.Sprintf(swanctlCertConf, certs, remoteID, caFile), dir)
 	cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
@@ -100,33 +106,37 @@ func (c *charon) loadCerts(t *testing.T, ca *testCert, charonChain []*testCert, 
 // authenticated us by our certificate.
 func bothRoles(t *testing.T, ch *charon, d *driver, cfg *Config, wantAuth string) {
 	for _, role := range []string{"initiator", "responder"} {
-		t.Run(role, func(t *testing.T) {
-			d.reset(cfg)
-			from := ch.logSize()
-			up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
-			if role == "initiator" {
-				if err := d.start(); err != nil {
-					t.Fatal(err)
-				}
-				if err := d.serve(up); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
-			}
-			d.listed(t, ch)
-			checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-			checkChildKeys(t, ch, from, d.sa.Children()[0])
-			if d.sa.PeerID() != "a.test" {
-				t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
-			}
-			log, _ := os.ReadFile(ch.log)
-			if got := string(log[from:]); !strings.Contains(got, wantAuth) {
-				t.Errorf("charon's log does not say %q", wantAuth)
-			}
-			d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
-		})
+		t.Run(role, func(t *testing.T) { bothRolesOne(t, ch, d, cfg, role, wantAuth) })
 	}
+}
+
+// bothRolesOne is one role of bothRoles.
+func bothRolesOne(t *testing.T, ch *charon, d *driver, cfg *Config, role, wantAuth string) {
+	t.Helper()
+	d.reset(cfg)
+	from := ch.logSize()
+	up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
+	if role == "initiator" {
+		if err := d.start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.serve(up); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+	}
+	d.listed(t, ch)
+	checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
+	checkChildKeys(t, ch, from, d.sa.Children()[0])
+	if d.sa.PeerID() != "a.test" {
+		t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
+	}
+	log, _ := os.ReadFile(ch.log)
+	if got := string(log[from:]); !strings.Contains(got, wantAuth) {
+		t.Errorf("charon's log does not say %q", wantAuth)
+	}
+	d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
 }
 
 // TestCharonCerts authenticates both sides with certificates against
