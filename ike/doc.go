@@ -17,7 +17,10 @@
 // our trust anchors; the peer's certificate must chain to them, be valid
 // at the time given, and prove the peer's ID (subject DN, or a
 // subjectAltName DNS name, e-mail or IP address). Cookies (§2.6) stop
-// IKE_SA_INIT floods before Respond keeps any state. Simultaneous rekeys of one child or of the IKE SA are settled by
+// IKE_SA_INIT floods before Respond keeps any state. IKE fragmentation
+// (RFC 7383) splits large encrypted messages into SKF payloads, each
+// authenticated, and reassembles the peer's within bounds; Packets gives
+// the datagrams of a message. Simultaneous rekeys of one child or of the IKE SA are settled by
 // the lowest nonce (§2.8.1, §2.8.2); any other CREATE_CHILD_SA that
 // overlaps one of ours, or a delete in progress, is answered
 // TEMPORARY_FAILURE and the peer retries (§2.25). The wire format is in
@@ -28,9 +31,9 @@
 // time rather than reading a clock, so that retransmission is driven by
 // its caller through NextTimeout and Tick. It opens no socket and starts no
 // goroutine. Notifies it does not understand in a response, and the status
-// notifies charon sends (FRAGMENTATION_SUPPORTED, SIGNATURE_HASH_ALGORITHMS,
-// REDIRECT_SUPPORTED, MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED,
-// EAP_ONLY_AUTHENTICATION, ...), are ignored as §3.10.1 says; an unknown
+// notifies charon sends that we do not act on (REDIRECT_SUPPORTED,
+// MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED, EAP_ONLY_AUTHENTICATION,
+// ...), are ignored as §3.10.1 says; an unknown
 // critical payload in a request is answered UNSUPPORTED_CRITICAL_PAYLOAD.
 //
 // What an established IKE_AUTH or a child rekey yields is a Child: the
