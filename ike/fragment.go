@@ -164,3 +164,15 @@ func (s *SA) reassemble(m *message.Message, raw []byte, p message.Payload) ([]me
 	}
 	return message.ParsePayloads(r.inner, whole)
 }
+
+// laterFragment reports whether m is a fragment other than the first (or
+// a malformed one): a repeated request is answered on its first
+// fragment only, so that n fragments do not draw n answers.
+func laterFragment(m *message.Message) bool {
+	p := m.Payloads
+	if len(p) == 0 || p[len(p)-1].Type != message.TypeSKF {
+		return false
+	}
+	f := message.SKF(p[len(p)-1].Body)
+	return !f.IsValid() || f.Number() != 1
+}

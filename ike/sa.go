@@ -280,7 +280,7 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 	if s.state == StateFailed || s.state == StateDeleted {
 		// Only our last answer is still given, to a retransmission of
 		// the request that ended the SA (its answer may have been lost).
-		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 {
+		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 && !laterFragment(m) {
 			return s.lastResp, nil
 		}
 		return nil, dropped("IKE SA is %v", s.state)
@@ -366,10 +366,8 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byt
 	if s.lastResp != nil && m.MessageID == s.peerNextID-1 {
 		// A retransmission: the same answer (§2.1); to a fragmented
 		// request only once, on its first fragment (RFC 7383 §2.6.1).
-		if p := m.Payloads; len(p) > 0 && p[len(p)-1].Type == message.TypeSKF {
-			if f := message.SKF(p[len(p)-1].Body); !f.IsValid() || f.Number() != 1 {
-				return nil, dropped("fragment %d of a repeated request", f.Number())
-			}
+		if laterFragment(m) {
+			return nil, dropped("a later fragment of a repeated request")
 		}
 		return s.lastResp, nil
 	}
