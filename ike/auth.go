@@ -29,20 +29,30 @@ func (s *SA) childConfigNoDH() []proposal.Proposal {
 	return ps
 }
 
-// authRequest builds the initiator's IKE_AUTH request (RFC 7296 §1.2).
+// authRequest builds the initiator's IKE_AUTH request (RFC 7296 §1.2):
+// IDi [CERT+] [CERTREQ] [IDr] AUTH [N(USE_TRANSPORT_MODE)] SA TSi TSr.
 func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	spi, err := s.cfg.newSPI()
 	if err != nil {
 		return nil, err
 	}
 	s.childInSPI = spi
-	idi := encodeID(s.cfg.LocalID)
-	auth := keys.PSKAuth(s.prf, s.cfg.PSK, s.initReq, s.nr, s.keys.PI, idi)
+	idi := s.cfg.localIDBody()
+	auth, err := s.ourAuth(idi)
+	if err != nil {
+		return nil, err
+	}
 	ps := []message.Payload{{Type: message.TypeIDi, Body: idi}}
-	if s.cfg.RemoteID != "%any" {
+	if s.cfg.localAuth() == AuthPubkey {
+		ps = append(ps, s.cfg.certPayloads(s.peerCertReq)...)
+	}
+	if s.cfg.remoteAuth() == AuthPubkey {
+		ps = append(ps, s.cfg.certReq())
+	}
+	if s.cfg.RemoteID != "%any" && s.cfg.RemoteID != "" {
 		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: encodeID(s.cfg.RemoteID)})
 	}
-	ps = append(ps, message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)})
+	ps = append(ps, auth)
 	if s.cfg.Child.Transport {
 		ps = append(ps, notify(message.UseTransportMode, nil))
 	}
@@ -54,9 +64,34 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	return s.request(message.IKEAuth, ps, now)
 }
 
+// ourAuth returns our AUTH payload for our ID body: the PSK MIC, or a
+// signature with the certificate's key over our IKE_SA_INIT message, the
+// peer's nonce and prf(SK_p, ID) (RFC 7296 §2.15).
+func (s *SA) ourAuth(id []byte) (message.Payload, error) {
+	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
+	if !s.initiator {
+		msg, nonce, skp = s.initResp, s.ni, s.keys.PR
+	}
+	if s.cfg.localAuth() == AuthPSK {
+		auth := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
+		return message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)}, nil
+	}
+	hashes := s.peerHashes
+	if s.cfg.ClassicSignatures {
+		hashes = nil
+	}
+	m, sig, err := sign(s.cfg.PrivateKey, keys.SignedOctets(s.prf, msg, nonce, skp, id), hashes, s.cfg.rand())
+	if err != nil {
+		return message.Payload{}, fmt.Errorf("ike: signing AUTH: %w", err)
+	}
+	return message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, m, sig)}, nil
+}
+
 // verifyAuth checks the peer's ID and AUTH payloads: the ID is the one
 // configured and AUTH is the PSK MIC over its IKE_SA_INIT message, our
-// nonce and its ID (RFC 7296 §2.15).
+// nonce and its ID (RFC 7296 §2.15), or, with remote auth pubkey, a
+// signature over the same by the key of a certificate that chains to our
+// CACerts and proves the ID.
 func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error {
 	id := message.ID(message.Get(ps, idType))
 	auth := message.Auth(message.Get(ps, message.TypeAUTH))
@@ -66,22 +101,38 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 	if !matchID(s.cfg.RemoteID, id) {
 		return fmt.Errorf("%w: peer is %q, want %q", ErrAuthFailed, formatID(id), s.cfg.RemoteID)
 	}
-	if auth.Method() != message.AuthSharedKey {
-		return fmt.Errorf("%w: peer uses auth method %d, not a pre-shared key", ErrAuthFailed, auth.Method())
-	}
 	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
 	if s.initiator {
 		msg, nonce, skp = s.initResp, s.ni, s.keys.PR
+	}
+	if s.cfg.remoteAuth() == AuthPubkey {
+		if auth.Method() == message.AuthSharedKey {
+			return fmt.Errorf("%w: %q uses a pre-shared key; we want a certificate (remote auth pubkey)", ErrAuthFailed, formatID(id))
+		}
+		cert, err := s.verifyPeerCert(ps, id)
+		if err != nil {
+			return err
+		}
+		if err := verifySignature(cert.PublicKey, auth.Method(), auth.Data(), keys.SignedOctets(s.prf, msg, nonce, skp, id)); err != nil {
+			return fmt.Errorf("%w: AUTH of %q (certificate %q): %v", ErrAuthFailed, formatID(id), cert.Subject, err)
+		}
+		s.peerID = formatID(id)
+		return nil
+	}
+	if auth.Method() != message.AuthSharedKey {
+		return fmt.Errorf("%w: peer uses auth method %d, not a pre-shared key", ErrAuthFailed, auth.Method())
 	}
 	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
 	if !hmac.Equal(want, auth.Data()) {
 		return fmt.Errorf("%w: AUTH of %q does not verify (pre-shared keys differ)", ErrAuthFailed, formatID(id))
 	}
+	s.peerID = formatID(id)
 	return nil
 }
 
 // handleAuthRequest is the responder's side of IKE_AUTH.
 func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) {
+	s.peerCertReq = parseCertReqs(ps)
 	if err := s.verifyAuth(ps, message.TypeIDi); err != nil {
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
@@ -91,12 +142,17 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
 	}
-	idr := encodeID(s.cfg.LocalID)
-	auth := keys.PSKAuth(s.prf, s.cfg.PSK, s.initResp, s.ni, s.keys.PR, idr)
-	reply := []message.Payload{
-		{Type: message.TypeIDr, Body: idr},
-		{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)},
+	idr := s.cfg.localIDBody()
+	auth, err := s.ourAuth(idr)
+	if err != nil {
+		s.fail(err)
+		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
 	}
+	reply := []message.Payload{{Type: message.TypeIDr, Body: idr}}
+	if s.cfg.localAuth() == AuthPubkey {
+		reply = append(reply, s.cfg.certPayloads(s.peerCertReq)...)
+	}
+	reply = append(reply, auth)
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	child, refuse, err := s.acceptChild(ps)

@@ -35,13 +35,14 @@ var (
 // before kernel-netlink, and ike = 4, chd = 4 so that the log holds the
 // derived keys the test compares with ours.
 const charonConf = `charon {
-  load = random nonce openssl pem pkcs1 x509 pubkey curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
   install_routes = yes
   # Short retransmissions, so that a peer that stops answering is given
   # up in seconds (TestCharonDPD), not minutes.
   retransmit_timeout = 1
   retransmit_base = 1
   retransmit_tries = 2
+%s
   filelog {
     test {
       path = %s
@@ -97,12 +98,14 @@ type charon struct {
 	log string
 }
 
-func startCharon(t *testing.T, ns *netnstest.NS) *charon {
+// startCharon starts charon in ns; extra goes into strongswan.conf's
+// charon section.
+func startCharon(t *testing.T, ns *netnstest.NS, extra string) *charon {
 	t.Helper()
 	dir := t.TempDir()
 	c := &charon{t: t, dir: dir, log: filepath.Join(dir, "charon.log")}
 	conf := filepath.Join(dir, "strongswan.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(charonConf, c.log)), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(charonConf, extra, c.log)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("ip", "netns", "exec", ns.Name, "unshare", "-m", "sh", "-c",
@@ -148,6 +151,21 @@ func (c *charon) swanctl(args ...string) (string, error) {
 }
 
 func (c *charon) load(ike, esp string) { c.loadDPD(ike, esp, "0s") }
+
+// loadConf loads a swanctl.conf, with the credentials in the
+// directories under swanctlDir (x509, x509ca, private, ...).
+func (c *charon) loadConf(conf, swanctlDir string) {
+	c.t.Helper()
+	f := filepath.Join(swanctlDir, "swanctl.conf")
+	if err := os.WriteFile(f, []byte(conf), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command("nsenter", "-t", fmt.Sprint(c.pid), "-m", "-n", "swanctl", "--load-all", "--clear", "--file", f)
+	cmd.Env = append(os.Environ(), "SWANCTL_DIR="+swanctlDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
+	}
+}
 
 // loadDPD loads the test connection with charon's liveness checks every
 // dpd (0s: none).
@@ -205,9 +223,20 @@ func charonPair(t *testing.T) (*charon, *driver) {
 	return ch, d
 }
 
+// charonPairWith is charonPair with extra lines in charon's section of
+// strongswan.conf.
+func charonPairWith(t *testing.T, extra string) (*charon, *driver) {
+	ch, d, _, _ := charonNamespacesWith(t, extra)
+	return ch, d
+}
+
 // charonNamespaces is charonPair that also returns charon's namespace and
 // the driver's.
 func charonNamespaces(t *testing.T) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
+	return charonNamespacesWith(t, "")
+}
+
+func charonNamespacesWith(t *testing.T, extra string) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and charon")
 	}
@@ -228,7 +257,7 @@ func charonNamespaces(t *testing.T) (*charon, *driver, *netnstest.NS, *netnstest
 	// address of local_ts, and needs a route to the peer's side to do it.
 	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
 	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
-	ch := startCharon(t, nsC)
+	ch := startCharon(t, nsC, extra)
 
 	var c500, c4500 *net.UDPConn
 	if err := nsG.Do(func() (err error) {

@@ -1,7 +1,9 @@
 package ike
 
 import (
+	"crypto"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,9 +22,37 @@ import (
 type Config struct {
 	// LocalID and RemoteID are identities as swanctl.conf writes them:
 	// an IP address (ID_IPV4_ADDR/ID_IPV6_ADDR), user@host
-	// (ID_RFC822_ADDR) or a name (ID_FQDN). RemoteID "%any" accepts any.
+	// (ID_RFC822_ADDR), a distinguished name "C=CH, O=Org, CN=name"
+	// (ID_DER_ASN1_DN) or a name (ID_FQDN). RemoteID "%any" accepts
+	// any; with RemoteAuth pubkey, any identity the peer's certificate
+	// proves. With LocalAuth pubkey an empty LocalID is the
+	// certificate's subject, and an empty RemoteID means "%any".
 	LocalID, RemoteID string
-	PSK               []byte
+	// LocalAuth and RemoteAuth say how each side authenticates
+	// (swanctl's local.auth, remote.auth); empty means AuthPSK.
+	LocalAuth, RemoteAuth AuthClass
+	PSK                   []byte
+	// LocalCerts are our certificate and then its chain towards the
+	// peer's trust anchor (local.certs), for LocalAuth pubkey; PrivateKey
+	// is the certificate's RSA or ECDSA key (see LoadPrivateKey).
+	LocalCerts []*x509.Certificate
+	PrivateKey crypto.Signer
+	// CACerts are the trust anchors the peer's certificate must chain to
+	// (remote.cacerts), for RemoteAuth pubkey; they are also named in
+	// our CERTREQ payloads.
+	CACerts []*x509.Certificate
+	// ClassicSignatures leaves SIGNATURE_HASH_ALGORITHMS out of
+	// IKE_SA_INIT, so that both sides sign with the classic methods (RSA
+	// with SHA-1, ECDSA by curve) instead of RFC 7427's (strongSwan's
+	// signature_authentication = no). For peers that need it.
+	ClassicSignatures bool
+	// DisableFragmentation leaves FRAGMENTATION_SUPPORTED out of
+	// IKE_SA_INIT: no IKE fragmentation (RFC 7383) either way
+	// (strongSwan's fragmentation = no).
+	DisableFragmentation bool
+	// FragmentSize is the largest IP datagram an IKE fragment fills
+	// (strongSwan's fragment_size); 0 means DefaultFragmentSize.
+	FragmentSize int
 	// Proposals are the IKE proposals in order of preference.
 	Proposals []proposal.Proposal
 	Child     ChildConfig
@@ -100,14 +130,14 @@ func (c *Config) Validate() error {
 		return errors.New("ike: no IKE proposals")
 	case len(c.Child.Proposals) == 0:
 		return errors.New("ike: no ESP proposals")
-	case len(c.PSK) == 0:
+	case len(c.PSK) == 0 && (c.localAuth() == AuthPSK || c.remoteAuth() == AuthPSK):
 		return errors.New("ike: no pre-shared key")
-	case c.LocalID == "" || c.RemoteID == "":
+	case c.LocalID == "" && c.localAuth() == AuthPSK || c.RemoteID == "" && c.remoteAuth() == AuthPSK:
 		return errors.New("ike: local and remote ids are required")
 	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
 		return errors.New("ike: local_ts and remote_ts are required")
 	}
-	return nil
+	return c.validateCerts()
 }
 
 // encodeID returns the body of an ID payload for an identity string.
@@ -119,6 +149,11 @@ func encodeID(s string) []byte {
 		}
 		return message.AppendID(nil, t, a.AsSlice())
 	}
+	if strings.Contains(s, "=") {
+		if der, ok := parseDN(s); ok {
+			return message.AppendID(nil, message.IDDN, der)
+		}
+	}
 	if strings.Contains(s, "@") {
 		return message.AppendID(nil, message.IDRFC822, []byte(s))
 	}
@@ -127,8 +162,11 @@ func encodeID(s string) []byte {
 
 // matchID reports whether the peer's ID body is the configured identity.
 func matchID(want string, got message.ID) bool {
-	if want == "%any" {
+	if want == "%any" || want == "" {
 		return true
+	}
+	if w := message.ID(encodeID(want)); w.Type() == message.IDDN && got.Type() == message.IDDN {
+		return dnEqual(w.Data(), got.Data())
 	}
 	return string(encodeID(want)) == string(got[:1])+"\x00\x00\x00"+string(got.Data())
 }
@@ -142,6 +180,8 @@ func formatID(id message.ID) string {
 		}
 	case message.IDFQDN, message.IDRFC822:
 		return string(id.Data())
+	case message.IDDN:
+		return formatDN(id.Data())
 	}
 	return fmt.Sprintf("(id type %d, %x)", id.Type(), id.Data())
 }

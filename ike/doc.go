@@ -1,5 +1,6 @@
-// Package ike is an IKEv2 protocol engine (RFC 7296) for pre-shared keys:
-// IKE_SA_INIT and IKE_AUTH as initiator and as responder, with the
+// Package ike is an IKEv2 protocol engine (RFC 7296) for pre-shared keys
+// and X.509 certificates: IKE_SA_INIT and IKE_AUTH as initiator and as
+// responder, with the
 // INVALID_KE_PAYLOAD retry in the responder's group, NO_PROPOSAL_CHOSEN,
 // AUTHENTICATION_FAILED, traffic selectors narrowed by the responder
 // (§2.9), NAT detection (§2.23) and the move to port 4500, message IDs
@@ -7,7 +8,19 @@
 // CREATE_CHILD_SA for rekeying a child (with and without PFS) and the IKE
 // SA (§1.3.2, §1.3.3, §2.18) from either side, and INFORMATIONAL
 // exchanges: liveness checks and deletes of children and IKE SAs, both
-// ways. Simultaneous rekeys of one child or of the IKE SA are settled by
+// ways. Certificates (auth pubkey): RSA and ECDSA keys sign AUTH with RFC
+// 7427's Digital Signature method when the peer's
+// SIGNATURE_HASH_ALGORITHMS names a hash we use, else with the classic
+// methods (RSA with SHA-1, ECDSA on P-256/P-384/P-521); all of them and
+// RSASSA-PSS are verified. We send our certificate and its chain in CERT
+// payloads (cut short at a CA the peer's CERTREQ names) and a CERTREQ for
+// our trust anchors; the peer's certificate must chain to them, be valid
+// at the time given, and prove the peer's ID (subject DN, or a
+// subjectAltName DNS name, e-mail or IP address). Cookies (§2.6) stop
+// IKE_SA_INIT floods before Respond keeps any state. IKE fragmentation
+// (RFC 7383) splits large encrypted messages into SKF payloads, each
+// authenticated, and reassembles the peer's within bounds; Packets gives
+// the datagrams of a message. Simultaneous rekeys of one child or of the IKE SA are settled by
 // the lowest nonce (§2.8.1, §2.8.2); any other CREATE_CHILD_SA that
 // overlaps one of ours, or a delete in progress, is answered
 // TEMPORARY_FAILURE and the peer retries (§2.25). The wire format is in
@@ -18,9 +31,9 @@
 // time rather than reading a clock, so that retransmission is driven by
 // its caller through NextTimeout and Tick. It opens no socket and starts no
 // goroutine. Notifies it does not understand in a response, and the status
-// notifies charon sends (FRAGMENTATION_SUPPORTED, SIGNATURE_HASH_ALGORITHMS,
-// REDIRECT_SUPPORTED, MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED,
-// EAP_ONLY_AUTHENTICATION, ...), are ignored as §3.10.1 says; an unknown
+// notifies charon sends that we do not act on (REDIRECT_SUPPORTED,
+// MOBIKE_SUPPORTED, MULTIPLE_AUTH_SUPPORTED, EAP_ONLY_AUTHENTICATION,
+// ...), are ignored as §3.10.1 says; an unknown
 // critical payload in a request is answered UNSUPPORTED_CRITICAL_PAYLOAD.
 //
 // What an established IKE_AUTH or a child rekey yields is a Child: the

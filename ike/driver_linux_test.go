@@ -20,8 +20,10 @@ type driver struct {
 	c500, c4500 *net.UDPConn
 	in          chan packet
 	cfg         *Config
-	sa          *SA   // the current IKE SA (the newest after a rekey)
-	sas         []*SA // every SA still able to talk
+	sa          *SA      // the current IKE SA (the newest after a rekey)
+	sas         []*SA    // every SA still able to talk
+	cookies     *Cookies // when set, requests for no SA pass its Check
+	cookiesSent int
 	events      []Event
 	errs        []error
 }
@@ -44,6 +46,7 @@ func newDriver(c500, c4500 *net.UDPConn) *driver {
 
 func (d *driver) reset(cfg *Config) {
 	d.cfg, d.sa, d.sas, d.events, d.errs = cfg, nil, nil, nil, nil
+	d.cookies, d.cookiesSent = nil, 0
 }
 
 // read feeds the packets of one socket to the driver until it is closed.
@@ -77,7 +80,9 @@ func (d *driver) send(b []byte, to netip.AddrPort, localPort uint16) {
 // request sends a request an SA made, to the SA's peer.
 func (d *driver) request(sa *SA, b []byte) {
 	l, r := sa.Addrs()
-	d.send(b, r, l.Port())
+	for _, p := range sa.Packets(b) {
+		d.send(p, r, l.Port())
+	}
 }
 
 func (d *driver) add(sa *SA) {
@@ -105,6 +110,17 @@ func (d *driver) find(h message.Header) *SA {
 		}
 	}
 	return nil
+}
+
+// halfOpen counts our responder SAs waiting for IKE_AUTH.
+func (d *driver) halfOpen() int {
+	n := 0
+	for _, sa := range d.sas {
+		if sa.State() == StateInitDone {
+			n++
+		}
+	}
+	return n
 }
 
 func (d *driver) collect(sa *SA) {
@@ -147,6 +163,15 @@ func (d *driver) serve(done func() bool) error {
 		sa := d.find(h)
 		var out []byte
 		var err error
+		if sa == nil && d.cookies != nil {
+			if reply, pass := d.cookies.Check(p.b, p.from, d.halfOpen(), time.Now()); !pass {
+				if reply != nil {
+					d.cookiesSent++
+					d.send(reply, p.from, p.localPort)
+				}
+				continue
+			}
+		}
 		if sa == nil {
 			sa, out, err = Respond(d.cfg, local, p.from, p.b, time.Now())
 			if sa != nil {
@@ -167,6 +192,10 @@ func (d *driver) serve(done func() bool) error {
 			// What we send after a response is our next request
 			// (IKE_AUTH after IKE_SA_INIT, a delete after a rekey).
 			d.request(sa, out)
+		case sa != nil:
+			for _, b := range sa.Packets(out) {
+				d.send(b, p.from, p.localPort)
+			}
 		default:
 			d.send(out, p.from, p.localPort)
 		}

@@ -43,25 +43,47 @@ func pairConfigs(t testing.TB, ike, esp []string) (a, b *Config) {
 
 // run takes an IKE_SA_INIT request from the initiator through the
 // responder and then passes messages between the two SAs until neither
-// has anything to send (at most 10 messages).
+// has anything to send (at most 10 messages, each in as many datagrams
+// as Packets says).
 func run(t *testing.T, ci, cr *Config) (ini, res *SA, errI, errR error) {
+	t.Helper()
+	return runUnchecked(t, ci, cr, func() {})
+}
+
+// runUnchecked is run with forge called after Initiate validated ci: it
+// may change ci into what Validate would refuse, to see the peer refuse
+// it.
+func runUnchecked(t *testing.T, ci, cr *Config, forge func()) (ini, res *SA, errI, errR error) {
 	t.Helper()
 	ini, msg, err := Initiate(ci, addrA, addrB, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := 0; msg != nil && n < 10; n++ {
-		if n%2 == 0 { // towards the responder
-			if res == nil {
-				var reply []byte
-				res, reply, errR = Respond(cr, addrB, addrA, msg, t0)
-				msg = reply
+	forge()
+	msgs := ini.Packets(msg)
+	for n := 0; len(msgs) > 0 && n < 10; n++ {
+		var out [][]byte
+		for _, m := range msgs {
+			var reply []byte
+			var from *SA
+			if n%2 == 0 { // towards the responder
+				if res == nil {
+					res, reply, errR = Respond(cr, addrB, addrA, m, t0)
+				} else {
+					reply, errR = res.Handle(m, t0)
+				}
+				from = res
 			} else {
-				msg, errR = res.Handle(msg, t0)
+				reply, errI = ini.Handle(m, t0)
+				from = ini
 			}
-		} else {
-			msg, errI = ini.Handle(msg, t0)
+			if reply != nil && from != nil {
+				out = append(out, from.Packets(reply)...)
+			} else if reply != nil {
+				out = append(out, reply)
+			}
 		}
+		msgs = out
 	}
 	return
 }

@@ -54,3 +54,42 @@ func FuzzHandleDecrypted(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFragments is an authenticated peer sending whatever fragments it
+// likes (RFC 7383): any numbers, totals, first-payload types and
+// contents, in any order, each sealed so that it authenticates. The
+// reassembly must answer or drop them without panicking, and hold no
+// more than its bounds.
+func FuzzFragments(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes128gcm16-prfsha256-x25519"}, []string{"aes128gcm16-x25519"})
+	chain, _ := message.AppendPayloads(nil, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoESP, []uint32{7})}})
+	// Records: number (2), total (2), inner type (1), length (1), bytes.
+	rec := func(num, total uint16, inner uint8, b []byte) []byte {
+		return append([]byte{byte(num >> 8), byte(num), byte(total >> 8), byte(total), inner, byte(len(b))}, b...)
+	}
+	f.Add(uint8(message.Informational), append(rec(2, 2, 0, chain[4:]), rec(1, 2, uint8(message.TypeD), chain[:4])...))
+	f.Add(uint8(message.CreateChildSA), append(rec(1, 3, 33, []byte{1, 2}), rec(1, 2, 0, nil)...))
+	f.Add(uint8(message.Informational), rec(0, 0, 0, nil))
+	f.Fuzz(func(t *testing.T, ex uint8, data []byte) {
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil || !res.fragOK {
+			t.Fatal(errI, errR, res.fragOK)
+		}
+		h := ini.header(message.ExchangeType(ex), ini.nextID, false)
+		for n := 0; len(data) >= 6 && n < 2*MaxFragments; n++ {
+			num, total := uint16(data[0])<<8|uint16(data[1]), uint16(data[2])<<8|uint16(data[3])
+			inner, l := message.PayloadType(data[4]), int(data[5])
+			data = data[6:]
+			body := data[:min(l, len(data))]
+			data = data[len(body):]
+			msg, err := ini.seal.SealFragment(h, inner, num, total, body)
+			if err != nil {
+				return
+			}
+			res.Handle(msg, t0)
+			if r := res.reasm; r != nil && (r.have > int(r.total) || r.size > message.MaxLen || int(r.total) > MaxFragments) {
+				t.Fatalf("reassembly past its bounds: %d of %d fragments, %d bytes", r.have, r.total, r.size)
+			}
+		}
+	})
+}

@@ -75,6 +75,12 @@ func (s *SA) initRequest() []byte {
 		message.Payload{Type: message.TypeNONC, Body: s.ni},
 	)
 	ps = append(ps, s.natNotifies()...)
+	if s.cfg.usesPubkey() && !s.cfg.ClassicSignatures {
+		ps = append(ps, notify(message.SignatureHashAlgorithms, hashAlgs()))
+	}
+	if !s.cfg.DisableFragmentation {
+		ps = append(ps, notify(message.FragmentationSupported, nil))
+	}
 	s.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
 	return s.initReq
 }
@@ -140,6 +146,7 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	s.initResp = append([]byte(nil), raw...)
 	s.ikeSuite = suite
 	s.detectNAT(m.Payloads)
+	s.peerInitNotifies(m.Payloads)
 	if err := s.deriveIKE(gir); err != nil {
 		return nil, s.fail(err)
 	}
@@ -155,6 +162,18 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 		return nil, s.fail(err)
 	}
 	return msg, nil
+}
+
+// peerInitNotifies records what the peer's IKE_SA_INIT message says for
+// IKE_AUTH: the hashes it verifies signatures with (RFC 7427 §4) and the
+// CAs it trusts (CERTREQ, sent by a responder here).
+func (s *SA) peerInitNotifies(ps []message.Payload) {
+	if n, ok := notifyOf(ps, message.SignatureHashAlgorithms); ok {
+		s.peerHashes = parseHashAlgs(n.Data())
+	}
+	s.peerCertReq = parseCertReqs(ps)
+	_, frag := notifyOf(ps, message.FragmentationSupported)
+	s.fragOK = frag && !s.cfg.DisableFragmentation
 }
 
 // detectNAT compares the peer's NAT detection hashes with the addresses
@@ -264,6 +283,7 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
 		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout)}
 	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
+	s.peerInitNotifies(m.Payloads)
 	spi, err := cfg.randomBytes(8)
 	if err != nil {
 		return nil, nil, err
@@ -287,7 +307,16 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 		{Type: message.TypeKE, Body: message.AppendKE(nil, s.priv.Group(), s.priv.Public())},
 		{Type: message.TypeNONC, Body: s.nr},
 	}
+	if cfg.remoteAuth() == AuthPubkey {
+		ps = append(ps, cfg.certReq())
+	}
 	ps = append(ps, s.natNotifies()...)
+	if cfg.usesPubkey() && !cfg.ClassicSignatures {
+		ps = append(ps, notify(message.SignatureHashAlgorithms, hashAlgs()))
+	}
+	if s.fragOK {
+		ps = append(ps, notify(message.FragmentationSupported, nil))
+	}
 	s.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
 	if err := s.deriveIKE(gir); err != nil {
 		return nil, nil, err

@@ -89,8 +89,16 @@ type SA struct {
 	prf               keys.PRF
 	keys              keys.IKEKeys
 	seal, open        *keys.SKCipher
-	natLocal          bool // a NAT rewrites our address (or encap is forced)
-	natRemote         bool // a NAT rewrites the peer's address
+	natLocal          bool     // a NAT rewrites our address (or encap is forced)
+	natRemote         bool     // a NAT rewrites the peer's address
+	peerHashes        []uint16 // the peer's SIGNATURE_HASH_ALGORITHMS (RFC 7427 §4)
+	peerCertReq       [][]byte // CA key hashes of the peer's CERTREQs
+	peerID            string   // the peer's identity once authenticated
+	fragOK            bool     // both sides announced FRAGMENTATION_SUPPORTED
+	// fragments are the fragments of our last fragmented request
+	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
+	fragments [2][][]byte
+	reasm     *reassembly
 
 	childInSPI uint32 // our inbound SPI of the child being negotiated
 	create     *pendingCreate
@@ -120,6 +128,10 @@ type SA struct {
 // (or, before that, when the SA was made): a liveness check (Ping) is due
 // when it lies dpd_delay in the past.
 func (s *SA) LastHeard() time.Time { return s.lastHeard }
+
+// PeerID returns the identity the peer authenticated with (as swanctl
+// --list-sas writes it), or "" before IKE_AUTH completed.
+func (s *SA) PeerID() string { return s.peerID }
 
 // State returns the SA's state.
 func (s *SA) State() State { return s.state }
@@ -222,12 +234,6 @@ func (s *SA) header(ex message.ExchangeType, id uint32, response bool) message.H
 	return h
 }
 
-// sealed returns an encrypted message carrying ps.
-func (s *SA) sealed(h message.HeaderFields, ps []message.Payload) ([]byte, error) {
-	plain, first := message.AppendPayloads(nil, ps)
-	return s.seal.Seal(h, first, plain)
-}
-
 // request sends a new encrypted request of exchange ex.
 func (s *SA) request(ex message.ExchangeType, ps []message.Payload, now time.Time) ([]byte, error) {
 	if s.pending != nil {
@@ -274,7 +280,7 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 	if s.state == StateFailed || s.state == StateDeleted {
 		// Only our last answer is still given, to a retransmission of
 		// the request that ended the SA (its answer may have been lost).
-		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 {
+		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 && !laterFragment(m) {
 			return s.lastResp, nil
 		}
 		return nil, dropped("IKE SA is %v", s.state)
@@ -311,6 +317,9 @@ func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]by
 		return s.handleInitResponse(m, raw, now)
 	}
 	ps, err := s.decrypt(m, raw)
+	if err == errFragmentHeld {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -338,6 +347,9 @@ func (s *SA) removeChild(c *Child) {
 
 // decrypt opens the SK payload of an authenticated exchange.
 func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) {
+	if s.open != nil && len(m.Payloads) > 0 && m.Payloads[len(m.Payloads)-1].Type == message.TypeSKF {
+		return s.reassemble(m, raw, m.Payloads[len(m.Payloads)-1])
+	}
 	if s.open == nil || len(m.Payloads) == 0 || m.Payloads[len(m.Payloads)-1].Type != message.TypeSK {
 		return nil, dropped("%v without an SK payload", m.Exchange)
 	}
@@ -352,7 +364,12 @@ func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) 
 
 func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
 	if s.lastResp != nil && m.MessageID == s.peerNextID-1 {
-		return s.lastResp, nil // a retransmission: the same answer (§2.1)
+		// A retransmission: the same answer (§2.1); to a fragmented
+		// request only once, on its first fragment (RFC 7383 §2.6.1).
+		if laterFragment(m) {
+			return nil, dropped("a later fragment of a repeated request")
+		}
+		return s.lastResp, nil
 	}
 	if m.MessageID != s.peerNextID || m.Exchange == message.IKESAInit {
 		return nil, dropped("request id %d, want %d", m.MessageID, s.peerNextID)
@@ -362,6 +379,8 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byt
 	var reply []message.Payload
 	var handleErr error
 	switch {
+	case err == errFragmentHeld:
+		return nil, nil
 	case errors.As(err, &ce):
 		reply = []message.Payload{notify(message.UnsupportedCriticalPayload, []byte{byte(ce.Type)})}
 	case err != nil:

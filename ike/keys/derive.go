@@ -103,3 +103,11 @@ func PSKAuth(prf PRF, psk, initMessage, peerNonce, skp, idBody []byte) []byte {
 	defer clear(k)
 	return prf.Sum(k, initMessage, peerNonce, prf.Sum(skp, idBody))
 }
+
+// SignedOctets returns what a signature in AUTH covers (RFC 7296 §2.15):
+// message | nonce | prf(SK_p, ID), with the same arguments as PSKAuth.
+func SignedOctets(prf PRF, initMessage, peerNonce, skp, idBody []byte) []byte {
+	out := make([]byte, 0, len(initMessage)+len(peerNonce)+prf.Size())
+	out = append(append(out, initMessage...), peerNonce...)
+	return append(out, prf.Sum(skp, idBody)...)
+}

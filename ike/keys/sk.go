@@ -103,20 +103,45 @@ func (c *SKCipher) ivLen() int {
 // first inner payload has type inner and which encrypts plain (an encoded
 // payload chain). plain is not modified.
 func (c *SKCipher) Seal(h message.HeaderFields, inner message.PayloadType, plain []byte) ([]byte, error) {
+	return c.seal(h, message.TypeSK, inner, nil, plain)
+}
+
+// SealFragment returns one fragment of a message (RFC 7383 §2.5): the
+// header h, then an SKF payload numbered num of total, which encrypts
+// plain (a piece of an encoded payload chain). inner is the type of the
+// chain's first payload in fragment 1, and NoNext in the others. The
+// fragment numbers are authenticated with the header.
+func (c *SKCipher) SealFragment(h message.HeaderFields, inner message.PayloadType, num, total uint16, plain []byte) ([]byte, error) {
+	return c.seal(h, message.TypeSKF, inner, []byte{byte(num >> 8), byte(num), byte(total >> 8), byte(total)}, plain)
+}
+
+// Overhead returns how many bytes an SK or SKF payload adds to the plain
+// payload chain it carries at most (IV, padding, pad length, checksum),
+// besides its generic header and the SKF fragment fields.
+func (c *SKCipher) Overhead() int {
+	o := c.ivLen() + 1 + c.icv
+	if c.aead == nil {
+		o += aes.BlockSize - 1
+	}
+	return o
+}
+
+func (c *SKCipher) seal(h message.HeaderFields, typ, inner message.PayloadType, fields, plain []byte) ([]byte, error) {
 	ivLen := c.ivLen()
 	// Padding: none is needed by the AEADs; CBC needs whole blocks.
 	pad := 0
 	if c.aead == nil {
 		pad = (aes.BlockSize - (len(plain)+1)%aes.BlockSize) % aes.BlockSize
 	}
-	body := ivLen + len(plain) + pad + 1 + c.icv
+	body := len(fields) + ivLen + len(plain) + pad + 1 + c.icv
 	total := message.HeaderLen + message.PayloadHeaderLen + body
 	if total > message.MaxLen {
 		return nil, errors.New("keys: message too long")
 	}
 	out := make([]byte, 0, total)
-	out = message.AppendHeader(out, h, message.TypeSK, uint32(total))
+	out = message.AppendHeader(out, h, typ, uint32(total))
 	out = message.AppendPayloadHeader(out, inner, false, body)
+	out = append(out, fields...)
 	aad := len(out)
 	out = out[:aad+ivLen]
 	iv := out[aad:]

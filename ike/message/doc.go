@@ -2,7 +2,7 @@
 // IKE header, the generic payload header with its critical bit, and the
 // payloads ipsecd understands (SA with proposals, transforms and
 // attributes, KE, Nonce, Notify, Delete, IDi/IDr, AUTH, TSi/TSr and the
-// SK envelope). CERT, CERTREQ, VendorID, CP and EAP are kept as opaque
+// SK envelope, CERT and CERTREQ). VendorID, CP and EAP are kept as opaque
 // bodies. It neither encrypts nor authenticates: the SK payload's body is
 // handed over as bytes, and package sk opens and seals it.
 //

@@ -26,7 +26,7 @@ const (
 	TypeSK   PayloadType = 46
 	TypeCP   PayloadType = 47
 	TypeEAP  PayloadType = 48
-	TypeSKF  PayloadType = 53 // RFC 7383 encrypted fragment (not handled yet)
+	TypeSKF  PayloadType = 53 // RFC 7383 encrypted fragment
 )
 
 var payloadNames = map[PayloadType]string{
@@ -56,7 +56,8 @@ type Payload struct {
 	Type     PayloadType
 	Critical bool
 	// Inner is, for an SK payload, the type of the first payload inside
-	// it (the SK header's next-payload field).
+	// it (the SK header's next-payload field); for an SKF payload the
+	// same, in the first fragment only (0 in the others).
 	Inner PayloadType
 	Body  []byte
 }
@@ -131,7 +132,7 @@ func ParsePayloads(first PayloadType, b []byte) ([]Payload, error) {
 		p := Payload{Type: next, Critical: b[1]&0x80 != 0, Body: b[PayloadHeaderLen:n]}
 		following := PayloadType(b[0])
 		b = b[n:]
-		if p.Type == TypeSK {
+		if p.Type == TypeSK || p.Type == TypeSKF {
 			if len(b) != 0 {
 				return nil, ErrSKNotLast
 			}
@@ -162,7 +163,7 @@ func AppendPayloads(dst []byte, ps []Payload) ([]byte, PayloadType) {
 		if i+1 < len(ps) {
 			next = ps[i+1].Type
 		}
-		if p.Type == TypeSK {
+		if p.Type == TypeSK || p.Type == TypeSKF {
 			next = p.Inner
 		}
 		dst = AppendPayloadHeader(dst, next, p.Critical, len(p.Body))

@@ -146,7 +146,8 @@ func AppendID(dst []byte, t IDType, data []byte) []byte {
 // AuthMethod is an authentication method (RFC 7296 §3.8).
 type AuthMethod uint8
 
-// AuthSharedKey is the Shared Key Message Integrity Code.
+// AuthSharedKey is the Shared Key Message Integrity Code; the signature
+// methods are in cert.go.
 const AuthSharedKey AuthMethod = 2
 
 // Auth is the body of an AUTH payload: method (1), reserved (3), data.
