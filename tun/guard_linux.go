@@ -17,8 +17,9 @@ type Guards struct {
 	nl *rtnl
 }
 
-// OpenGuards opens a netlink socket in the network namespace of the
-// calling thread; the Guards keep working there from any goroutine.
+// OpenGuards takes a share of the netlink sockets of the calling thread's
+// network namespace (see Open); the Guards keep working there from any
+// goroutine.
 func OpenGuards() (*Guards, error) {
 	nl, err := openRTNL()
 	if err != nil {
@@ -27,7 +28,8 @@ func OpenGuards() (*Guards, error) {
 	return &Guards{nl: nl}, nil
 }
 
-// Close closes the netlink socket. The guard routes stay in the kernel.
+// Close gives up the share of the netlink sockets (the last user closes
+// them). The guard routes stay in the kernel.
 func (g *Guards) Close() error { return g.nl.close() }
 
 // Add installs gd. A guard that is there already is not an error, and

@@ -2,6 +2,7 @@ package tun
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -10,35 +11,114 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rtnl is a NETLINK_ROUTE handle (github.com/vishvananda/netlink) bound to
-// the network namespace of the thread that opened it, whatever thread uses
-// it later. Safe for concurrent use; after close every method returns
+// rtnl is one user's (a Device's, a Guards') share of the NETLINK_ROUTE
+// handles (github.com/vishvananda/netlink) of the network namespace of the
+// thread that opened it; it keeps working there whatever thread uses it
+// later. Safe for concurrent use; after close every method returns
 // ErrClosed.
 type rtnl struct {
+	ns *nsHandles
 	// mu guards: h (nil once closed). Read-locked for a request, so that
-	// close waits for requests in flight: a netlink.Handle without sockets
-	// would open a new one in the calling thread's namespace, which may
-	// be another.
+	// close waits for the user's requests in flight: a netlink.Handle
+	// without sockets would open a new one in the calling thread's
+	// namespace, which may be another.
 	mu sync.RWMutex
 	h  *netlink.Handle
 }
 
+// handlesPerNS is how many netlink sockets the users in one namespace
+// share. One socket per Device cost a second descriptor per interface
+// (10,000 interfaces hit a hard limit of 20,000 descriptors); one for all
+// would serialise the requests, and removals, which wait for RCU grace
+// periods, overlap only when they run concurrently.
+const handlesPerNS = 16
+
+// nsHandles are the shared handles of one network namespace. They hold a
+// reference to it, so its identity (device and inode of its nsfs file)
+// is not reused while they are open.
+type nsHandles struct {
+	id   nsID
+	hs   []*netlink.Handle // up to handlesPerNS, opened as users come
+	next int               // the handle the next user gets
+	refs int               // users
+}
+
+type nsID struct{ dev, ino uint64 }
+
+// namespaces is the registry of shared handles.
+var namespaces struct {
+	// mu guards: byID and every nsHandles in it.
+	mu   sync.Mutex
+	byID map[nsID]*nsHandles
+}
+
+// threadNS identifies the network namespace of the calling thread.
+func threadNS() (nsID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		return nsID{}, fmt.Errorf("tun: network namespace: %w", err)
+	}
+	return nsID{dev: st.Dev, ino: st.Ino}, nil
+}
+
+// openRTNL returns a share of the handles of the calling thread's
+// namespace, opening a handle there if fewer than handlesPerNS are open.
+// The caller's goroutine must stay on its thread (runtime.LockOSThread)
+// if that thread is in another namespace than the process.
 func openRTNL() (*rtnl, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	id, err := threadNS()
 	if err != nil {
 		return nil, err
 	}
-	return &rtnl{h: h}, nil
+	namespaces.mu.Lock()
+	defer namespaces.mu.Unlock()
+	ns := namespaces.byID[id]
+	if ns == nil {
+		ns = &nsHandles{id: id}
+	}
+	var h *netlink.Handle
+	if len(ns.hs) < handlesPerNS {
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			if ns.refs == 0 {
+				ns.close()
+			}
+			return nil, fmt.Errorf("tun: netlink: %w", err)
+		}
+		ns.hs = append(ns.hs, h)
+	} else {
+		h = ns.hs[ns.next]
+		ns.next = (ns.next + 1) % len(ns.hs)
+	}
+	ns.refs++
+	if namespaces.byID == nil {
+		namespaces.byID = make(map[nsID]*nsHandles)
+	}
+	namespaces.byID[id] = ns
+	return &rtnl{ns: ns, h: h}, nil
 }
 
+// close ends the user's share; the last user's closes the handles.
 func (c *rtnl) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.h != nil {
-		c.h.Close()
-		c.h = nil
+	if c.h == nil {
+		return nil
+	}
+	c.h = nil
+	namespaces.mu.Lock()
+	defer namespaces.mu.Unlock()
+	if c.ns.refs--; c.ns.refs == 0 {
+		delete(namespaces.byID, c.ns.id)
+		c.ns.close()
 	}
 	return nil
+}
+
+func (ns *nsHandles) close() {
+	for _, h := range ns.hs {
+		h.Close()
+	}
+	ns.hs = nil
 }
 
 // do runs f with the handle, or returns ErrClosed.

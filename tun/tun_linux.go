@@ -37,7 +37,7 @@ type Device struct {
 	index  int
 	queues []Queue
 	wg     []wgtun.Device // the same queues, for File and Close
-	nl     *rtnl          // bound to the namespace the device was created in
+	nl     *rtnl          // shared handles of the namespace the device was created in
 	table  uint32         // routing table of AddRoute; 0 is main
 	up     atomic.Bool    // set up by SetLink
 
