@@ -15,7 +15,7 @@
 // The link is configured over rtnetlink (MTU, up, addresses, routes)
 // through github.com/vishvananda/netlink, with no `ip` subprocess. A Device
 // keeps a share of the netlink sockets of the network namespace it was
-// created in (at most 16 sockets a namespace, shared by all its Devices and
+// created in (at most 64 sockets a namespace, shared by all its Devices and
 // Guards), so it can be reconfigured and removed from any goroutine later,
 // whatever namespace that goroutine's thread is in, at the cost of one
 // descriptor per queue and no more.
