@@ -1,7 +1,8 @@
 // Package config reads and validates the ipsecd config file (YAML), the
 // "Config file" part of the user-facing contract in DESIGN.md.
 //
-// Parse walks yaml.v3 nodes rather than decoding into structs, so that every
+// Parse walks YAML nodes (go.yaml.in/yaml/v3, the maintained continuation
+// of gopkg.in/yaml.v3) rather than decoding into structs, so that every
 // problem is reported as "FILE:LINE: field: what is wrong", with field a path
 // such as states[1].aead.key (indexes count from 0). A file is accepted
 // whole or refused whole: Parse collects every error it finds and returns

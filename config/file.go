@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -47,7 +47,7 @@ func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
 		Underlay: Underlay{UDP: DefaultUDP},
 	}
 	defer func() {
-		// yaml.v3 is not known to panic on v3.0.1, but a bad file must
+		// go.yaml.in/yaml/v3 is not known to panic, but a bad file must
 		// never take the daemon down with it.
 		if r := recover(); r != nil {
 			err = ErrorList{{File: name, Msg: fmt.Sprintf("yaml: internal error: %v", r)}}

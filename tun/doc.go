@@ -12,10 +12,13 @@
 // 1..N-1 with CreateUnmonitoredTUNFromFD; both set TUNSETOFFLOAD from the
 // IFF_VNET_HDR flag, so every queue has offloads.
 //
-// The link is configured over rtnetlink (MTU, up, addresses, routes), with
-// no `ip` subprocess. A Device keeps the netlink socket it opened in the
-// network namespace it was created in, so it can be reconfigured and removed
-// from any goroutine later, whatever namespace that goroutine's thread is in.
+// The link is configured over rtnetlink (MTU, up, addresses, routes)
+// through github.com/vishvananda/netlink, with no `ip` subprocess. A Device
+// keeps a share of the netlink sockets of the network namespace it was
+// created in (at most 64 sockets a namespace, shared by all its Devices and
+// Guards), so it can be reconfigured and removed from any goroutine later,
+// whatever namespace that goroutine's thread is in, at the cost of one
+// descriptor per queue and no more.
 //
 // Guards (guard.go) are the routes that stand in for a device's routes once
 // the device is gone: `unreachable` routes of the same prefixes with the

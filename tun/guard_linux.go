@@ -1,11 +1,13 @@
 package tun
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"net/netip"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,8 +17,9 @@ type Guards struct {
 	nl *rtnl
 }
 
-// OpenGuards opens a netlink socket in the network namespace of the
-// calling thread; the Guards keep working there from any goroutine.
+// OpenGuards takes a share of the netlink sockets of the calling thread's
+// network namespace (see Open); the Guards keep working there from any
+// goroutine.
 func OpenGuards() (*Guards, error) {
 	nl, err := openRTNL()
 	if err != nil {
@@ -25,16 +28,18 @@ func OpenGuards() (*Guards, error) {
 	return &Guards{nl: nl}, nil
 }
 
-// Close closes the netlink socket. The guard routes stay in the kernel.
+// Close gives up the share of the netlink sockets (the last user closes
+// them). The guard routes stay in the kernel.
 func (g *Guards) Close() error { return g.nl.close() }
 
 // Add installs gd. A guard that is there already is not an error, and
 // neither is another route of the same prefix, table and metric (it is
 // left as it is: the guard never replaces a route it did not make).
 func (g *Guards) Add(gd Guard) error {
-	err := g.nl.request(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, func(b []byte) []byte {
-		return appendGuard(b, gd, unix.RT_SCOPE_UNIVERSE)
-	})
+	if guardPriority < 0 {
+		return fmt.Errorf("tun: add guard %v: %w", gd, errGuardMetric)
+	}
+	err := g.nl.do(func(h *netlink.Handle) error { return h.RouteAdd(guardRoute(gd, netlink.SCOPE_UNIVERSE)) })
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("tun: add guard %v: %w", gd, err)
 	}
@@ -45,110 +50,109 @@ func (g *Guards) Add(gd Guard) error {
 // route with every mark of a guard (type, protocol, metric, table) is
 // deleted.
 func (g *Guards) Remove(gd Guard) error {
-	err := g.nl.request(unix.RTM_DELROUTE, 0, func(b []byte) []byte {
-		return appendGuard(b, gd, unix.RT_SCOPE_NOWHERE)
-	})
+	if guardPriority < 0 {
+		return fmt.Errorf("tun: remove guard %v: %w", gd, errGuardMetric)
+	}
+	err := g.nl.do(func(h *netlink.Handle) error { return h.RouteDel(guardRoute(gd, netlink.SCOPE_NOWHERE)) })
 	if err != nil && !errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("tun: remove guard %v: %w", gd, err)
 	}
 	return nil
 }
 
+// listTries bounds the dumps List retries when a route changed while the
+// kernel was dumping (NLM_F_DUMP_INTR: the dump may have missed a route).
+const listTries = 5
+
 // List returns the guards in every routing table of both families: the
 // routes of type unreachable, protocol GuardProto and metric GuardMetric.
 func (g *Guards) List() ([]Guard, error) {
 	var out []Guard
-	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		err := g.nl.query(unix.RTM_GETROUTE, unix.NLM_F_DUMP, func(b []byte) []byte {
-			// struct rtmsg, all zero but the family: every table.
-			b = append(b, fam, 0, 0, 0, 0, 0, 0, 0)
-			return binary.NativeEndian.AppendUint32(b, 0)
-		}, func(typ uint16, m []byte) {
-			if gd, ok := parseGuard(typ, m); ok {
-				out = append(out, gd)
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		var routes []netlink.Route
+		err := g.nl.do(func(h *netlink.Handle) (err error) {
+			for range listTries {
+				// Table RT_TABLE_UNSPEC with RT_FILTER_TABLE: every table.
+				routes, err = h.RouteListFiltered(fam,
+					&netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: GuardProto, Type: unix.RTN_UNREACHABLE},
+					netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TYPE)
+				if !errors.Is(err, netlink.ErrDumpInterrupted) {
+					break
+				}
 			}
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("tun: list guards: %w", err)
+		}
+		for _, r := range routes {
+			if gd, ok := parseGuard(r); ok {
+				out = append(out, gd)
+			}
 		}
 	}
 	return out, nil
 }
 
-// appendGuard appends the rtmsg and attributes of gd's route.
-func appendGuard(b []byte, gd Guard, scope uint8) []byte {
-	p := gd.Prefix.Masked()
-	a := p.Addr().Unmap()
-	table := gd.table()
-	rtmTable := uint8(unix.RT_TABLE_UNSPEC) // RTA_TABLE holds it
-	if table < 256 {
-		rtmTable = uint8(table)
+// guardMetric64 is GuardMetric in a variable, so that converting it to int
+// is no constant overflow where int has 32 bits.
+var guardMetric64 uint64 = GuardMetric
+
+// guardPriority is GuardMetric as the library's Route.Priority, an int; -1
+// where int has 32 bits and cannot hold it (the library then sends no
+// RTA_PRIORITY at all, and the guard would get metric 0 and win against
+// the device's own route: Add and Remove refuse instead).
+var guardPriority = func() int {
+	if uint64(math.MaxInt) < guardMetric64 {
+		return -1
 	}
-	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type; flags.
-	b = append(b, family(a), uint8(p.Bits()), 0, 0, rtmTable, GuardProto, scope, unix.RTN_UNREACHABLE)
-	b = binary.NativeEndian.AppendUint32(b, 0)
-	if p.Bits() > 0 {
-		b = appendAttr(b, unix.RTA_DST, a.AsSlice())
+	return int(guardMetric64)
+}()
+
+var errGuardMetric = errors.New("metric 4294967295 does not fit github.com/vishvananda/netlink's route priority (an int) on a 32-bit platform")
+
+// guardRoute is gd's route: unreachable, protocol GuardProto, metric
+// GuardMetric, in gd's table.
+func guardRoute(gd Guard, scope netlink.Scope) *netlink.Route {
+	return &netlink.Route{
+		Dst:      ipNet(gd.Prefix.Masked()),
+		Table:    int(gd.table()),
+		Protocol: GuardProto,
+		Priority: guardPriority,
+		Scope:    scope,
+		Type:     unix.RTN_UNREACHABLE,
 	}
-	b = appendAttrU32(b, unix.RTA_PRIORITY, GuardMetric)
-	return appendAttrU32(b, unix.RTA_TABLE, table)
 }
 
-// parseGuard reads one RTM_NEWROUTE message of a dump and reports whether
-// it is a guard.
-func parseGuard(typ uint16, m []byte) (Guard, bool) {
-	if typ != unix.RTM_NEWROUTE || len(m) < unix.SizeofRtMsg {
+// parseGuard reports whether r, a route of a dump already filtered by
+// type and protocol, is a guard, and which.
+func parseGuard(r netlink.Route) (Guard, bool) {
+	if r.Protocol != GuardProto || r.Type != unix.RTN_UNREACHABLE || uint32(r.Priority) != GuardMetric {
 		return Guard{}, false
 	}
-	fam, dstLen, table, proto, rtype := m[0], int(m[1]), uint32(m[4]), m[5], m[7]
-	if proto != GuardProto || rtype != unix.RTN_UNREACHABLE {
-		return Guard{}, false
-	}
-	var dst []byte
-	var metric uint32
-	ne := binary.NativeEndian
-	for a := m[unix.SizeofRtMsg:]; len(a) >= unix.SizeofRtAttr; {
-		l := int(ne.Uint16(a[0:]))
-		if l < unix.SizeofRtAttr || l > len(a) {
+	var p netip.Prefix
+	switch {
+	case r.Dst != nil:
+		a, ok := netip.AddrFromSlice(r.Dst.IP)
+		bits, _ := r.Dst.Mask.Size()
+		if !ok {
 			return Guard{}, false
 		}
-		data := a[unix.SizeofRtAttr:l]
-		switch ne.Uint16(a[2:]) {
-		case unix.RTA_DST:
-			dst = data
-		case unix.RTA_PRIORITY:
-			if len(data) == 4 {
-				metric = ne.Uint32(data)
-			}
-		case unix.RTA_TABLE:
-			if len(data) == 4 {
-				table = ne.Uint32(data)
-			}
+		if a.Is4In6() && len(r.Dst.Mask) == net.IPv4len {
+			a = a.Unmap()
 		}
-		a = a[min(nlAlign(l), len(a)):]
+		p = netip.PrefixFrom(a, bits)
+	case r.Family == netlink.FAMILY_V4: // the default route has no RTA_DST
+		p = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	case r.Family == netlink.FAMILY_V6:
+		p = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 	}
-	if metric != GuardMetric {
-		return Guard{}, false
-	}
-	var addr netip.Addr
-	switch {
-	case fam == unix.AF_INET && (len(dst) == 4 || dstLen == 0):
-		addr = netip.IPv4Unspecified()
-	case fam == unix.AF_INET6 && (len(dst) == 16 || dstLen == 0):
-		addr = netip.IPv6Unspecified()
-	default:
-		return Guard{}, false
-	}
-	if len(dst) != 0 {
-		addr, _ = netip.AddrFromSlice(dst)
-	}
-	p, err := addr.Prefix(dstLen)
-	if err != nil {
+	if !p.IsValid() {
 		return Guard{}, false
 	}
 	gd := Guard{Prefix: p}
-	if table != unix.RT_TABLE_MAIN {
-		gd.Table = table
+	if r.Table != unix.RT_TABLE_MAIN {
+		gd.Table = uint32(r.Table)
 	}
 	return gd, true
 }

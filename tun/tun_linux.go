@@ -37,7 +37,7 @@ type Device struct {
 	index  int
 	queues []Queue
 	wg     []wgtun.Device // the same queues, for File and Close
-	nl     *rtnl          // bound to the namespace the device was created in
+	nl     *rtnl          // shared handles of the namespace the device was created in
 	table  uint32         // routing table of AddRoute; 0 is main
 	up     atomic.Bool    // set up by SetLink
 
@@ -208,7 +208,7 @@ func (d *Device) SetMTU(mtu int) error { return d.SetLink(mtu, true) }
 // a work queue even without DAD, so it waits for it (at most
 // localRouteWait, polling).
 func (d *Device) AddAddress(p netip.Prefix) error {
-	if err := d.nl.addr(unix.RTM_NEWADDR, d.index, p); err != nil {
+	if err := d.nl.addAddr(d.index, p); err != nil {
 		return fmt.Errorf("tun: %s: add address %v: %w", d.name, p, err)
 	}
 	if !p.Addr().Unmap().Is6() || !d.up.Load() {
@@ -234,7 +234,7 @@ const localRouteWait = time.Second
 // RemoveAddress removes an address added by AddAddress; removing one the
 // interface does not have is not an error.
 func (d *Device) RemoveAddress(p netip.Prefix) error {
-	if err := d.nl.addr(unix.RTM_DELADDR, d.index, p); err != nil {
+	if err := d.nl.delAddr(d.index, p); err != nil {
 		return fmt.Errorf("tun: %s: remove address %v: %w", d.name, p, err)
 	}
 	return nil
@@ -245,7 +245,7 @@ func (d *Device) RemoveAddress(p netip.Prefix) error {
 // any route of the same prefix, as `ip route replace P dev NAME` does. The
 // interface must be up.
 func (d *Device) AddRoute(p netip.Prefix) error {
-	if err := d.nl.route(unix.RTM_NEWROUTE, d.index, d.table, p); err != nil {
+	if err := d.nl.addRoute(d.index, d.table, p); err != nil {
 		return fmt.Errorf("tun: %s: add route %v: %w", d.name, p, err)
 	}
 	return nil
@@ -254,7 +254,7 @@ func (d *Device) AddRoute(p netip.Prefix) error {
 // RemoveRoute removes a route added by AddRoute; removing one that is not
 // there is not an error.
 func (d *Device) RemoveRoute(p netip.Prefix) error {
-	if err := d.nl.route(unix.RTM_DELROUTE, d.index, d.table, p); err != nil {
+	if err := d.nl.delRoute(d.index, d.table, p); err != nil {
 		return fmt.Errorf("tun: %s: remove route %v: %w", d.name, p, err)
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/vishvananda/netns"
 )
 
 // NS is a network namespace made for one test.
@@ -79,13 +79,13 @@ func (ns *NS) Do(f func() error) error {
 		// Never unlocked: the goroutine exits locked, and the runtime
 		// then ends the thread rather than reuse it in the namespace.
 		runtime.LockOSThread()
-		fd, err := unix.Open("/run/netns/"+ns.Name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		h, err := netns.GetFromName(ns.Name)
 		if err != nil {
 			errc <- fmt.Errorf("netnstest: open namespace: %w", err)
 			return
 		}
-		err = unix.Setns(fd, unix.CLONE_NEWNET)
-		unix.Close(fd)
+		err = netns.Set(h)
+		h.Close()
 		if err != nil {
 			errc <- fmt.Errorf("netnstest: setns: %w", err)
 			return
