@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command setfcap gives a file permitted file capabilities, as
 // `setcap cap_net_admin,cap_net_raw=p FILE` does, for the Dockerfile's
 // build stage, so that it needs nothing but a Go image (no setcap, no
