@@ -45,6 +45,7 @@ type Config struct {
 	Interfaces []Interface
 	States     []State
 	Policies   []sa.Policy
+	IKEConfig  // ike:, connections:, secrets: (ike.go)
 	// Warnings are problems that do not refuse the file: the file itself
 	// when it holds keys, or a key_file, that group or others can read.
 	// Each names the file and its mode. `ipsecd check` prints them and
@@ -128,6 +129,7 @@ func (c *Config) WipeKeys() {
 	for i := range c.States {
 		c.States[i].ClearKeys()
 	}
+	c.IKEConfig.wipe()
 }
 
 // Summary is the one-line summary `ipsecd check` prints: "N interfaces,
@@ -142,6 +144,7 @@ func (c *Config) Redacted() *Config {
 	r := *c
 	r.Interfaces = append([]Interface(nil), c.Interfaces...)
 	r.Policies = append([]sa.Policy(nil), c.Policies...)
+	r.IKEConfig = c.IKEConfig.redacted()
 	r.States = make([]State, len(c.States))
 	for i, s := range c.States {
 		s.Config = RedactState(s.Config)

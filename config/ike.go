@@ -1,0 +1,944 @@
+package config
+
+import (
+	"crypto"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// Defaults of the ike: and connections: keys, as strongSwan's swanctl.conf
+// has them where it has the key.
+const (
+	DefaultIKEPort         = 500
+	DefaultIKERekeyTime    = 4 * time.Hour
+	DefaultChildRekeyTime  = time.Hour
+	DefaultCookieThreshold = ike.DefaultCookieThreshold
+	// maxPEMFile bounds a certificate or private key file: a chain of a
+	// few RSA-4096 certificates takes some 10 KiB.
+	maxPEMFile = 1 << 20
+)
+
+// DefaultRetransmit is strongSwan's retransmission schedule (4 s, base
+// 1.8, 5 tries).
+var DefaultRetransmit = ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
+
+// IKEConfig is what the ike:, connections: and secrets: sections of the
+// file say, in swanctl.conf's vocabulary. It holds pre-shared keys and
+// private keys: print it with String, never with its fields. Config
+// embeds it.
+type IKEConfig struct {
+	IKE         IKE
+	Connections []Connection
+	Secrets     []Secret
+}
+
+// IKE is the ike: section: settings of the daemon's one IKE responder and
+// initiator, shared by all connections.
+type IKE struct {
+	Port       uint16 // UDP port of IKE_SA_INIT; NAT-T moves to underlay.udp's
+	Retransmit ike.Retransmit
+	// CookieThreshold is the number of half-open IKE SAs at which
+	// cookies are asked (RFC 7296 §2.6); 0 asks them always. See Cookies.
+	CookieThreshold int
+	// Keylog is the path prefix of the Wireshark key files, "" for none.
+	// Debug only: whoever reads them decrypts the traffic.
+	Keylog string
+}
+
+// CookieSetting returns CookieThreshold as ike.Cookies.Threshold takes it,
+// where 0 means the default and a negative value always.
+func (i IKE) CookieSetting() int {
+	if i.CookieThreshold == 0 {
+		return -1
+	}
+	return i.CookieThreshold
+}
+
+// Connection is one item of connections: (swanctl's connections.<name>).
+type Connection struct {
+	Name    string
+	Version int // always 2
+	// LocalAddrs and RemoteAddrs are the addresses the IKE SA runs
+	// between; empty means %any (swanctl's default). A RemoteAddrs with
+	// %any and addresses accepts any initiator and initiates to the
+	// addresses.
+	LocalAddrs, RemoteAddrs []netip.Addr
+	LocalAny, RemoteAny     bool
+	Proposals               []proposal.Proposal
+	Encap                   bool          // force ESP in UDP (swanctl's encap = yes)
+	DPDDelay                time.Duration // 0: no liveness checks
+	RekeyTime               time.Duration // of the IKE SA
+	Local, Remote           Endpoint
+	Children                []Child
+	// PSK is the secret of secrets: that serves the connection (shares
+	// its bytes with that Secret), when either side uses psk.
+	PSK  Key
+	Line int // where it is in the file
+}
+
+// Endpoint is a connection's local: or remote: (swanctl's local/remote
+// sections).
+type Endpoint struct {
+	Auth ike.AuthClass
+	ID   string // as swanctl writes ids; "" with pubkey is the certificate's subject (local) or %any (remote)
+	// Cert and Key are the paths of local's certificate (then its chain)
+	// and its private key; CACerts the paths of remote's trust anchors.
+	Cert, Key string
+	CACerts   []string
+	// What the files hold.
+	Certs      []*x509.Certificate
+	PrivateKey crypto.Signer
+	CACertList []*x509.Certificate
+}
+
+// String describes e without its private key.
+func (e Endpoint) String() string {
+	s := fmt.Sprintf("{auth: %s, id: %q", e.Auth, e.ID)
+	if e.Cert != "" {
+		s += ", cert: " + e.Cert
+	}
+	if e.Key != "" {
+		s += ", key: " + e.Key
+	}
+	if len(e.CACerts) > 0 {
+		s += fmt.Sprintf(", cacerts: %v", e.CACerts)
+	}
+	return s + "}"
+}
+
+// GoString is String, so that %#v does not print the private key either.
+func (e Endpoint) GoString() string { return e.String() }
+
+// Child is one item of a connection's children: (swanctl's children.<name>).
+type Child struct {
+	Name              string
+	IfID              uint32 // the interface whose traffic it carries
+	Transport         bool   // mode transport; tunnel otherwise
+	LocalTS, RemoteTS []netip.Prefix
+	ESPProposals      []proposal.Proposal
+	RekeyTime         time.Duration
+	LifeTime          time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
+	ReplayWindow      uint32
+	StartAction       string // start, trap or none
+	DPDAction         string // clear, restart or trap
+	Line              int
+}
+
+// Secret is one item of secrets: (swanctl's secrets.ike<suffix>).
+type Secret struct {
+	IDs    []string // empty: any
+	Secret Key
+	Line   int
+}
+
+// Key is key material (a pre-shared key). It formats as "(key not shown)"
+// with every verb.
+type Key []byte
+
+// Format keeps k out of every fmt verb.
+func (k Key) Format(f fmt.State, verb rune) { fmt.Fprint(f, "(key not shown)") }
+
+// wipe zeroes the key material of c. The ike.Configs made from it hold
+// copies of their own.
+func (c *IKEConfig) wipe() {
+	for i := range c.Secrets {
+		clear(c.Secrets[i].Secret)
+	}
+	for i := range c.Connections {
+		clear(c.Connections[i].PSK)
+		c.Connections[i].Local.PrivateKey = nil // cannot be zeroed; dropped
+	}
+}
+
+// redacted returns a copy of c without keys: no secret, no PSK, no
+// private key.
+func (c IKEConfig) redacted() IKEConfig {
+	r := c
+	r.Secrets = make([]Secret, len(c.Secrets))
+	for i, s := range c.Secrets {
+		s.Secret = nil
+		r.Secrets[i] = s
+	}
+	r.Connections = make([]Connection, len(c.Connections))
+	for i, cn := range c.Connections {
+		cn.PSK = nil
+		cn.Local.PrivateKey = nil
+		r.Connections[i] = cn
+	}
+	return r
+}
+
+// Connection returns the connection named name, or nil.
+func (c *IKEConfig) Connection(name string) *Connection {
+	for i := range c.Connections {
+		if c.Connections[i].Name == name {
+			return &c.Connections[i]
+		}
+	}
+	return nil
+}
+
+// EngineConfig returns what the ike engine takes for one child of
+// connection conn: the IKE SA's settings with that child. The PSK is a
+// copy: WipeKeys on the file's Config leaves it alone, and the engine's
+// owner clears it when done. Rand and AllocSPI are left for the daemon.
+func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
+	cn := c.Connection(conn)
+	if cn == nil {
+		return nil, fmt.Errorf("config: no connection %q", conn)
+	}
+	for i := range cn.Children {
+		if ch := &cn.Children[i]; ch.Name == child {
+			return cn.engineConfig(c.IKE, ch), nil
+		}
+	}
+	return nil, fmt.Errorf("config: connection %q has no child %q", conn, child)
+}
+
+func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
+	ec := &ike.Config{
+		LocalID:    cn.Local.ID,
+		RemoteID:   cn.Remote.ID,
+		LocalAuth:  cn.Local.Auth,
+		RemoteAuth: cn.Remote.Auth,
+		LocalCerts: cn.Local.Certs,
+		PrivateKey: cn.Local.PrivateKey,
+		CACerts:    cn.Remote.CACertList,
+		Proposals:  cn.Proposals,
+		ForceEncap: cn.Encap,
+		Retransmit: i.Retransmit,
+		Child: ike.ChildConfig{
+			Proposals: ch.ESPProposals,
+			LocalTS:   ch.LocalTS,
+			RemoteTS:  ch.RemoteTS,
+			Transport: ch.Transport,
+		},
+	}
+	if cn.PSK != nil {
+		ec.PSK = slices.Clone([]byte(cn.PSK))
+	}
+	return ec
+}
+
+// String describes c in the shape of the file, without keys.
+func (c *IKEConfig) String() string {
+	var b strings.Builder
+	if len(c.Connections) == 0 && len(c.Secrets) == 0 {
+		return ""
+	}
+	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, keylog: %q}\n",
+		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold, c.IKE.Keylog)
+	for _, cn := range c.Connections {
+		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
+			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),
+			cn.Proposals, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
+		for _, ch := range cn.Children {
+			mode := "tunnel"
+			if ch.Transport {
+				mode = "transport"
+			}
+			fmt.Fprintf(&b, "  child %s if_id %d mode %s local_ts %v remote_ts %v esp_proposals %v rekey_time %s life_time %s replay_window %d start_action %s dpd_action %s\n",
+				ch.Name, ch.IfID, mode, ch.LocalTS, ch.RemoteTS, ch.ESPProposals, ch.RekeyTime, ch.LifeTime, ch.ReplayWindow, ch.StartAction, ch.DPDAction)
+		}
+	}
+	for _, s := range c.Secrets {
+		fmt.Fprintf(&b, "secret ids %v (secret not shown)\n", s.IDs)
+	}
+	return b.String()
+}
+
+func addrList(as []netip.Addr, any bool) string {
+	var ss []string
+	if any {
+		ss = append(ss, "%any")
+	}
+	for _, a := range as {
+		ss = append(ss, a.String())
+	}
+	return "[" + strings.Join(ss, ", ") + "]"
+}
+
+// ikeSections decodes ike:, connections: and secrets: into c.IKEConfig.
+// ifaces are the if_ids the children may name (nil when the interfaces
+// had errors of their own). A file with none of them leaves c.IKEConfig
+// zero: the daemon speaks no IKE.
+func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uint32]bool) {
+	if m["ike"] == nil && m["connections"] == nil && m["secrets"] == nil {
+		return
+	}
+	ic := &c.IKEConfig
+	ic.IKE = IKE{Port: DefaultIKEPort, Retransmit: DefaultRetransmit, CookieThreshold: DefaultCookieThreshold}
+	if v := m["ike"]; v != nil {
+		d.ikeSection(v, &ic.IKE, c.Underlay.UDP.Port())
+	}
+	var secretNodes []*yaml.Node
+	if v := m["secrets"]; v != nil {
+		secretNodes = d.secrets(v, ic)
+	}
+	if v := m["connections"]; v != nil {
+		d.connections(v, ic, ifaces, secretNodes)
+	}
+}
+
+func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
+	m, ok := d.fields(n, "ike", "port", "retransmit", "cookie_threshold", "keylog")
+	if !ok {
+		return
+	}
+	if v := m["port"]; v != nil {
+		if p, ok := d.uint(v, "ike.port", 1, 65535); ok {
+			if uint16(p) == udpPort {
+				d.errorf(v, "ike.port", "%d is underlay.udp's port, where IKE moves after NAT detection; IKE_SA_INIT needs a port of its own (500)", p)
+			}
+			i.Port = uint16(p)
+		}
+	}
+	if v := m["retransmit"]; v != nil {
+		if r, ok := d.fields(v, "ike.retransmit", "timeout", "base", "tries"); ok {
+			if t := r["timeout"]; t != nil {
+				if dur, ok := d.duration(t, "ike.retransmit.timeout"); ok {
+					if dur < 100*time.Millisecond || dur > time.Hour {
+						d.errorf(t, "ike.retransmit.timeout", "%s is out of range; want 100ms..1h", dur)
+					}
+					i.Retransmit.Timeout = dur
+				}
+			}
+			if b := r["base"]; b != nil {
+				if s, ok := d.scalar(b, "ike.retransmit.base", "a number"); ok {
+					f, err := strconv.ParseFloat(s, 64)
+					switch {
+					case err != nil || math.IsNaN(f):
+						d.errorf(b, "ike.retransmit.base", "want a number, got %s", describe(b))
+					case f < 1 || f > 10:
+						d.errorf(b, "ike.retransmit.base", "%s is out of range; want 1..10", s)
+					default:
+						i.Retransmit.Base = f
+					}
+				}
+			}
+			if t := r["tries"]; t != nil {
+				n, _ := d.uint(t, "ike.retransmit.tries", 1, 100)
+				i.Retransmit.Tries = int(n)
+			}
+		}
+	}
+	if v := m["cookie_threshold"]; v != nil {
+		t, _ := d.uint(v, "ike.cookie_threshold", 0, 1<<20)
+		i.CookieThreshold = int(t)
+	}
+	if v := m["keylog"]; v != nil {
+		if s, ok := d.str(v, "ike.keylog"); ok && s != "" {
+			if !filepath.IsAbs(s) {
+				s = filepath.Join(d.dir, s)
+			}
+			i.Keylog = s
+			d.warnings = append(d.warnings, fmt.Sprintf("ike.keylog writes every negotiated IKE and ESP key to %s*: "+
+				"whoever reads those files decrypts the traffic; for debugging only", s))
+		}
+	}
+}
+
+// durationRE is a duration as swanctl writes one: a number of seconds, or
+// a number with s, m, h or d.
+var durationRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(ms|[smhd]?)$`)
+
+func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
+	s, ok := d.scalar(n, field, "a duration (30s, 66m, 4h, 1d)")
+	if !ok {
+		return 0, false
+	}
+	mt := durationRE.FindStringSubmatch(s)
+	if mt == nil {
+		d.errorf(n, field, "want a duration as swanctl writes it (30s, 66m, 4h, 1d; a bare number is seconds), got %s", describe(n))
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(mt[1], 64)
+	unit := map[string]time.Duration{"": time.Second, "s": time.Second, "ms": time.Millisecond,
+		"m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[mt[2]]
+	if err != nil || f*float64(unit) > float64(math.MaxInt64/2) {
+		d.errorf(n, field, "%s is out of range", s)
+		return 0, false
+	}
+	return time.Duration(f * float64(unit)), true
+}
+
+// secrets decodes secrets: and returns the node of each secret, by index.
+func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) []*yaml.Node {
+	items, ok := d.list(n, "secrets")
+	if !ok {
+		return nil
+	}
+	var nodes []*yaml.Node
+	seen := map[string]string{} // sorted ids → field
+	for i, it := range items {
+		f := index("secrets", i)
+		m, ok := d.fields(it, f, "ids", "secret", "secret_file")
+		if !ok {
+			continue
+		}
+		s := Secret{Line: it.Line}
+		good := true
+		if v := m["ids"]; v != nil {
+			ids, ok := d.list(v, join(f, "ids"))
+			for j, idn := range ids {
+				if id, ok := d.str(idn, index(join(f, "ids"), j)); ok && id != "" {
+					s.IDs = append(s.IDs, id)
+				} else {
+					if ok {
+						d.errorf(idn, index(join(f, "ids"), j), "empty")
+					}
+					good = false
+				}
+			}
+			good = good && ok
+		}
+		switch sv, fv := m["secret"], m["secret_file"]; {
+		case sv != nil && fv != nil:
+			d.errorf(fv, join(f, "secret_file"), "given together with secret; use one")
+			good = false
+		case sv != nil:
+			d.inlineKeys = true
+			if v, ok := d.scalar(sv, join(f, "secret"), "a string"); ok {
+				s.Secret, ok = d.secretValue(sv, join(f, "secret"), []byte(v))
+				good = good && ok
+			} else {
+				good = false
+			}
+		case fv != nil:
+			s.Secret, ok = d.secretFile(fv, join(f, "secret_file"))
+			good = good && ok
+		default:
+			d.errorf(it, join(f, "secret"), "missing; want secret: or secret_file:")
+			good = false
+		}
+		key := strings.Join(slices.Sorted(slices.Values(s.IDs)), "\x00")
+		if prev, dup := seen[key]; dup && good {
+			d.errorf(it, join(f, "ids"), "the same ids as %s", prev)
+			good = false
+		}
+		if !good {
+			clear(s.Secret)
+			continue
+		}
+		seen[key] = f
+		ic.Secrets = append(ic.Secrets, s)
+		nodes = append(nodes, it)
+	}
+	return nodes
+}
+
+// secretValue decodes a secret as swanctl.conf writes one: 0x-prefixed
+// hex, 0s-prefixed base64, or else the text itself. Its errors never show
+// the value.
+func (d *decoder) secretValue(n *yaml.Node, field string, v []byte) (Key, bool) {
+	var k []byte
+	var err error
+	switch {
+	case len(v) >= 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X'):
+		k = make([]byte, hex.DecodedLen(len(v)-2))
+		if _, err = hex.Decode(k, v[2:]); err != nil {
+			err = errors.New("0x but not hex")
+		}
+	case len(v) >= 2 && v[0] == '0' && (v[1] == 's' || v[1] == 'S'):
+		k = make([]byte, base64.StdEncoding.DecodedLen(len(v)-2))
+		var nk int
+		nk, err = base64.StdEncoding.Decode(k, v[2:])
+		if err != nil {
+			err = errors.New("0s but not base64")
+		}
+		clear(k[nk:])
+		k = k[:nk]
+	default:
+		k = slices.Clone(v)
+	}
+	if err == nil && len(k) == 0 {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		clear(k)
+		d.errorf(n, field, "%v (the value is not shown)", err)
+		return nil, false
+	}
+	return Key(k), true
+}
+
+// secretFile reads a secret from a file, written as secret: writes it
+// (white space around it is dropped), with the bounded reader of key
+// files, and warns when others can read or change the file.
+func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
+	path, ok := d.str(n, field)
+	if !ok {
+		return nil, false
+	}
+	switch {
+	case path == "":
+		d.errorf(n, field, "empty path")
+		return nil, false
+	case looksLikeKey(path):
+		d.errorf(n, field, "the value looks like key material (not shown), not a path: "+
+			"write it as secret:, or put it in a file of its own and name that file here")
+		return nil, false
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.dir, path)
+	}
+	data, fi, err := readRegular(path, maxKeyFile, "a secret file")
+	defer clear(data)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.errorf(n, field, "%v", err)
+		return nil, false
+	}
+	k, ok := d.secretValue(n, field, trimSpace(data))
+	if !ok {
+		return nil, false
+	}
+	d.warnExposed(path, fi, "secret_file ")
+	return k, true
+}
+
+// trimSpace is bytes.TrimSpace for ASCII white space, which returns a
+// subslice (no copy of the secret).
+func trimSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// warnExposed adds exposedKeys' warnings for a file that holds keys, named
+// as the field that names it.
+func (d *decoder) warnExposed(path string, fi os.FileInfo, name string) {
+	for _, w := range exposedKeys(path, fi, false, true) {
+		w = strings.Replace(w, "key_file ", name, 1)
+		if !slices.Contains(d.warnings, w) {
+			d.warnings = append(d.warnings, w)
+		}
+	}
+}
+
+var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs", "proposals", "encap",
+	"dpd_delay", "rekey_time", "local", "remote", "children"}
+
+var childFields = []string{"name", "if_id", "mode", "local_ts", "remote_ts", "esp_proposals",
+	"rekey_time", "life_time", "replay_window", "start_action", "dpd_action"}
+
+func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool, secretNodes []*yaml.Node) {
+	items, ok := d.list(n, "connections")
+	if !ok {
+		return
+	}
+	names := map[string]string{}
+	children := map[string]string{} // swanctl finds children by name alone
+	for i, it := range items {
+		f := index("connections", i)
+		m, ok := d.fields(it, f, connectionFields...)
+		if !ok {
+			continue
+		}
+		before := len(d.errs)
+		cn := Connection{Version: 2, RekeyTime: DefaultIKERekeyTime, Line: it.Line}
+		if v := m["name"]; v == nil {
+			d.errorf(it, join(f, "name"), "missing")
+		} else if s, ok := d.str(v, join(f, "name")); ok {
+			switch prev, dup := names[s]; {
+			case s == "":
+				d.errorf(v, join(f, "name"), "empty")
+			case dup:
+				d.errorf(v, join(f, "name"), "%q is already the name of %s", s, prev)
+			default:
+				names[s] = f
+			}
+			cn.Name = s
+		}
+		if v := m["version"]; v != nil {
+			if ver, ok := d.uint(v, join(f, "version"), 0, math.MaxUint32); ok && ver != 2 {
+				d.errorf(v, join(f, "version"), "%d is not supported; ipsecd speaks IKEv2 only (version: 2)", ver)
+			}
+		}
+		if v := m["local_addrs"]; v != nil {
+			cn.LocalAddrs, cn.LocalAny = d.ikeAddrs(v, join(f, "local_addrs"))
+		} else {
+			cn.LocalAny = true
+		}
+		if v := m["remote_addrs"]; v != nil {
+			cn.RemoteAddrs, cn.RemoteAny = d.ikeAddrs(v, join(f, "remote_addrs"))
+		} else {
+			cn.RemoteAny = true
+		}
+		if !cn.LocalAny && !cn.RemoteAny && len(cn.LocalAddrs) > 0 && len(cn.RemoteAddrs) > 0 && !sharedFamily(cn.LocalAddrs, cn.RemoteAddrs) {
+			d.errorf(m["remote_addrs"], join(f, "remote_addrs"), "no address of the family of local_addrs: an IKE SA runs between addresses of one family")
+		}
+		if v := m["proposals"]; v == nil {
+			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519)")
+		} else {
+			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE)
+		}
+		if v := m["encap"]; v != nil {
+			cn.Encap, _ = d.bool(v, join(f, "encap"))
+		}
+		if v := m["dpd_delay"]; v != nil {
+			cn.DPDDelay, _ = d.duration(v, join(f, "dpd_delay"))
+		}
+		if v := m["rekey_time"]; v != nil {
+			cn.RekeyTime, _ = d.duration(v, join(f, "rekey_time"))
+		}
+		for _, side := range []struct {
+			key   string
+			ep    *Endpoint
+			known []string
+		}{
+			{"local", &cn.Local, []string{"auth", "id", "cert", "key"}},
+			{"remote", &cn.Remote, []string{"auth", "id", "cacerts"}},
+		} {
+			if v := m[side.key]; v == nil {
+				d.errorf(it, join(f, side.key), "missing; want {auth: psk|pubkey, id: ...}")
+			} else {
+				d.endpoint(v, join(f, side.key), side.ep, side.known)
+			}
+		}
+		if v := m["children"]; v == nil {
+			d.errorf(it, join(f, "children"), "missing; a connection needs a child to carry traffic")
+		} else {
+			d.children(v, join(f, "children"), &cn, ifaces, children)
+		}
+		if len(d.errs) > before {
+			continue
+		}
+		if cn.Local.Auth == ike.AuthPSK || cn.Remote.Auth == ike.AuthPSK {
+			s := bestSecret(ic.Secrets, cn.Local.ID, cn.Remote.ID)
+			if s < 0 {
+				d.errorf(it, f, "auth psk, and no item of secrets has ids matching local id %q and remote id %q", cn.Local.ID, cn.Remote.ID)
+				continue
+			}
+			cn.PSK = ic.Secrets[s].Secret
+		}
+		// The engine's own checks: the key is the certificate's, the
+		// certificate proves the local id, ...
+		if len(cn.Children) > 0 {
+			if err := cn.engineConfig(ic.IKE, &cn.Children[0]).Validate(); err != nil {
+				d.errorf(it, f, "%s", strings.TrimPrefix(err.Error(), "ike: "))
+				continue
+			}
+		}
+		ic.Connections = append(ic.Connections, cn)
+	}
+}
+
+// ikeAddrs decodes local_addrs or remote_addrs: addresses and %any.
+func (d *decoder) ikeAddrs(n *yaml.Node, field string) (addrs []netip.Addr, any bool) {
+	items, ok := d.list(n, field)
+	if !ok {
+		return nil, false
+	}
+	for j, an := range items {
+		if an.Kind == yaml.ScalarNode && an.Value == "%any" {
+			any = true
+			continue
+		}
+		if a, ok := d.addr(an, index(field, j)); ok {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(items) == 0 {
+		d.errorf(n, field, "empty; want addresses or %%any")
+	}
+	return addrs, any
+}
+
+func sharedFamily(a, b []netip.Addr) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Is4() == y.Is4() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sharedPrefixFamily(a, b []netip.Prefix) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Addr().Is4() == y.Addr().Is4() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// proposals decodes a list of proposal strings; an error names the
+// proposal and its bad algorithm (proposal.Parse's message).
+func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID) []proposal.Proposal {
+	items, ok := d.list(n, field)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		d.errorf(n, field, "empty")
+	}
+	var ps []proposal.Proposal
+	for j, pn := range items {
+		s, ok := d.str(pn, index(field, j))
+		if !ok {
+			continue
+		}
+		p, err := proposal.Parse(proto, s)
+		if err != nil {
+			d.errorf(pn, index(field, j), "%s", strings.TrimPrefix(err.Error(), "proposal: "))
+			continue
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []string) {
+	m, ok := d.fields(n, field, known...)
+	if !ok {
+		return
+	}
+	ep.Auth = ike.AuthPSK
+	if v := m["auth"]; v != nil {
+		if a, ok := d.oneOf(v, join(field, "auth"), "psk", "pubkey"); ok {
+			ep.Auth = ike.AuthClass(a)
+		}
+	}
+	if v := m["id"]; v != nil {
+		ep.ID, _ = d.str(v, join(field, "id"))
+	}
+	if ep.ID == "" && ep.Auth == ike.AuthPSK {
+		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")
+	}
+	path := func(v *yaml.Node, f string) (string, bool) {
+		s, ok := d.str(v, f)
+		switch {
+		case !ok:
+			return "", false
+		case s == "":
+			d.errorf(v, f, "empty path")
+			return "", false
+		case filepath.IsAbs(s):
+			return s, true
+		}
+		return filepath.Join(d.dir, s), true
+	}
+	if v := m["cert"]; v != nil {
+		if p, ok := path(v, join(field, "cert")); ok {
+			ep.Cert = p
+			ep.Certs = d.certFile(v, join(field, "cert"), p)
+		}
+	}
+	if v := m["key"]; v != nil {
+		if p, ok := path(v, join(field, "key")); ok {
+			ep.Key = p
+			ep.PrivateKey = d.privateKeyFile(v, join(field, "key"), p)
+		}
+	}
+	if v := m["cacerts"]; v != nil {
+		items, _ := d.list(v, join(field, "cacerts"))
+		for j, cn := range items {
+			if p, ok := path(cn, index(join(field, "cacerts"), j)); ok {
+				ep.CACerts = append(ep.CACerts, p)
+				ep.CACertList = append(ep.CACertList, d.certFile(cn, index(join(field, "cacerts"), j), p)...)
+			}
+		}
+	}
+	if ep.Auth == ike.AuthPubkey {
+		switch {
+		case slices.Contains(known, "cert") && (m["cert"] == nil || m["key"] == nil):
+			d.errorf(n, field, "auth pubkey needs cert: and key: (the certificate and its private key)")
+		case slices.Contains(known, "cacerts") && m["cacerts"] == nil:
+			d.errorf(n, join(field, "cacerts"), "missing; auth pubkey needs the trust anchors the peer's certificate chains to")
+		}
+	} else {
+		for _, k := range []string{"cert", "key", "cacerts"} {
+			if m[k] != nil {
+				d.errorf(m[k], join(field, k), "only with auth: pubkey")
+			}
+		}
+	}
+}
+
+func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate {
+	data, _, err := readRegular(path, maxPEMFile, "a certificate file")
+	if err != nil {
+		d.errorf(n, field, "%v", err)
+		return nil
+	}
+	cs, err := ike.ParseCertificatesPEM(data)
+	if err != nil {
+		d.errorf(n, field, "%s: %v", path, err)
+		return nil
+	}
+	return cs
+}
+
+// privateKeyFile reads a private key with the bounded reader, zeroes the
+// bytes read, and warns when others can read or change the file.
+func (d *decoder) privateKeyFile(n *yaml.Node, field, path string) crypto.Signer {
+	data, fi, err := readRegular(path, maxPEMFile, "a private key file")
+	defer clear(data)
+	if err != nil {
+		d.errorf(n, field, "%v", err)
+		return nil
+	}
+	k, err := ike.ParsePrivateKeyPEM(data)
+	if err != nil {
+		d.errorf(n, field, "%s: %v", path, err)
+		return nil
+	}
+	d.warnExposed(path, fi, "key ")
+	return k
+}
+
+func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces map[uint32]bool, names map[string]string) {
+	items, ok := d.list(n, field)
+	if !ok {
+		return
+	}
+	if len(items) == 0 {
+		d.errorf(n, field, "empty; a connection needs a child to carry traffic")
+	}
+	for i, it := range items {
+		f := index(field, i)
+		m, ok := d.fields(it, f, childFields...)
+		if !ok {
+			continue
+		}
+		ch := Child{RekeyTime: DefaultChildRekeyTime, ReplayWindow: DefaultReplayWindow,
+			StartAction: "none", DPDAction: "clear", Line: it.Line}
+		if v := m["name"]; v == nil {
+			d.errorf(it, join(f, "name"), "missing")
+		} else if s, ok := d.str(v, join(f, "name")); ok {
+			switch prev, dup := names[s]; {
+			case s == "":
+				d.errorf(v, join(f, "name"), "empty")
+			case dup:
+				d.errorf(v, join(f, "name"), "%q is already the name of %s (children are named by name alone, as in swanctl)", s, prev)
+			default:
+				names[s] = f
+			}
+			ch.Name = s
+		}
+		if v := m["if_id"]; v == nil {
+			d.errorf(it, join(f, "if_id"), "missing; want the if_id of the interface whose traffic the child carries")
+		} else if id, ok := d.uint(v, join(f, "if_id"), 1, math.MaxUint32); ok {
+			if ifaces != nil && !ifaces[uint32(id)] {
+				d.errorf(v, join(f, "if_id"), "no interface has if_id %d", id)
+			}
+			ch.IfID = uint32(id)
+		}
+		if v := m["mode"]; v != nil {
+			mode, _ := d.oneOf(v, join(f, "mode"), "tunnel", "transport")
+			ch.Transport = mode == "transport"
+		}
+		for _, ts := range []struct {
+			key string
+			dst *[]netip.Prefix
+		}{{"local_ts", &ch.LocalTS}, {"remote_ts", &ch.RemoteTS}} {
+			v := m[ts.key]
+			if v == nil {
+				d.errorf(it, join(f, ts.key), "missing; want the prefixes (10.10.0.0/24)")
+				continue
+			}
+			tf := join(f, ts.key)
+			items, _ := d.list(v, tf)
+			for j, pn := range items {
+				p, ok := d.prefix(pn, index(tf, j), false)
+				switch {
+				case !ok:
+				case p.Masked() != p:
+					d.errorf(pn, index(tf, j), "%s has host bits set; did you mean %s?", p, p.Masked())
+				default:
+					*ts.dst = append(*ts.dst, p)
+				}
+			}
+			if len(items) == 0 {
+				d.errorf(v, tf, "empty")
+			}
+		}
+		if len(ch.LocalTS) > 0 && len(ch.RemoteTS) > 0 && !sharedPrefixFamily(ch.LocalTS, ch.RemoteTS) {
+			d.errorf(m["remote_ts"], join(f, "remote_ts"), "no prefix of the family of local_ts: no packet could match")
+		}
+		if v := m["esp_proposals"]; v == nil {
+			d.errorf(it, join(f, "esp_proposals"), "missing; want ESP proposals as swanctl writes them (aes128gcm16-x25519)")
+		} else {
+			ch.ESPProposals = d.proposals(v, join(f, "esp_proposals"), message.ProtoESP)
+		}
+		if v := m["rekey_time"]; v != nil {
+			ch.RekeyTime, _ = d.duration(v, join(f, "rekey_time"))
+		}
+		ch.LifeTime = ch.RekeyTime + ch.RekeyTime/10 // swanctl's default: 110% of rekey_time
+		if v := m["life_time"]; v != nil {
+			if lt, ok := d.duration(v, join(f, "life_time")); ok {
+				if lt < ch.RekeyTime {
+					d.errorf(v, join(f, "life_time"), "%s is shorter than rekey_time (%s): the child would expire before it is rekeyed", lt, ch.RekeyTime)
+				}
+				ch.LifeTime = lt
+			}
+		}
+		if v := m["replay_window"]; v != nil {
+			w, _ := d.uint(v, join(f, "replay_window"), 0, MaxReplayWindow)
+			ch.ReplayWindow = uint32(w)
+		}
+		if v := m["start_action"]; v != nil {
+			ch.StartAction, _ = d.oneOf(v, join(f, "start_action"), "start", "trap", "none")
+		}
+		if v := m["dpd_action"]; v != nil {
+			ch.DPDAction, _ = d.oneOf(v, join(f, "dpd_action"), "clear", "restart", "trap")
+		}
+		cn.Children = append(cn.Children, ch)
+	}
+}
+
+// bestSecret returns the index of the secret that serves a connection
+// between local and remote ids, or -1, as strongSwan ranks them: one whose
+// ids include both, then one with a single id that is one of them, then
+// one without ids; the first in the file among equals. A remote id %any
+// matches every id, so that a responder for any peer finds its secret by
+// its local id alone.
+func bestSecret(secrets []Secret, local, remote string) int {
+	best, bestRank := -1, 0
+	for i, s := range secrets {
+		rank := 0
+		switch hasL, hasR := slices.Contains(s.IDs, local), slices.Contains(s.IDs, remote) || remote == "%any"; {
+		case len(s.IDs) == 0:
+			rank = 1
+		case hasL && hasR:
+			rank = 3
+		case len(s.IDs) == 1 && (hasL || hasR):
+			rank = 2
+		}
+		if rank > bestRank {
+			best, bestRank = i, rank
+		}
+	}
+	return best
+}
