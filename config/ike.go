@@ -289,12 +289,11 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	if v := m["ike"]; v != nil {
 		d.ikeSection(v, &ic.IKE, c.Underlay.UDP.Port())
 	}
-	var secretNodes []*yaml.Node
 	if v := m["secrets"]; v != nil {
-		secretNodes = d.secrets(v, ic)
+		d.secrets(v, ic)
 	}
 	if v := m["connections"]; v != nil {
-		d.connections(v, ic, ifaces, secretNodes)
+		d.connections(v, ic, ifaces)
 	}
 }
 
@@ -380,13 +379,12 @@ func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
 	return time.Duration(f * float64(unit)), true
 }
 
-// secrets decodes secrets: and returns the node of each secret, by index.
-func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) []*yaml.Node {
+// secrets decodes secrets:.
+func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) {
 	items, ok := d.list(n, "secrets")
 	if !ok {
-		return nil
+		return
 	}
-	var nodes []*yaml.Node
 	seen := map[string]string{} // sorted ids → field
 	for i, it := range items {
 		f := index("secrets", i)
@@ -440,9 +438,7 @@ func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) []*yaml.Node {
 		}
 		seen[key] = f
 		ic.Secrets = append(ic.Secrets, s)
-		nodes = append(nodes, it)
 	}
-	return nodes
 }
 
 // secretValue decodes a secret as swanctl.conf writes one: 0x-prefixed
@@ -548,7 +544,7 @@ var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs"
 var childFields = []string{"name", "if_id", "mode", "local_ts", "remote_ts", "esp_proposals",
 	"rekey_time", "life_time", "replay_window", "start_action", "dpd_action"}
 
-func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool, secretNodes []*yaml.Node) {
+func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool) {
 	items, ok := d.list(n, "connections")
 	if !ok {
 		return
