@@ -797,17 +797,23 @@ func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate
 }
 
 // privateKeyFile reads a private key with the bounded reader, zeroes the
-// bytes read, and warns when others can read or change the file.
+// bytes read, and warns when others can read or change the file. As for
+// key_file, errors do not show the path, which may be a key pasted into
+// the wrong field.
 func (d *decoder) privateKeyFile(n *yaml.Node, field, path string) crypto.Signer {
 	data, fi, err := readRegular(path, maxPEMFile, "a private key file")
 	defer clear(data)
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		d.errorf(n, field, "%v", err)
 		return nil
 	}
 	k, err := ike.ParsePrivateKeyPEM(data)
 	if err != nil {
-		d.errorf(n, field, "%s: %v", path, err)
+		d.errorf(n, field, "%v", err)
 		return nil
 	}
 	d.warnExposed(path, fi, "key ")

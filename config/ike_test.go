@@ -434,7 +434,9 @@ func TestIKECertificates(t *testing.T) {
 		{"junk cert", "{auth: pubkey, cert: junk.pem, key: gw.key}", "{auth: pubkey, cacerts: [ca.pem]}",
 			"18: connections[0].local.cert: " + filepath.Join(dir, "junk.pem") + ": no PEM CERTIFICATE block"},
 		{"junk key", "{auth: pubkey, cert: gw.pem, key: junk.pem}", "{auth: pubkey, cacerts: [ca.pem]}",
-			"18: connections[0].local.key: " + filepath.Join(dir, "junk.pem") + ": no PEM private key block (RSA PRIVATE KEY, EC PRIVATE KEY or PRIVATE KEY)"},
+			"18: connections[0].local.key: no PEM private key block (RSA PRIVATE KEY, EC PRIVATE KEY or PRIVATE KEY)"},
+		{"private key pasted as key", "{auth: pubkey, cert: gw.pem, key: MHcCAQEEIBbase64keymaterial}", "{auth: pubkey, cacerts: [ca.pem]}",
+			"18: connections[0].local.key: no such file or directory"},
 		{"junk cacert", "{auth: pubkey, cert: gw.pem, key: gw.key}", "{auth: pubkey, cacerts: [ca.pem, junk.pem]}",
 			"19: connections[0].remote.cacerts[1]: " + filepath.Join(dir, "junk.pem") + ": no PEM CERTIFICATE block"},
 		{"key missing", "{auth: pubkey, cert: gw.pem}", "{auth: pubkey, cacerts: [ca.pem]}",
@@ -449,6 +451,31 @@ func TestIKECertificates(t *testing.T) {
 			if want := filepath.Join(dir, "ipsecd.yaml") + ":" + tt.want; !strings.Contains("\n"+err.Error()+"\n", "\n"+want+"\n") {
 				t.Errorf("got\n%v\nwant a line\n%s", err, want)
 			}
+			if strings.Contains(err.Error(), "base64keymaterial") {
+				t.Errorf("the error shows what key: holds, which may be a pasted key:\n%v", err)
+			}
 		})
 	}
+}
+
+// FuzzParseIKE feeds Parse variations of a file with connections: it must
+// never panic, must return exactly one of a Config and an error, and an
+// error never holds the hex secret of the seed.
+func FuzzParseIKE(f *testing.F) {
+	good, err := os.ReadFile("testdata/ike-good.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte("connections: [{name: a, children: [{name: a}]}]\nsecrets: [{secret: \"0x" + ikeSecret + "\"}]\n"))
+	f.Add([]byte("ike: {retransmit: {timeout: 1.5s, base: 1e308}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz.yaml", data)
+		if (c == nil) == (err == nil) {
+			t.Fatalf("Parse returned config %v and error %v", c != nil, err)
+		}
+		if err != nil && strings.Contains(strings.ToLower(err.Error()), ikeSecret) {
+			t.Fatalf("the error holds the secret:\n%v", err)
+		}
+	})
 }
