@@ -135,7 +135,7 @@ func (c *Config) WipeKeys() {
 // Summary is the one-line summary `ipsecd check` prints: "N interfaces,
 // M states, K policies".
 func (c *Config) Summary() string {
-	return fmt.Sprintf("%d interfaces, %d states, %d policies", len(c.Interfaces), len(c.States), len(c.Policies))
+	return fmt.Sprintf("%d interfaces, %d states, %d policies", len(c.Interfaces), len(c.States), len(c.Policies)) + c.IKEConfig.summary()
 }
 
 // Redacted returns a deep copy of c with every key removed (nil), safe to
@@ -194,6 +194,7 @@ func (c *Config) String() string {
 	for _, p := range c.Policies {
 		fmt.Fprintf(&b, "policy %s\n", FormatPolicy(&p))
 	}
+	b.WriteString(c.IKEConfig.String())
 	return b.String()
 }
 

@@ -75,6 +75,13 @@ func TestIKEParseGood(t *testing.T) {
 		ch.StartAction != "start" || ch.DPDAction != "restart" || ch.Line != 21 {
 		t.Errorf("child: got %+v", ch)
 	}
+	if got, want := c.Summary(), "1 interfaces, 0 states, 0 policies, 1 connections, 1 children, 1 secrets"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	if got := c.String(); !strings.Contains(got, "\nconnection site-b version 2 local_addrs [192.0.2.1] remote_addrs [192.0.2.2] ") ||
+		!strings.Contains(got, "\n  child net if_id 1 mode tunnel ") || !strings.Contains(got, "\nsecret ids [a.example.net b.example.net] (secret not shown)\n") {
+		t.Errorf("String() = %s", got)
+	}
 	ec, err := c.EngineConfig("site-b", "net")
 	if err != nil {
 		t.Fatal(err)
