@@ -659,7 +659,11 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 			ch.ReplayWindow = uint32(w)
 		}
 		if v := m["start_action"]; v != nil {
-			ch.StartAction, _ = d.oneOf(v, join(f, "start_action"), "start", "trap", "none")
+			var ok bool
+			ch.StartAction, ok = d.oneOf(v, join(f, "start_action"), "start", "trap", "none")
+			if ok && ch.StartAction != "none" && len(cn.RemoteAddrs) == 0 {
+				d.errorf(v, join(f, "start_action"), "%s initiates, and remote_addrs has no address to initiate to (only %%any: the connection can only respond); want none, or give the peer's address", ch.StartAction)
+			}
 		}
 		if v := m["dpd_action"]; v != nil {
 			ch.DPDAction, _ = d.oneOf(v, join(f, "dpd_action"), "clear", "restart", "trap")

@@ -198,6 +198,8 @@ func TestIKEErrors(t *testing.T) {
 			"28: connections[0].children[0].life_time: 30m0s is shorter than rekey_time (1h0m0s): the child would expire before it is rekeyed"},
 		{"bad mode", "mode: tunnel", "mode: beet", "23: connections[0].children[0].mode: want tunnel or transport, got \"beet\""},
 		{"bad start_action", "start_action: start", "start_action: route", "30: connections[0].children[0].start_action: want start, trap or none, got \"route\""},
+		{"start to %any", "remote_addrs: [192.0.2.2]", "remote_addrs: [\"%any\"]",
+			"30: connections[0].children[0].start_action: start initiates, and remote_addrs has no address to initiate to (only %any: the connection can only respond); want none, or give the peer's address"},
 		{"bad dpd_action", "dpd_action: restart", "dpd_action: hold", "31: connections[0].children[0].dpd_action: want clear, restart or trap, got \"hold\""},
 		{"bad auth", "local:  {auth: psk", "local:  {auth: eap", "18: connections[0].local.auth: want psk or pubkey, got \"eap\""},
 		{"cert with psk", "{auth: psk, id: a.example.net}", "{auth: psk, id: a.example.net, cert: a.pem}", "18: connections[0].local.cert: only with auth: pubkey"},
