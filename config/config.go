@@ -45,6 +45,7 @@ type Config struct {
 	Interfaces []Interface
 	States     []State
 	Policies   []sa.Policy
+	IKEConfig  // ike:, connections:, secrets: (ike.go)
 	// Warnings are problems that do not refuse the file: the file itself
 	// when it holds keys, or a key_file, that group or others can read.
 	// Each names the file and its mode. `ipsecd check` prints them and
@@ -128,12 +129,13 @@ func (c *Config) WipeKeys() {
 	for i := range c.States {
 		c.States[i].ClearKeys()
 	}
+	c.IKEConfig.wipe()
 }
 
 // Summary is the one-line summary `ipsecd check` prints: "N interfaces,
 // M states, K policies".
 func (c *Config) Summary() string {
-	return fmt.Sprintf("%d interfaces, %d states, %d policies", len(c.Interfaces), len(c.States), len(c.Policies))
+	return fmt.Sprintf("%d interfaces, %d states, %d policies", len(c.Interfaces), len(c.States), len(c.Policies)) + c.IKEConfig.summary()
 }
 
 // Redacted returns a deep copy of c with every key removed (nil), safe to
@@ -142,6 +144,7 @@ func (c *Config) Redacted() *Config {
 	r := *c
 	r.Interfaces = append([]Interface(nil), c.Interfaces...)
 	r.Policies = append([]sa.Policy(nil), c.Policies...)
+	r.IKEConfig = c.IKEConfig.redacted()
 	r.States = make([]State, len(c.States))
 	for i, s := range c.States {
 		s.Config = RedactState(s.Config)
@@ -191,6 +194,7 @@ func (c *Config) String() string {
 	for _, p := range c.Policies {
 		fmt.Fprintf(&b, "policy %s\n", FormatPolicy(&p))
 	}
+	b.WriteString(c.IKEConfig.String())
 	return b.String()
 }
 

@@ -470,6 +470,7 @@ func TestExamples(t *testing.T) {
 		t.Fatalf("found %d examples, want at least 3", len(files))
 	}
 	keyFile := regexp.MustCompile(`name: "([^"]+)", key_file: ([^,}\s]+)`)
+	secretFile := regexp.MustCompile(`secret_file: ([^,}\s]+)`)
 	dir := t.TempDir()
 	n := 0 // key files written
 	for _, f := range files {
@@ -493,6 +494,13 @@ func TestExamples(t *testing.T) {
 			n++
 			key := strings.Repeat(fmt.Sprintf("%02x", n), alg.KeyBytes[0])
 			if err := os.WriteFile(path, []byte("0x"+key+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range secretFile.FindAllStringSubmatch(string(data), -1) {
+			path := filepath.Join(dir, m[1]) // as examples/genkeys.sh makes it
+			os.MkdirAll(filepath.Dir(path), 0o700)
+			if err := os.WriteFile(path, []byte(fmt.Sprintf("0x%064x\n", len(path))), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -124,7 +124,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets")
 	if !ok {
 		return
 	}
@@ -210,6 +210,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 	if v := m["policies"]; v != nil {
 		d.policies(v, c, ifaces)
 	}
+	d.ikeSections(m, c, ifaces) // ike.go
 }
 
 func (d *decoder) log(n *yaml.Node, l *Log) {

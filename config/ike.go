@@ -1,0 +1,279 @@
+package config
+
+import (
+	"crypto"
+	"crypto/x509"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// Defaults of the ike: and connections: keys, as strongSwan's swanctl.conf
+// has them where it has the key.
+const (
+	DefaultIKEPort         = 500
+	DefaultIKERekeyTime    = 4 * time.Hour
+	DefaultChildRekeyTime  = time.Hour
+	DefaultCookieThreshold = ike.DefaultCookieThreshold
+	// maxPEMFile bounds a certificate or private key file: a chain of a
+	// few RSA-4096 certificates takes some 10 KiB.
+	maxPEMFile = 1 << 20
+)
+
+// DefaultRetransmit is strongSwan's retransmission schedule (4 s, base
+// 1.8, 5 tries).
+var DefaultRetransmit = ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
+
+// IKEConfig is what the ike:, connections: and secrets: sections of the
+// file say, in swanctl.conf's vocabulary. It holds pre-shared keys and
+// private keys: print it with String, never with its fields. Config
+// embeds it.
+type IKEConfig struct {
+	IKE         IKE
+	Connections []Connection
+	Secrets     []Secret
+}
+
+// IKE is the ike: section: settings of the daemon's one IKE responder and
+// initiator, shared by all connections.
+type IKE struct {
+	Port       uint16 // UDP port of IKE_SA_INIT; NAT-T moves to underlay.udp's
+	Retransmit ike.Retransmit
+	// CookieThreshold is the number of half-open IKE SAs at which
+	// cookies are asked (RFC 7296 §2.6); 0 asks them always. See Cookies.
+	CookieThreshold int
+	// Keylog is the path prefix of the Wireshark key files, "" for none.
+	// Debug only: whoever reads them decrypts the traffic.
+	Keylog string
+}
+
+// CookieSetting returns CookieThreshold as ike.Cookies.Threshold takes it,
+// where 0 means the default and a negative value always.
+func (i IKE) CookieSetting() int {
+	if i.CookieThreshold == 0 {
+		return -1
+	}
+	return i.CookieThreshold
+}
+
+// Connection is one item of connections: (swanctl's connections.<name>).
+type Connection struct {
+	Name    string
+	Version int // always 2
+	// LocalAddrs and RemoteAddrs are the addresses the IKE SA runs
+	// between; empty means %any (swanctl's default). A RemoteAddrs with
+	// %any and addresses accepts any initiator and initiates to the
+	// addresses.
+	LocalAddrs, RemoteAddrs []netip.Addr
+	LocalAny, RemoteAny     bool
+	Proposals               []proposal.Proposal
+	Encap                   bool          // force ESP in UDP (swanctl's encap = yes)
+	DPDDelay                time.Duration // 0: no liveness checks
+	RekeyTime               time.Duration // of the IKE SA
+	Local, Remote           Endpoint
+	Children                []Child
+	// PSK is the secret of secrets: that serves the connection (shares
+	// its bytes with that Secret), when either side uses psk.
+	PSK  Key
+	Line int // where it is in the file
+}
+
+// Endpoint is a connection's local: or remote: (swanctl's local/remote
+// sections).
+type Endpoint struct {
+	Auth ike.AuthClass
+	ID   string // as swanctl writes ids; "" with pubkey is the certificate's subject (local) or %any (remote)
+	// Cert and Key are the paths of local's certificate (then its chain)
+	// and its private key; CACerts the paths of remote's trust anchors.
+	Cert, Key string
+	CACerts   []string
+	// What the files hold.
+	Certs      []*x509.Certificate
+	PrivateKey crypto.Signer
+	CACertList []*x509.Certificate
+}
+
+// String describes e without its private key.
+func (e Endpoint) String() string {
+	s := fmt.Sprintf("{auth: %s, id: %q", e.Auth, e.ID)
+	if e.Cert != "" {
+		s += ", cert: " + e.Cert
+	}
+	if e.Key != "" {
+		s += ", key: " + e.Key
+	}
+	if len(e.CACerts) > 0 {
+		s += fmt.Sprintf(", cacerts: %v", e.CACerts)
+	}
+	return s + "}"
+}
+
+// GoString is String, so that %#v does not print the private key either.
+func (e Endpoint) GoString() string { return e.String() }
+
+// Child is one item of a connection's children: (swanctl's children.<name>).
+type Child struct {
+	Name              string
+	IfID              uint32 // the interface whose traffic it carries
+	Transport         bool   // mode transport; tunnel otherwise
+	LocalTS, RemoteTS []netip.Prefix
+	ESPProposals      []proposal.Proposal
+	RekeyTime         time.Duration
+	LifeTime          time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
+	ReplayWindow      uint32
+	StartAction       string // start, trap or none
+	DPDAction         string // clear, restart or trap
+	Line              int
+}
+
+// Secret is one item of secrets: (swanctl's secrets.ike<suffix>).
+type Secret struct {
+	IDs    []string // empty: any
+	Secret Key
+	Line   int
+}
+
+// Key is key material (a pre-shared key). It formats as "(key not shown)"
+// with every verb.
+type Key []byte
+
+// Format keeps k out of every fmt verb.
+func (k Key) Format(f fmt.State, verb rune) { fmt.Fprint(f, "(key not shown)") }
+
+// wipe zeroes the key material of c. The ike.Configs made from it hold
+// copies of their own.
+func (c *IKEConfig) wipe() {
+	for i := range c.Secrets {
+		clear(c.Secrets[i].Secret)
+	}
+	for i := range c.Connections {
+		clear(c.Connections[i].PSK)
+		c.Connections[i].Local.PrivateKey = nil // cannot be zeroed; dropped
+	}
+}
+
+// redacted returns a copy of c without keys: no secret, no PSK, no
+// private key.
+func (c IKEConfig) redacted() IKEConfig {
+	r := c
+	r.Secrets = make([]Secret, len(c.Secrets))
+	for i, s := range c.Secrets {
+		s.Secret = nil
+		r.Secrets[i] = s
+	}
+	r.Connections = make([]Connection, len(c.Connections))
+	for i, cn := range c.Connections {
+		cn.PSK = nil
+		cn.Local.PrivateKey = nil
+		r.Connections[i] = cn
+	}
+	return r
+}
+
+// Connection returns the connection named name, or nil.
+func (c *IKEConfig) Connection(name string) *Connection {
+	for i := range c.Connections {
+		if c.Connections[i].Name == name {
+			return &c.Connections[i]
+		}
+	}
+	return nil
+}
+
+// EngineConfig returns what the ike engine takes for one child of
+// connection conn: the IKE SA's settings with that child. The PSK is a
+// copy: WipeKeys on the file's Config leaves it alone, and the engine's
+// owner clears it when done. Rand and AllocSPI are left for the daemon.
+func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
+	cn := c.Connection(conn)
+	if cn == nil {
+		return nil, fmt.Errorf("config: no connection %q", conn)
+	}
+	for i := range cn.Children {
+		if ch := &cn.Children[i]; ch.Name == child {
+			return cn.engineConfig(c.IKE, ch), nil
+		}
+	}
+	return nil, fmt.Errorf("config: connection %q has no child %q", conn, child)
+}
+
+func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
+	ec := &ike.Config{
+		LocalID:    cn.Local.ID,
+		RemoteID:   cn.Remote.ID,
+		LocalAuth:  cn.Local.Auth,
+		RemoteAuth: cn.Remote.Auth,
+		LocalCerts: cn.Local.Certs,
+		PrivateKey: cn.Local.PrivateKey,
+		CACerts:    cn.Remote.CACertList,
+		Proposals:  cn.Proposals,
+		ForceEncap: cn.Encap,
+		Retransmit: i.Retransmit,
+		Child: ike.ChildConfig{
+			Proposals: ch.ESPProposals,
+			LocalTS:   ch.LocalTS,
+			RemoteTS:  ch.RemoteTS,
+			Transport: ch.Transport,
+		},
+	}
+	if cn.PSK != nil {
+		ec.PSK = slices.Clone([]byte(cn.PSK))
+	}
+	return ec
+}
+
+// String describes c in the shape of the file, without keys.
+func (c *IKEConfig) String() string {
+	var b strings.Builder
+	if len(c.Connections) == 0 && len(c.Secrets) == 0 {
+		return ""
+	}
+	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, keylog: %q}\n",
+		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold, c.IKE.Keylog)
+	for _, cn := range c.Connections {
+		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
+			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),
+			cn.Proposals, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
+		for _, ch := range cn.Children {
+			mode := "tunnel"
+			if ch.Transport {
+				mode = "transport"
+			}
+			fmt.Fprintf(&b, "  child %s if_id %d mode %s local_ts %v remote_ts %v esp_proposals %v rekey_time %s life_time %s replay_window %d start_action %s dpd_action %s\n",
+				ch.Name, ch.IfID, mode, ch.LocalTS, ch.RemoteTS, ch.ESPProposals, ch.RekeyTime, ch.LifeTime, ch.ReplayWindow, ch.StartAction, ch.DPDAction)
+		}
+	}
+	for _, s := range c.Secrets {
+		fmt.Fprintf(&b, "secret ids %v (secret not shown)\n", s.IDs)
+	}
+	return b.String()
+}
+
+// summary is what Config.Summary adds for the IKE sections: nothing
+// without connections.
+func (c *IKEConfig) summary() string {
+	if len(c.Connections) == 0 {
+		return ""
+	}
+	n := 0
+	for _, cn := range c.Connections {
+		n += len(cn.Children)
+	}
+	return fmt.Sprintf(", %d connections, %d children, %d secrets", len(c.Connections), n, len(c.Secrets))
+}
+
+func addrList(as []netip.Addr, any bool) string {
+	var ss []string
+	if any {
+		ss = append(ss, "%any")
+	}
+	for _, a := range as {
+		ss = append(ss, a.String())
+	}
+	return "[" + strings.Join(ss, ", ") + "]"
+}
