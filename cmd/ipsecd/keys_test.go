@@ -8,14 +8,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
-	"github.com/ipsecd/ipsecd/datapath"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -36,36 +38,44 @@ type keysNode struct {
 	made []*sa.SA
 }
 
-func newKeysNode(t *testing.T, cfg *config.Config) *keysNode {
+func newKeysNode(t *testing.T, cfg *config.Config) *keysNode { return newKeysNodeRaw(t, cfg, false) }
+
+// newKeysNodeRaw is newKeysNode whose underlay has raw ESP sockets, or
+// not, as rawESP says.
+func newKeysNodeRaw(t *testing.T, cfg *config.Config, rawESP bool) *keysNode {
 	t.Helper()
-	k := &keysNode{node: metricsNode(t), out: &lockedBuffer{}}
+	k := &keysNode{out: &lockedBuffer{}}
+	log := logrus.New()
+	log.SetOutput(k.out)
+	log.SetLevel(logrus.InfoLevel)
+	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	k.node = testNode(t, log, true, ipnode.Config{
+		EphemeralKeys: true,
+		Underlay:      underlay.Config{RawESP: rawESP},
+		NewSA: func(c sa.Config, counters *sa.Counters) (*sa.SA, error) {
+			s, err := sa.New(c, counters)
+			if err == nil {
+				k.made = append(k.made, s)
+			}
+			return s, err
+		},
+	})
 	n := k.node
-	n.log.SetOutput(k.out)
-	n.log.SetLevel(logrus.InfoLevel)
-	n.log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
 	n.reg.Create = func(c xfrmif.Config) (*xfrmif.Interface, error) {
 		return xfrmif.NewInterface(c, newIdleLink(c.Queues))
 	}
-	n.workers = map[*xfrmif.Interface]*datapath.Workers{}
-	if _, err := n.reg.Sync(interfaceConfigs(cfg)); err != nil {
+	if _, err := n.core.SyncInterfaces(interfaceConfigs(cfg)); err != nil {
 		t.Fatal(err)
 	}
-	states, err := n.buildStates(cfg, nil)
+	b, err := n.buildStates(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.sad.Replace(states, cfg.Policies); err != nil {
+	if _, err := n.core.Sync(b, cfg.Policies); err != nil {
 		t.Fatal(err)
 	}
-	n.rememberKeys(states)
 	n.cfg = cfg
-	n.newSA = func(c sa.Config, counters *sa.Counters) (*sa.SA, error) {
-		s, err := sa.New(c, counters)
-		if err == nil {
-			k.made = append(k.made, s)
-		}
-		return s, err
-	}
+	k.made = nil // from here on
 	return k
 }
 
@@ -475,8 +485,7 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 		}
 	})
 	t.Run("raw_esp on at start", func(t *testing.T) {
-		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
-		k.underlay.RawESP = true
+		k := newKeysNodeRaw(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}), true)
 		if err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
 			t.Errorf("state add without encap: %v", err)
 		}
@@ -488,4 +497,22 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 			t.Errorf("reload refused:\n%s", k.out.String())
 		}
 	})
+}
+
+// lockedBuffer is a log sink safe for the tick goroutine and the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

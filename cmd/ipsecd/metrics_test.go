@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/internal/promtest"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
@@ -66,15 +67,37 @@ func (l *idleLink) Close() error                     { close(l.closed); return n
 // underlay on loopback, which is all the metrics read.
 func metricsNode(t testing.TB) *node {
 	t.Helper()
-	counters := &sa.Counters{}
-	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return testNode(t, log, true, ipnode.Config{EphemeralKeys: true})
+}
+
+// testNode is a node over a core made from c and log, started with a
+// loopback underlay (unless c has a Conn) when started says so; the core
+// closes when the test ends.
+func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *node {
+	t.Helper()
+	if started && c.Conn == nil {
+		conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Conn = conn // the core's from here on
+	}
+	c.Log = log
+	core, err := ipnode.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	n := &node{log: log, counters: counters, sad: sa.NewSAD(counters), reg: &xfrmif.Registry{}, conn: conn}
-	t.Cleanup(func() { n.reg.Close(); conn.Close() })
+	t.Cleanup(func() { core.Close() })
+	n := &node{log: log}
+	n.attach(core)
+	if started {
+		if err := core.Start(); err != nil {
+			t.Fatal(err)
+		}
+		n.conn = core.Underlay()
+	}
 	return n
 }
 
