@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -361,8 +362,7 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	ctlSA := k.made[0]
 	runCfg := k.cfg
 
-	// The control-added SA leaves with the reload, and its key comes back
-	// under a new SPI.
+	// A file that puts the control-added SA's key under a new SPI.
 	cfg := reloadConfig(t, append(slices.Clone(running), reloadState{0x3005, "out", key3, ""})...)
 	if k.apply(cfg) {
 		t.Fatal("a reload that reuses a control-added key was applied")
@@ -385,6 +385,58 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	}
 	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
 		t.Errorf("the control-added SA was not kept by the reload that names it")
+	}
+}
+
+// TestReloadKeepsControlOwned: a reload changes only what the config
+// file owns: an SA and a policy added over the control socket stay
+// through reloads that do not name them, and the reload log counts what
+// it added, removed and kept of the file's SAs and policies.
+func TestReloadKeepsControlOwned(t *testing.T) {
+	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
+	k := newKeysNode(t, reloadConfig(t, running...))
+	b := (*backend)(k.node)
+	if err := b.AddState(stateConfig(t, reloadState{0x3001, "out", key3, ""})); err != nil {
+		t.Fatal(err)
+	}
+	pol := sa.Policy{Dir: sa.DirOut, IfID: 1, Action: sa.ActionBlock,
+		Selector: sa.Selector{Src: netip.MustParsePrefix("198.51.100.0/24"), Dst: netip.MustParsePrefix("203.0.113.0/24")}}
+	if err := b.AddPolicy(pol); err != nil {
+		t.Fatal(err)
+	}
+	var ctlSA *sa.SA
+	for _, s := range k.sad.States() {
+		if s.SPI() == 0x3001 {
+			ctlSA = s
+		}
+	}
+	if ctlSA == nil {
+		t.Fatal("the control-added SA is not in the SAD")
+	}
+	// The file drops 0x1001 and adds 0x1002.
+	if !k.apply(reloadConfig(t, running[1], reloadState{0x1002, "out", key4, ""})) {
+		t.Fatalf("reload refused:\n%s", k.out.String())
+	}
+	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
+		t.Errorf("the reload removed the SA added over the control socket; SAD: %v", k.sad.States())
+	}
+	if !slices.Contains(k.sad.Policies(), pol) {
+		t.Errorf("the reload removed the policy added over the control socket; policies: %v", k.sad.Policies())
+	}
+	var spis []uint32
+	for _, s := range k.sad.States() {
+		spis = append(spis, s.SPI())
+	}
+	slices.Sort(spis)
+	if want := []uint32{0x1002, 0x2001, 0x3001}; !slices.Equal(spis, want) {
+		t.Errorf("SAs after the reload: %x, want %x", spis, want)
+	}
+	if log := k.out.String(); !strings.Contains(log, "states_added=1") || !strings.Contains(log, "states_removed=1") || !strings.Contains(log, "states_kept=1") {
+		t.Errorf("reload log does not count the file's SAs added, removed and kept:\n%s", log)
+	}
+	// `state delete` still removes it, whoever added it.
+	if err := b.DeleteState(control.StateID{Dir: sa.DirOut, SPI: 0x3001, Dst: ctlSA.Dst()}); err != nil {
+		t.Errorf("state delete of the control-added SA: %v", err)
 	}
 }
 

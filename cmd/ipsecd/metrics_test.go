@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,44 +22,11 @@ import (
 	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
-// idleQueue is a tun.Queue whose reads wait for Close and whose writes
-// succeed: enough for an xfrmif.Interface to count what is written
-// through each queue.
-type idleQueue struct{ closed chan struct{} }
-
-func (q idleQueue) Read([][]byte, []int, int) (int, error) { <-q.closed; return 0, os.ErrClosed }
-func (q idleQueue) Write(bufs [][]byte, offset int) (int, error) {
-	n := 0
-	for _, b := range bufs {
-		n += len(b) - offset
-	}
-	return n, nil
-}
-func (q idleQueue) BatchSize() int { return 1 }
-
-// idleLink is an xfrmif.Link of idle queues with no kernel device.
-type idleLink struct {
-	queues []tun.Queue
-	closed chan struct{}
-}
-
-func newIdleLink(queues int) *idleLink {
-	l := &idleLink{closed: make(chan struct{})}
-	for range queues {
-		l.queues = append(l.queues, idleQueue{l.closed})
-	}
-	return l
-}
-
-func (l *idleLink) Queues() []tun.Queue              { return l.queues }
-func (l *idleLink) SetMTU(int) error                 { return nil }
-func (l *idleLink) AddAddress(netip.Prefix) error    { return nil }
-func (l *idleLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l *idleLink) AddRoute(netip.Prefix) error      { return nil }
-func (l *idleLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l *idleLink) Close() error                     { close(l.closed); return nil }
+// newIdleLink is an xfrmif.Link of idle queues with no kernel device.
+func newIdleLink(queues int) xfrmif.Link { return xfrmiftest.NewIdleLink(queues) }
 
 // metricsNode is a node without TUN devices, forwarding engine or control
 // socket: a real SAD, a registry of interfaces over idle links, and a real
