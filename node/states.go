@@ -34,6 +34,23 @@ var (
 	ErrOwned = errors.New("owned by another")
 )
 
+// KeyUsedError refuses a new SA (State) whose key (in Field, named as
+// the config file names it) an earlier SA of this node had (Prev). It
+// matches ErrKeyUsed and ErrInvalid; front ends word it their way.
+type KeyUsedError struct {
+	State StateID
+	Field string
+	Prev  config.KeyOwner
+}
+
+func (e *KeyUsedError) Error() string {
+	return fmt.Sprintf("%s: %s: %v (%s); a second SA with it, of either direction, would start its sequence "+
+		"numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces (an inbound SA would accept the old packets again)",
+		ErrInvalid, e.Field, ErrKeyUsed, e.Prev)
+}
+
+func (e *KeyUsedError) Is(target error) bool { return target == ErrKeyUsed || target == ErrInvalid }
+
 // StateID names an SA as `ip xfrm state` does: direction, SPI and outer
 // destination (an invalid Dst matches any, for inbound SAs).
 type StateID struct {
@@ -56,7 +73,10 @@ type FieldError struct {
 	Index int
 	Field string
 	Msg   string
+	Err   error // what Msg says, when it came from another package (sa.New, seqstate); may be nil
 }
+
+func (e *FieldError) Unwrap() error { return e.Err }
 
 func (e *FieldError) Error() string {
 	if e.Field == "" {
@@ -67,6 +87,15 @@ func (e *FieldError) Error() string {
 
 // FieldErrors are the refused states of one BuildStates call.
 type FieldErrors []*FieldError
+
+// Unwrap gives errors.Is and errors.As the refused states.
+func (l FieldErrors) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
 
 func (l FieldErrors) Error() string {
 	msgs := make([]string, len(l))
@@ -131,6 +160,7 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 	}
 	b.old = n.ownedLocked(owner)
 	var errs FieldErrors
+	batch := config.KeyOwners{} // the keys of configs so far
 	fail := func(i int, field, msg string) { errs = append(errs, &FieldError{Index: i, Field: field, Msg: msg}) }
 	for i, c := range configs {
 		id := StateID{c.Dir, c.SPI, c.Dst}
@@ -157,6 +187,11 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 				"changes take effect on restart): the SA's traffic would be dropped; add encap: {type: espinudp}, or restart")
 			continue
 		}
+		if f, prev, used := batch.Conflict(&c); used {
+			fail(i, f, fmt.Sprintf("the same key as %s: each SA needs keys of its own, in either direction", prev))
+			continue
+		}
+		batch.Add(&c, fmt.Sprintf("states[%d]", i))
 		if f, prev, used := n.keys.Conflict(&c); used {
 			fail(i, f, fmt.Sprintf("SA %s: this key was already used by an earlier SA (%s), and a second SA with it, of either direction, "+
 				"would start its sequence numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces "+
@@ -165,7 +200,7 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 		}
 		s, err := n.MakeSA(c)
 		if err != nil {
-			fail(i, "", err.Error())
+			errs = append(errs, &FieldError{Index: i, Msg: err.Error(), Err: err})
 			continue
 		}
 		b.States = append(b.States, s)
@@ -346,9 +381,7 @@ func (n *Node) checkNewLocked(c *sa.Config) error {
 			// wrong with the request.
 			return fmt.Errorf("state %s: %w", StateID{c.Dir, c.SPI, c.Dst}, sa.ErrExists)
 		}
-		return fmt.Errorf("%w: %s: %w (%s); a second SA with it, of either direction, would start its sequence "+
-			"numbers again at 1, which AES-GCM and ChaCha20-Poly1305 take as nonces (an inbound SA would accept the old packets again)",
-			ErrInvalid, f, ErrKeyUsed, prev)
+		return &KeyUsedError{State: StateID{c.Dir, c.SPI, c.Dst}, Field: f, Prev: prev}
 	}
 	return nil
 }

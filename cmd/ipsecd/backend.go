@@ -81,8 +81,12 @@ func (b *backend) AddState(c sa.Config) error {
 		return fmt.Errorf("%w: encap: missing, and this daemon's underlay has no raw ESP socket (underlay.raw_esp is off): "+
 			"without encap the SA is raw ESP (IP protocol 50) and its traffic would be dropped; "+
 			"add --encap espinudp:4500:4500, or set underlay.raw_esp: true and restart the daemon", control.ErrInvalid)
-	case errors.Is(err, ipnode.ErrKeyUsed):
-		return fmt.Errorf("%w; generate a new key with ipsecd genkey", mapSAError(err))
+	}
+	if ku := (*ipnode.KeyUsedError)(nil); errors.As(err, &ku) {
+		return fmt.Errorf("%w: %s: %s: key material already used by an earlier SA (%s); "+
+			"a second SA with it, of either direction, would start its sequence numbers again at 1, which AES-GCM and "+
+			"ChaCha20-Poly1305 take as nonces (an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
+			control.ErrInvalid, ku.Field, "SA "+ku.State.String(), ku.Prev)
 	}
 	return mapSAError(err)
 }

@@ -28,14 +28,18 @@ import (
 // newIdleLink is an xfrmif.Link of idle queues with no kernel device.
 func newIdleLink(queues int) xfrmif.Link { return xfrmiftest.NewIdleLink(queues) }
 
-// metricsNode is a node without TUN devices, forwarding engine or control
-// socket: a real SAD, a registry of interfaces over idle links, and a real
-// underlay on loopback, which is all the metrics read.
+// metricsNode is a node without TUN devices or control socket: a real
+// SAD, a registry of interfaces over idle links, and a real underlay on
+// loopback, which is all the metrics read.
 func metricsNode(t testing.TB) *node {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return testNode(t, log, true, ipnode.Config{EphemeralKeys: true})
+	n := testNode(t, log, true, ipnode.Config{EphemeralKeys: true})
+	// A SAD of its own, which the core's ticker does not reap: the
+	// tests read hard-expired SAs before a daemon would remove them.
+	n.sad = sa.NewSAD(n.counters)
+	return n
 }
 
 // testNode is a node over a core made from c and log, started with a
