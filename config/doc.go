@@ -1,5 +1,5 @@
 // Package config reads and validates the ipsecd config file (YAML), the
-// "Config file" part of the user-facing contract in DESIGN.md.
+// "Config file" reference in docs/config.md.
 //
 // Parse walks yaml.v3 nodes rather than decoding into structs, so that every
 // problem is reported as "FILE:LINE: field: what is wrong", with field a path

@@ -23,7 +23,7 @@ type openJob struct {
 // goroutines: the receiver opens the first chunk itself and waits for the
 // others, then delivers the whole batch in the order it arrived. Many
 // goroutines opening one SA at once is what the SA's single short
-// critical section is for (DESIGN.md, lesson 1).
+// critical section is for (docs/design.md, lesson 1).
 type openers struct {
 	n    int // goroutines opening a batch, the receiver included
 	jobs chan openJob

@@ -56,7 +56,7 @@ import (
 // The replay window is peeked at before decryption without a lock,
 // decryption runs with no lock held, and the SA's lock is then taken once
 // for the batch to re-check and advance the window and count the packets
-// (DESIGN.md, lesson 1). OpenBatch allocates nothing.
+// (docs/design.md, lesson 1). OpenBatch allocates nothing.
 func (s *SA) OpenBatch(pkts []Packet) {
 	if !s.enter() { // removed from its SAD and wiped (retire.go)
 		s.dropInvalid(pkts, XfrmInStateInvalid)
