@@ -107,7 +107,7 @@ func steadyState(t *testing.T, workers int) {
 	send := newSender(e, ifc, 0)
 	r := conn.Readers()[0]
 	recv := newReceiver(e, r)
-	recv.open.start(sad, workers)
+	recv.open.start(sad, workers, &e.wg)
 	defer recv.open.stop()
 	r.SetReadDeadline(time.Now().Add(30 * time.Second))
 

@@ -65,7 +65,7 @@ func TestEncapMismatch(t *testing.T) {
 	receivers := map[bool]*receiver{} // by Raw
 	for _, r := range conn.Readers() {
 		w := newReceiver(e, r)
-		w.open.start(sad, 1)
+		w.open.start(sad, 1, &e.wg)
 		defer w.open.stop()
 		receivers[r.Raw()] = w
 	}

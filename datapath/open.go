@@ -32,20 +32,28 @@ type openers struct {
 	splits uint64 // batches opened in parallel, for tests
 }
 
-// start starts n-1 helper goroutines; stop ends them.
-func (o *openers) start(sad *sa.SAD, n int) {
+// start starts n-1 helper goroutines, counted in running (the engine's
+// workers, so that Engine.Wait waits for them too); stop ends them.
+func (o *openers) start(sad *sa.SAD, n int, running *sync.WaitGroup) {
 	o.n = n
 	if n <= 1 {
 		return
 	}
 	o.jobs = make(chan openJob, n)
 	for range n - 1 {
+		running.Add(1)
 		go func() {
-			for j := range o.jobs {
-				sad.OpenBatch(j.pkts)
-				j.done.Done()
-			}
+			defer running.Done()
+			o.routineOpen(sad)
 		}()
+	}
+}
+
+// routineOpen is a helper: it opens the chunks it is given until stop.
+func (o *openers) routineOpen(sad *sa.SAD) {
+	for j := range o.jobs {
+		sad.OpenBatch(j.pkts)
+		j.done.Done()
 	}
 }
 

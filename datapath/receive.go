@@ -53,7 +53,7 @@ func (w *receiver) read() (int, error) {
 
 func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
 	w := newReceiver(e, r)
-	w.open.start(e.sad, e.inboundWorkers)
+	w.open.start(e.sad, e.inboundWorkers, &e.wg)
 	defer w.open.stop()
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
