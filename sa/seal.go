@@ -138,7 +138,9 @@ func (s *SA) SealBatch(pkts []Packet) {
 }
 
 // prepareSeal checks the packet's cleartext and room, stores the next
-// header in p.Proto and the payload start in p.seq (until sealOne).
+// header in p.Proto, and narrows p.Off and p.Len to the payload (the
+// whole packet in tunnel mode, what follows the IP header in transport
+// mode), which sealOne then wraps.
 func (s *SA) prepareSeal(p *Packet) Counter {
 	t := s.t
 	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) {
