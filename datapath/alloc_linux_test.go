@@ -12,7 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -34,7 +33,7 @@ func (q *countQueue) BatchSize() int { return 128 }
 // countLink is an xfrmif.Link over one countQueue.
 type countLink struct{ q *countQueue }
 
-func (l countLink) Queues() []tun.Queue              { return []tun.Queue{l.q} }
+func (l countLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
 func (l countLink) SetMTU(int) error                 { return nil }
 func (l countLink) AddAddress(netip.Prefix) error    { return nil }
 func (l countLink) RemoveAddress(netip.Prefix) error { return nil }

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
+	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
 // receiver is the worker state of one underlay socket. It is used by one
@@ -122,8 +122,8 @@ func (w *receiver) openAndDeliver(n int) {
 			r := &pkts[j]
 			if r.Drop == sa.CounterNone && r.SA != nil && r.SA.IfID() == ifID && w.queue[j] == q {
 				// The TUN writes its virtio-net header in front of
-				// the packet: tun.MinOffset bytes of the headroom.
-				out = append(out, r.Buf[r.Off-tun.MinOffset:r.Off+r.Len])
+				// the packet: xfrmif.MinOffset bytes of the headroom.
+				out = append(out, r.Buf[r.Off-xfrmif.MinOffset:r.Off+r.Len])
 				r.SA = nil // delivered (or dropped below)
 			}
 		}
@@ -136,7 +136,7 @@ func (w *receiver) openAndDeliver(n int) {
 			}
 			continue
 		}
-		if _, err := ifc.WriteQueue(q, out, tun.MinOffset); err != nil {
+		if _, err := ifc.WriteQueue(q, out, xfrmif.MinOffset); err != nil {
 			w.e.log.WithError(err).WithField("interface", ifc.Name()).Debug("interface write")
 		}
 	}

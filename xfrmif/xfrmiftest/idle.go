@@ -6,10 +6,10 @@ import (
 	"net/netip"
 	"os"
 
-	"github.com/ipsecd/ipsecd/tun"
+	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
-// idleQueue is a tun.Queue whose reads wait for Close and whose writes
+// idleQueue is an xfrmif.Queue whose reads wait for Close and whose writes
 // succeed: enough for an xfrmif.Interface to count what is written
 // through each queue.
 type idleQueue struct{ closed chan struct{} }
@@ -28,7 +28,7 @@ func (q idleQueue) BatchSize() int { return 1 }
 // wait for Close, writes succeed, configuration changes nothing. It lets
 // a registry, a node or the metrics run without TUN devices.
 type IdleLink struct {
-	queues []tun.Queue
+	queues []xfrmif.Queue
 	closed chan struct{}
 }
 
@@ -41,7 +41,7 @@ func NewIdleLink(queues int) *IdleLink {
 	return l
 }
 
-func (l *IdleLink) Queues() []tun.Queue              { return l.queues }
+func (l *IdleLink) Queues() []xfrmif.Queue           { return l.queues }
 func (l *IdleLink) SetMTU(int) error                 { return nil }
 func (l *IdleLink) AddAddress(netip.Prefix) error    { return nil }
 func (l *IdleLink) RemoveAddress(netip.Prefix) error { return nil }
