@@ -88,7 +88,7 @@ func steadyState(t *testing.T, workers int) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := New(sad, reg, conn, logrus.NewEntry(log))
+	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 
 	const batch, size = 64, 1400
 	inner := make([]byte, size)

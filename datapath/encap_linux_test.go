@@ -61,7 +61,7 @@ func TestEncapMismatch(t *testing.T) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := New(sad, reg, conn, logrus.NewEntry(log))
+	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 	receivers := map[bool]*receiver{} // by Raw
 	for _, r := range conn.Readers() {
 		w := newReceiver(e, r)

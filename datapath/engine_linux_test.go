@@ -27,7 +27,7 @@ func TestWaitWaitsForOpeners(t *testing.T) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := New(sa.NewSAD(nil), &xfrmif.Registry{}, conn, logrus.NewEntry(log))
+	e := New(sa.NewSAD(nil), &xfrmif.Registry{}, FromConn(conn), logrus.NewEntry(log))
 	e.SetInboundWorkers(8)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start(ctx)

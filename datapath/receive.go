@@ -14,7 +14,7 @@ import (
 // goroutine.
 type receiver struct {
 	e     *Engine
-	r     *underlay.Reader
+	r     Receiver
 	full  [][]byte // every message's whole buffer, allocated once
 	msgs  []underlay.Message
 	pkts  []sa.Packet
@@ -25,7 +25,7 @@ type receiver struct {
 
 // newReceiver allocates the buffers of a receiving worker: all it will
 // need, once.
-func newReceiver(e *Engine, r *underlay.Reader) *receiver {
+func newReceiver(e *Engine, r Receiver) *receiver {
 	batch := r.BatchSize()
 	w := &receiver{
 		e:     e,
@@ -51,7 +51,7 @@ func (w *receiver) read() (int, error) {
 	return w.r.ReadBatch(w.msgs)
 }
 
-func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
+func (e *Engine) receive(ctx context.Context, r Receiver) {
 	w := newReceiver(e, r)
 	w.open.start(e.sad, e.inboundWorkers, &e.wg)
 	defer w.open.stop()

@@ -186,7 +186,7 @@ func (n *Node) Start() error {
 		}
 		n.conn = conn
 	}
-	n.engine = datapath.New(n.sad, n.reg, n.conn, n.log.WithField("part", "datapath"))
+	n.engine = datapath.New(n.sad, n.reg, datapath.FromConn(n.conn), n.log.WithField("part", "datapath"))
 	n.engine.SetInboundWorkers(n.cfg.InboundWorkers)
 	n.engine.Start(n.ctx)
 	names := make([]string, 0, n.reg.Len())
