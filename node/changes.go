@@ -7,6 +7,7 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 )
 
+// checkNewLocked checks a config for a new SA of AddState or
 // InstallChild: an interface to deliver to, a socket to send on, keys of
 // its own.
 func (n *Node) checkNewLocked(c *sa.Config) error {
