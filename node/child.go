@@ -116,6 +116,36 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 	return nil
 }
 
+// RemoveStates removes the SAs ids names, all of owner's, in one table
+// change, or none of them: an IKE child's pair once its replacement
+// carries the traffic (EventChildDown). An id that matches no SA is
+// sa.ErrNotFound; one of another owner, ErrOwned.
+func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	all := n.sad.States()
+	drop := map[*sa.SA]bool{}
+	for _, id := range ids {
+		i := slices.IndexFunc(all, func(s *sa.SA) bool {
+			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
+		})
+		if i < 0 {
+			return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+		}
+		if o := n.owners[all[i]]; o != owner {
+			return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
+		}
+		drop[all[i]] = true
+	}
+	if err := n.sad.Replace(slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] }), n.sad.Policies()); err != nil {
+		return err
+	}
+	for s := range drop {
+		delete(n.owners, s)
+	}
+	return nil
+}
+
 // AllocSPI returns a random inbound SPI that no inbound SA of the node
 // has and AllocSPI has not handed out before (RFC 4303 §2.1: 1-255 are
 // reserved by IANA, 0 is never sent). The SPI stays reserved until an

@@ -170,6 +170,22 @@ func TestInstallChild(t *testing.T) {
 	if s, _ := n.SAD().LookupOut(1, pkt); s == nil || s.SPI() == 0x5001 {
 		t.Errorf("after the rekey %v seals, want the new SA", s)
 	}
+
+	// IKE's way: the new pair beside the old, then the old pair removed
+	// (EventChildDown), all or nothing, and only IKE's own.
+	if err := n.InstallChild(OwnerIKE, state(sa.DirIn, 0x8001, 9), state(sa.DirOut, 0x8002, 10)); err != nil {
+		t.Fatal(err)
+	}
+	pair := []StateID{{sa.DirIn, 0x6001, netip.Addr{}}, {sa.DirOut, 0x6002, netip.MustParseAddr("192.0.2.2")}}
+	if err := n.RemoveStates(OwnerIKE, append(pair, StateID{sa.DirOut, 0x7001, netip.Addr{}})...); !errors.Is(err, ErrOwned) {
+		t.Errorf("removing the control socket's SA as IKE: %v, want ErrOwned", err)
+	}
+	if err := n.RemoveStates(OwnerIKE, pair...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := spis(n), []uint32{0x7001, 0x8001, 0x8002}; !slices.Equal(got, want) {
+		t.Errorf("SAs after the old pair left %x, want %x", got, want)
+	}
 }
 
 // TestAllocSPIUnique: AllocSPI never hands out an SPI twice, nor one an
