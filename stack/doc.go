@@ -82,10 +82,8 @@
 // and the states' and policies' if_id must agree (0 takes the netstack's).
 //
 // Transport mode carries what netstack sends from and to its own address,
-// which must then be the SA's outer address. It cannot carry IP fragments:
-// the peer rebuilds the IP header from the SA, so package sa refuses to
-// seal a fragment in transport mode (XfrmOutStateModeError; Linux seals the
-// whole datagram and fragments the ESP packet, which the underlay does
-// not do). So in transport mode a UDP datagram must fit the MTU (TCP
-// always does); tunnel mode carries fragments whole and has no such limit.
+// which must then be the SA's outer address, under package sa's rules
+// (its package doc, "Modes"): no IP fragments, so in transport mode a UDP
+// datagram must fit the MTU (TCP always does); tunnel mode carries
+// fragments whole and has no such limit.
 package stack
