@@ -164,7 +164,11 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 		label := "ipsecd-" + spec.name() + "-" + side.label
 		control := filepath.Join(l.dir, label+".sock")
 		file := filepath.Join(l.dir, label+".yaml")
-		if err := os.WriteFile(file, []byte("control: "+control+"\n"+side.cfg), 0o600); err != nil {
+		// Each daemon its own state directory in the scratch directory:
+		// two cannot share one, and the default (/var/lib/ipsecd) is
+		// not the benchmark's to make.
+		state := filepath.Join(l.dir, label+".state")
+		if err := os.WriteFile(file, []byte("control: "+control+"\nstate_dir: "+state+"\n"+side.cfg), 0o600); err != nil {
 			return fail(err)
 		}
 		p, err := l.start(side.ns, label, nil, ipsecd, "run", "--config", file)

@@ -12,8 +12,8 @@ import (
 
 // Limits of the values a state may take.
 const (
-	MinSPI          = 0x100 // SPIs 1..255 are reserved (RFC 4303 §2.1)
-	MaxReplayWindow = 65536
+	MinSPI          = 0x100              // SPIs 1..255 are reserved (RFC 4303 §2.1)
+	MaxReplayWindow = sa.MaxReplayWindow // the SA's limit is sa's
 	// DefaultReplayWindow is the window of an inbound state that names
 	// none: RFC 4303 §3.4.3 prefers 64.
 	DefaultReplayWindow = 64

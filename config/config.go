@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
 // Defaults of the keys a config file may leave out.
@@ -19,9 +20,9 @@ const (
 	DefaultMTU      = 1400
 	DefaultQueues   = 1
 	MaxQueues       = 64
-	MinMTU          = 576  // IPv4's minimum reassembly size (RFC 791)
-	MinMTU6         = 1280 // IPv6's minimum link MTU (RFC 8200 §5)
-	MaxMTU          = 65535
+	MinMTU          = xfrmif.MinMTU  // the interface's limits are xfrmif's
+	MinMTU6         = xfrmif.MinMTU6 // (with IPv6 addresses or routes)
+	MaxMTU          = xfrmif.MaxMTU
 )
 
 // DefaultUDP is the underlay's ESP-in-UDP address when the file names none.

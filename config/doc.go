@@ -1,5 +1,5 @@
 // Package config reads and validates the ipsecd config file (YAML), the
-// "Config file" part of the user-facing contract in DESIGN.md.
+// "Config file" reference in docs/config.md.
 //
 // Parse walks YAML nodes (go.yaml.in/yaml/v3, the maintained continuation
 // of gopkg.in/yaml.v3) rather than decoding into structs, so that every

@@ -775,35 +775,13 @@ func (d *decoder) policies(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 	}
 }
 
-// ParseDir returns the direction named "in" or "out", or 0.
-func ParseDir(s string) sa.Dir {
-	switch s {
-	case "in":
-		return sa.DirIn
-	case "out":
-		return sa.DirOut
-	}
-	return 0
-}
+// ParseDir returns the direction named "in" or "out", or 0 (sa.ParseDir).
+func ParseDir(s string) sa.Dir { d, _ := sa.ParseDir(s); return d }
 
-// ParseMode returns the mode named "tunnel" or "transport", or 0.
-func ParseMode(s string) sa.Mode {
-	switch s {
-	case "tunnel":
-		return sa.ModeTunnel
-	case "transport":
-		return sa.ModeTransport
-	}
-	return 0
-}
+// ParseMode returns the mode named "tunnel" or "transport", or 0
+// (sa.ParseMode).
+func ParseMode(s string) sa.Mode { m, _ := sa.ParseMode(s); return m }
 
-// ParseAction returns the action named "allow" or "block", or 0.
-func ParseAction(s string) sa.Action {
-	switch s {
-	case "allow":
-		return sa.ActionAllow
-	case "block":
-		return sa.ActionBlock
-	}
-	return 0
-}
+// ParseAction returns the action named "allow" or "block", or 0
+// (sa.ParseAction).
+func ParseAction(s string) sa.Action { a, _ := sa.ParseAction(s); return a }

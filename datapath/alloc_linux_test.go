@@ -12,7 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -34,7 +33,7 @@ func (q *countQueue) BatchSize() int { return 128 }
 // countLink is an xfrmif.Link over one countQueue.
 type countLink struct{ q *countQueue }
 
-func (l countLink) Queues() []tun.Queue              { return []tun.Queue{l.q} }
+func (l countLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
 func (l countLink) SetMTU(int) error                 { return nil }
 func (l countLink) AddAddress(netip.Prefix) error    { return nil }
 func (l countLink) RemoveAddress(netip.Prefix) error { return nil }
@@ -89,7 +88,7 @@ func steadyState(t *testing.T, workers int) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := New(sad, reg, conn, logrus.NewEntry(log))
+	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 
 	const batch, size = 64, 1400
 	inner := make([]byte, size)
@@ -107,7 +106,7 @@ func steadyState(t *testing.T, workers int) {
 	send := newSender(e, ifc, 0)
 	r := conn.Readers()[0]
 	recv := newReceiver(e, r)
-	recv.open.start(sad, workers)
+	recv.open.start(sad, workers, &e.wg)
 	defer recv.open.stop()
 	r.SetReadDeadline(time.Now().Add(30 * time.Second))
 

@@ -61,11 +61,11 @@ func TestEncapMismatch(t *testing.T) {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	e := New(sad, reg, conn, logrus.NewEntry(log))
+	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 	receivers := map[bool]*receiver{} // by Raw
 	for _, r := range conn.Readers() {
 		w := newReceiver(e, r)
-		w.open.start(sad, 1)
+		w.open.start(sad, 1, &e.wg)
 		defer w.open.stop()
 		receivers[r.Raw()] = w
 	}

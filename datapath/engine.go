@@ -8,7 +8,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -16,7 +15,7 @@ import (
 type Engine struct {
 	sad  *sa.SAD
 	reg  *xfrmif.Registry
-	conn *underlay.Conn
+	conn Underlay
 	log  *logrus.Entry
 
 	// recvBufSize is the buffer of one received ESP packet: headroom,
@@ -38,7 +37,7 @@ const recvPacketSize = 65535
 
 // New returns an engine over the given SAD, interface registry and
 // underlay. Nothing runs until Start and StartInterface.
-func New(sad *sa.SAD, reg *xfrmif.Registry, conn *underlay.Conn, log *logrus.Entry) *Engine {
+func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log *logrus.Entry) *Engine {
 	return &Engine{sad: sad, reg: reg, conn: conn, log: log, recvBufSize: sa.Headroom + recvPacketSize + sa.Tailroom}
 }
 
@@ -51,7 +50,7 @@ func (e *Engine) SetInboundWorkers(n int) { e.inboundWorkers = max(n, 1) }
 // Start starts one receiving worker per underlay socket. They stop when ctx
 // is done or the underlay is closed.
 func (e *Engine) Start(ctx context.Context) {
-	for _, r := range e.conn.Readers() {
+	for _, r := range e.conn.Receivers() {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()

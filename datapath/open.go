@@ -23,7 +23,7 @@ type openJob struct {
 // goroutines: the receiver opens the first chunk itself and waits for the
 // others, then delivers the whole batch in the order it arrived. Many
 // goroutines opening one SA at once is what the SA's single short
-// critical section is for (DESIGN.md, lesson 1).
+// critical section is for (docs/design.md, lesson 1).
 type openers struct {
 	n    int // goroutines opening a batch, the receiver included
 	jobs chan openJob
@@ -32,20 +32,28 @@ type openers struct {
 	splits uint64 // batches opened in parallel, for tests
 }
 
-// start starts n-1 helper goroutines; stop ends them.
-func (o *openers) start(sad *sa.SAD, n int) {
+// start starts n-1 helper goroutines, counted in running (the engine's
+// workers, so that Engine.Wait waits for them too); stop ends them.
+func (o *openers) start(sad *sa.SAD, n int, running *sync.WaitGroup) {
 	o.n = n
 	if n <= 1 {
 		return
 	}
 	o.jobs = make(chan openJob, n)
 	for range n - 1 {
+		running.Add(1)
 		go func() {
-			for j := range o.jobs {
-				sad.OpenBatch(j.pkts)
-				j.done.Done()
-			}
+			defer running.Done()
+			o.routineOpen(sad)
 		}()
+	}
+}
+
+// routineOpen is a helper: it opens the chunks it is given until stop.
+func (o *openers) routineOpen(sad *sa.SAD) {
+	for j := range o.jobs {
+		sad.OpenBatch(j.pkts)
+		j.done.Done()
 	}
 }
 

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
+	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
 // receiver is the worker state of one underlay socket. It is used by one
 // goroutine.
 type receiver struct {
 	e     *Engine
-	r     *underlay.Reader
+	r     Receiver
 	full  [][]byte // every message's whole buffer, allocated once
 	msgs  []underlay.Message
 	pkts  []sa.Packet
@@ -25,7 +25,7 @@ type receiver struct {
 
 // newReceiver allocates the buffers of a receiving worker: all it will
 // need, once.
-func newReceiver(e *Engine, r *underlay.Reader) *receiver {
+func newReceiver(e *Engine, r Receiver) *receiver {
 	batch := r.BatchSize()
 	w := &receiver{
 		e:     e,
@@ -51,9 +51,9 @@ func (w *receiver) read() (int, error) {
 	return w.r.ReadBatch(w.msgs)
 }
 
-func (e *Engine) receive(ctx context.Context, r *underlay.Reader) {
+func (e *Engine) receive(ctx context.Context, r Receiver) {
 	w := newReceiver(e, r)
-	w.open.start(e.sad, e.inboundWorkers)
+	w.open.start(e.sad, e.inboundWorkers, &e.wg)
 	defer w.open.stop()
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
@@ -122,8 +122,8 @@ func (w *receiver) openAndDeliver(n int) {
 			r := &pkts[j]
 			if r.Drop == sa.CounterNone && r.SA != nil && r.SA.IfID() == ifID && w.queue[j] == q {
 				// The TUN writes its virtio-net header in front of
-				// the packet: tun.MinOffset bytes of the headroom.
-				out = append(out, r.Buf[r.Off-tun.MinOffset:r.Off+r.Len])
+				// the packet: xfrmif.MinOffset bytes of the headroom.
+				out = append(out, r.Buf[r.Off-xfrmif.MinOffset:r.Off+r.Len])
 				r.SA = nil // delivered (or dropped below)
 			}
 		}
@@ -136,7 +136,7 @@ func (w *receiver) openAndDeliver(n int) {
 			}
 			continue
 		}
-		if _, err := ifc.WriteQueue(q, out, tun.MinOffset); err != nil {
+		if _, err := ifc.WriteQueue(q, out, xfrmif.MinOffset); err != nil {
 			w.e.log.WithError(err).WithField("interface", ifc.Name()).Debug("interface write")
 		}
 	}

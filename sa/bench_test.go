@@ -87,7 +87,7 @@ func BenchmarkOpen(b *testing.B) {
 // (window 0) so that goroutines replaying a shared set of packets are not
 // dropped, but every packet still takes the SA's lock to advance the
 // window and count. ns/op (per batch of 8) must not grow with -cpu
-// (DESIGN.md lesson 1).
+// (docs/design.md, lesson 1).
 func BenchmarkOpenParallel(b *testing.B) {
 	const batch = 8
 	const ring = 256
@@ -124,7 +124,7 @@ func BenchmarkOpenParallel(b *testing.B) {
 
 // BenchmarkSealParallel seals batches of 8 packets of 1400 bytes on one
 // SA from every goroutine, as the send workers of many TUN queues do:
-// DESIGN.md lesson 1 wants the time per batch not to grow with -cpu (the
+// docs/design.md lesson 1 wants the time per batch not to grow with -cpu (the
 // sequence numbers and the retire guard are one atomic add each per
 // batch).
 func BenchmarkSealParallel(b *testing.B) {

@@ -55,14 +55,10 @@ func tunnelNextHeader(pkt []byte) (uint8, bool) {
 // transportHeader checks that pkt is a datagram transport mode can carry
 // and returns the length of its IP header (which transport mode strips)
 // and the protocol it carries, the ESP next header. See transportPayload
-// for what the payload must be; the header must describe pkt exactly:
-//   - IPv4: a valid IHL, a total length of len(pkt), and no fragment (MF
-//     clear, offset 0). Linux applies transport-mode xfrm to whole
-//     datagrams and fragments the ESP packet afterwards; a fragment sealed
-//     here would reach the peer behind a rebuilt header that claims a whole
-//     datagram. Options are stripped with the header: the peer's rebuilt
-//     header has none.
-//   - IPv6: a payload length of len(pkt)-40 (so no jumbogram).
+// for what the payload must be; the header must describe pkt exactly
+// (IPv4: a valid IHL, a total length of len(pkt), no fragment; IPv6: a
+// payload length of len(pkt)-40, so no jumbogram), by the rules of the
+// package doc ("Modes").
 func transportHeader(pkt []byte) (hdrLen int, proto uint8, ok bool) {
 	if len(pkt) == 0 {
 		return 0, 0, false

@@ -37,12 +37,8 @@ import (
 //     trailer, esp_remove_trailer's -EINVAL, here too);
 //   - XfrmInStateModeError: tunnel mode with a next header other than 4/41,
 //     or one that does not match the inner version; transport mode with
-//     a payload the rebuilt header would misdescribe (the rules SealBatch
-//     applies: on an IPv6 SA a hop-by-hop, routing or fragment header,
-//     first or behind destination options, or destination options that
-//     run past the payload; a UDP length other than the payload's, a TCP
-//     data offset outside it), or one too long for the rebuilt header's
-//     16-bit length;
+//     a payload the rebuilt header would misdescribe (the package doc's
+//     "Modes"), or one too long for the rebuilt header's 16-bit length;
 //   - XfrmInBufferError: transport mode without room for the rebuilt header;
 //   - XfrmInStateMismatch, after the window advanced (as Linux's
 //     __xfrm_policy_check, which runs after xfrm_input): the inner
@@ -56,7 +52,7 @@ import (
 // The replay window is peeked at before decryption without a lock,
 // decryption runs with no lock held, and the SA's lock is then taken once
 // for the batch to re-check and advance the window and count the packets
-// (DESIGN.md, lesson 1). OpenBatch allocates nothing.
+// (docs/design.md, lesson 1). OpenBatch allocates nothing.
 func (s *SA) OpenBatch(pkts []Packet) {
 	if !s.enter() { // removed from its SAD and wiped (retire.go)
 		s.dropInvalid(pkts, XfrmInStateInvalid)

@@ -26,7 +26,7 @@ import (
 // atomic pointer and take no lock; changes are serialised by a mutex, copy
 // the part of the table they touch (one shard of 256, and one interface's
 // entry) and publish a new table. Lookup cost does not grow with the number
-// of SAs, interfaces or policies of other interfaces (DESIGN.md lessons 2
+// of SAs, interfaces or policies of other interfaces (docs/design.md, lessons 2
 // and 4).
 type SAD struct {
 	counters *Counters

@@ -16,9 +16,7 @@ import (
 // (IPv4 with its options, or the fixed IPv6 header) is removed, its
 // protocol becoming the next header. Transport mode refuses, as
 // XfrmOutStateModeError, what the peer's rebuilt header would misdescribe:
-// a fragment (IPv4 MF or offset, an IPv6 fragment header), an IPv6
-// hop-by-hop or routing header, a length field that disagrees with Len, a
-// UDP or TCP header that does not fit the payload (see the package doc).
+// the rules are in the package doc ("Modes").
 // A packet that is not IP is XfrmOutStateModeError in either mode. The
 // ESP header and IV go into the
 // Headroom before the payload, the padding, trailer and ICV into the
@@ -138,7 +136,9 @@ func (s *SA) SealBatch(pkts []Packet) {
 }
 
 // prepareSeal checks the packet's cleartext and room, stores the next
-// header in p.Proto and the payload start in p.seq (until sealOne).
+// header in p.Proto, and narrows p.Off and p.Len to the payload (the
+// whole packet in tunnel mode, what follows the IP header in transport
+// mode), which sealOne then wraps.
 func (s *SA) prepareSeal(p *Packet) Counter {
 	t := s.t
 	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) {

@@ -193,15 +193,16 @@ func (t *transform) seal(s *[64]byte, b esp.ESP, seq uint64, esn bool) {
 			enc := b.Encrypted(t.ivLen, t.icvLen)
 			st.enc.CryptBlocks(enc, enc)
 		}
-		t.macLocked(st, s, b, seq, esn)
+		t.mac(st, s, b, seq, esn)
 		copy(b.ICV(t.icvLen), s[scratchMAC:scratchMAC+t.icvLen])
 		t.pool.Put(st)
 	}
 }
 
-// macLocked computes the HMAC over SPI..next header, plus the ESN high bits
-// (RFC 4303 §2.2.1), into s[scratchMAC:]. st belongs to the caller.
-func (t *transform) macLocked(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bool) {
+// mac computes the HMAC over SPI..next header, plus the ESN high bits
+// (RFC 4303 §2.2.1), into s[scratchMAC:]. It takes no lock: st, from the
+// transform's pool, belongs to the caller until it is put back.
+func (t *transform) mac(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bool) {
 	st.mac.Reset()
 	st.mac.Write(b[:len(b)-t.icvLen])
 	if esn {
@@ -224,7 +225,7 @@ func (t *transform) open(s *[64]byte, b esp.ESP, seq uint64, esn bool) bool {
 		return t.openGCM8(s, b, seq, esn)
 	default:
 		st := t.getState()
-		t.macLocked(st, s, b, seq, esn)
+		t.mac(st, s, b, seq, esn)
 		ok := subtle.ConstantTimeCompare(s[scratchMAC:scratchMAC+t.icvLen], b.ICV(t.icvLen)) == 1
 		if ok && t.kind == suiteCBC {
 			st.dec.(ivSetter).SetIV(b.IV(t.ivLen))

@@ -14,7 +14,7 @@ import (
 // A lookup costs one multiply, one shift and a short run of compares over
 // adjacent slots whatever the number of keys: unlike Go's maps, there is no
 // separate small-table code path, so a table of 3 keys and one of 3,000 cost
-// the same per hit (DESIGN.md lesson 4).
+// the same per hit (docs/design.md, lesson 4).
 //
 // Key 0 marks an empty slot and cannot be stored; lookups of 0 find nothing.
 // The zero value is an empty table, and so is a nil *u32table for the

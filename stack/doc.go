@@ -2,13 +2,15 @@
 // netstack whose only way out is ESP, so a program can dial and listen
 // through a tunnel with no root, no TUN device and no kernel ESP.
 //
-// It owns the netstack side of the daemon's data plane (DESIGN.md, "one
+// It owns the netstack side of the daemon's data plane (docs/design.md, "one
 // data plane"): an ESP link endpoint, which is both gVisor's
 // stack.LinkEndpoint for the netstack's one NIC and the single queue of an
 // xfrmif.Link, and the embedding API (New, DialContext, ListenTCP, DialUDP,
 // ...), shaped after the standard library's net package and wireguard's
-// tun/netstack. New builds what cmd/ipsecd builds (sa.SAD, xfrmif.Registry,
-// underlay.Conn, datapath.Engine) with the netstack where a TUN would be:
+// tun/netstack. New builds a node (package node), the composition root
+// cmd/ipsecd builds on too (SAD, registry, underlay, engine, lifetime
+// ticker, key-use memory, state directory), with the netstack where a
+// TUN would be:
 //
 //	app ─► netstack ─► WritePackets ─► queue ─► Read (GSO split, copy) ─► datapath: seal, UDP GSO send
 //	app ◄─ netstack ◄─ GRO, flush per batch ◄─ Write (copy) ◄─ datapath: UDP GRO read, open
@@ -75,14 +77,13 @@
 //
 // An SA names its peer's UDP port (Encap), so two netstacks that bind port
 // 0 learn each other's port only once both are up (UnderlayAddr): give
-// them SAs then, through AddState or SAD, as the tests do. Config.IfID
+// them SAs then, through AddState, as the tests do. Lifetime events are
+// logged to Config.Log by the node's ticker, never on the data path. Config.IfID
 // and the states' and policies' if_id must agree (0 takes the netstack's).
 //
 // Transport mode carries what netstack sends from and to its own address,
-// which must then be the SA's outer address. It cannot carry IP fragments:
-// the peer rebuilds the IP header from the SA, so package sa refuses to
-// seal a fragment in transport mode (XfrmOutStateModeError; Linux seals the
-// whole datagram and fragments the ESP packet, which the underlay does
-// not do). So in transport mode a UDP datagram must fit the MTU (TCP
-// always does); tunnel mode carries fragments whole and has no such limit.
+// which must then be the SA's outer address, under package sa's rules
+// (its package doc, "Modes"): no IP fragments, so in transport mode a UDP
+// datagram must fit the MTU (TCP always does); tunnel mode carries
+// fragments whole and has no such limit.
 package stack

@@ -32,7 +32,7 @@ const (
 )
 
 // endpoint is the netstack NIC's link endpoint (gvstack.LinkEndpoint) and
-// the datapath's view of it (the one tun.Queue of the link):
+// the datapath's view of it (the one xfrmif.Queue of the link):
 //
 //   - outbound, WritePackets queues what netstack writes (taking a
 //     reference) and the datapath's send worker takes it with Read, which
@@ -216,7 +216,7 @@ func (e *endpoint) enqueue(pkts ...*gvstack.PacketBuffer) (int, tcpip.Error) {
 	return n, nil
 }
 
-// Read implements tun.Queue: it blocks until netstack has written at
+// Read implements xfrmif.Queue: it blocks until netstack has written at
 // least one packet, then copies up to len(bufs) packets into
 // bufs[i][offset:], splitting super-packets into segments. A super-packet
 // that does not fit in what is left of bufs is continued by the next Read.
@@ -294,7 +294,7 @@ func (e *endpoint) popLocked() *gvstack.PacketBuffer {
 	return pkt
 }
 
-// Write implements tun.Queue: it delivers the inbound packets
+// Write implements xfrmif.Queue: it delivers the inbound packets
 // bufs[i][offset:] to netstack, each copied into a View of its own (the
 // one copy of the inbound path) and passed through GRO, which is flushed
 // once per call. The caller keeps bufs. Packets that are not IP, or come
@@ -341,7 +341,7 @@ func (e *endpoint) Write(bufs [][]byte, offset int) (int, error) {
 	return n, nil
 }
 
-// BatchSize implements tun.Queue.
+// BatchSize implements xfrmif.Queue.
 func (e *endpoint) BatchSize() int { return batchSize }
 
 // close makes Read return os.ErrClosed and WritePackets refuse packets,

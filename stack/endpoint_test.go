@@ -12,6 +12,8 @@ import (
 	gvstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/ipsecd/ipsecd/sa"
+
+	"github.com/ipsecd/ipsecd/internal/blocktest"
 )
 
 func isErr[T tcpip.Error](err tcpip.Error) bool {
@@ -106,7 +108,12 @@ func TestEndpointCloseReleasesReader(t *testing.T) {
 		_, err := e.Read(bufs, sizes, sa.Headroom)
 		errc <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	blocktest.Wait(t, "(*endpoint).Read")
+	select {
+	case err := <-errc:
+		t.Fatalf("Read returned %v before close, want it blocked", err)
+	default:
+	}
 	e.close()
 	select {
 	case err := <-errc:

@@ -14,7 +14,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -29,7 +28,7 @@ const nicID tcpip.NICID = 1
 type link struct {
 	s  *gvstack.Stack
 	ep *endpoint
-	qs []tun.Queue
+	qs []xfrmif.Queue
 }
 
 var _ xfrmif.Link = (*link)(nil)
@@ -79,11 +78,11 @@ func newLink(mtu int) (*link, error) {
 	if err := s.CreateNICWithOptions(nicID, ep, gvstack.NICOptions{Name: "esp0", QDisc: ep}); err != nil {
 		return fail("create NIC", err)
 	}
-	return &link{s: s, ep: ep, qs: []tun.Queue{ep}}, nil
+	return &link{s: s, ep: ep, qs: []xfrmif.Queue{ep}}, nil
 }
 
 // Queues implements xfrmif.Link: the endpoint is the only queue.
-func (l *link) Queues() []tun.Queue { return l.qs }
+func (l *link) Queues() []xfrmif.Queue { return l.qs }
 
 // SetMTU implements xfrmif.Link.
 func (l *link) SetMTU(mtu int) error {

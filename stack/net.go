@@ -1,21 +1,18 @@
 package stack
 
 import (
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
-	"github.com/ipsecd/ipsecd/datapath"
+	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/seqstate"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -55,8 +52,10 @@ type Config struct {
 	// through SAD (make-before-break rekeying).
 	States   []sa.Config
 	Policies []sa.Policy
-	// Log receives the data path's diagnostics; nil discards them.
-	Log *logrus.Entry
+	// Log receives the data path's diagnostics and the SAs' lifetime
+	// events (logged off the data path, by the node's ticker); nil
+	// discards them.
+	Log logrus.FieldLogger
 	// StateDir keeps, across restarts of the program, how far each
 	// static key's sequence numbers went (package seqstate), so that a
 	// restart does not seal new packets under nonces already used, nor
@@ -74,33 +73,27 @@ type Config struct {
 // program dials or listens to through it is sealed and sent over the
 // underlay, and what arrives there is opened and delivered to it. Its
 // methods are safe for concurrent use.
+//
+// It is a netstack link over a node (package node), the composition root
+// the daemon uses too: the node owns the SAD, the underlay, the data
+// path, the lifetime ticker, the key-use memory and the state directory.
 type Net struct {
-	counters *sa.Counters
-	sad      *sa.SAD
+	core     *node.Node
 	conn     *underlay.Conn
 	link     *link
 	ifc      *xfrmif.Interface
-	reg      *xfrmif.Registry
-	engine   *datapath.Engine
 	underlay netip.AddrPort
-	// seq is the state directory; nil with EphemeralKeys or when it
-	// cannot be used (seqErr, stateDir: then AEAD states are refused).
-	seq      *seqstate.Dir
-	seqErr   error
-	stateDir string
-	log      *logrus.Entry
-
-	cancel context.CancelFunc
-	ticker sync.WaitGroup
-
-	keysMu sync.Mutex
-	// keysMu guards: keys, the keys of every SA that New or AddState
-	// installed, running or not (see claimKeys).
-	keys config.KeyOwners
 
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// The owners of a Net's SAs in its node: those of Config.States, and
+// those of AddState.
+const (
+	ownerConfig   node.Owner = "stack.Config"
+	ownerAddState node.Owner = "stack.AddState"
+)
 
 // New brings a netstack up over ESP: it checks cfg, binds the underlay
 // socket and starts the daemon's data path (one send worker, one receive
@@ -112,124 +105,83 @@ func New(cfg Config) (_ *Net, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Net{counters: &sa.Counters{}, reg: &xfrmif.Registry{}, keys: config.KeyOwners{}}
+	// One key twice among States is refused here, with the names the
+	// caller gave; keys of earlier runs are the state directory's.
+	keys := config.KeyOwners{}
 	for i := range states {
-		if err := n.claimKeys(&states[i], fmt.Sprintf("States[%d]", i)); err != nil {
-			return nil, err
+		if f, prev, used := keys.Conflict(&states[i]); used {
+			return nil, keyReuse(fmt.Sprintf("States[%d].%s", i, f), prev)
 		}
+		keys.Add(&states[i], fmt.Sprintf("States[%d]", i))
+	}
+	core, err := node.New(node.Config{
+		Underlay:      underlay.Config{UDP: cfg.Underlay},
+		StateDir:      cfg.StateDir,
+		EphemeralKeys: cfg.EphemeralKeys,
+		Log:           cfg.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stack: %w", err)
 	}
 	defer func() {
-		if err != nil && n.seq != nil {
-			n.seq.Close() // for another Net, or a later run
+		if err != nil {
+			core.Close() // empties the SAD: the SAs' keys are zeroed
 		}
 	}()
-	n.sad = sa.NewSAD(n.counters)
-	log := cfg.Log
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = logrus.NewEntry(l)
+	n := &Net{core: core}
+	b, err := core.BuildStates(ownerConfig, states)
+	if err != nil {
+		return nil, stateError(err)
 	}
-	n.sad.SetEventHandler(func(ev sa.Event) {
-		log.WithFields(logrus.Fields{"sa": ev.SA.String(), "reason": ev.Reason}).Warnf("SA %s lifetime expired", ev.Kind)
-	})
-	n.log = log
-	if !cfg.EphemeralKeys {
-		n.stateDir = cfg.StateDir
-		if n.seq, n.seqErr = seqstate.Open(cfg.StateDir); n.seqErr != nil {
-			log.WithError(n.seqErr).Warn("StateDir cannot be used: CBC and NULL states run, but after a restart " +
-				"their sequence numbers start again at 1 and their replay windows forget the old packets")
-		}
-	}
-	built := make([]*sa.SA, 0, len(states))
-	discard := func() { // zero the keys of SAs that will not run
-		for _, s := range built {
-			s.Discard()
-		}
-	}
-	for i, st := range states {
-		s, err := n.newSA(st)
-		if err != nil {
-			discard()
-			return nil, fmt.Errorf("%w: States[%d]: %w", ErrInvalidConfig, i, err)
-		}
-		built = append(built, s)
-	}
-	if err := n.sad.Replace(built, cfg.Policies); err != nil {
-		discard()
+	if _, err := core.Sync(b, cfg.Policies); err != nil {
 		return nil, fmt.Errorf("%w: States/Policies: %w", ErrInvalidConfig, err)
 	}
-	// From here on the SAs are in the SAD: emptying it zeroes their keys.
-	empty := func() { n.sad.Replace(nil, nil) }
-
-	n.conn, err = underlay.Open(underlay.Config{UDP: cfg.Underlay}, log.WithField("part", "underlay").Debugf)
-	if err != nil {
-		empty()
-		return nil, fmt.Errorf("stack: Underlay %v: %w", cfg.Underlay, err)
-	}
-	n.underlay = netip.AddrPortFrom(cfg.Underlay.Addr(), n.conn.Port())
-
 	lk, err := newLink(cfg.MTU)
 	if err != nil {
-		n.conn.Close()
-		empty()
 		return nil, err
 	}
 	n.link = lk
 	ifc, err := xfrmif.NewInterface(interfaceConfig(cfg), lk) // owns lk, also on error
 	if err != nil {
-		n.conn.Close()
-		empty()
 		return nil, fmt.Errorf("stack: %w", err)
 	}
 	n.ifc = ifc
-	if err := n.reg.Add(ifc); err != nil {
-		ifc.Close()
-		n.conn.Close()
-		empty()
+	if err := core.AddInterface(ifc); err != nil { // owns ifc, also on error
 		return nil, fmt.Errorf("stack: %w", err)
 	}
-
-	var ctx context.Context
-	ctx, n.cancel = context.WithCancel(context.Background())
-	n.engine = datapath.New(n.sad, n.reg, n.conn, log.WithField("part", "datapath"))
-	n.engine.Start(ctx)
-	n.engine.StartInterface(ctx, ifc)
-	n.ticker.Add(1)
-	go n.tick(ctx)
-	if n.seq != nil {
-		n.ticker.Add(1)
-		go n.routineSaveTops(ctx)
+	if err := core.Start(); err != nil {
+		return nil, fmt.Errorf("stack: Underlay %v: %w", cfg.Underlay, err)
 	}
+	n.conn = core.Underlay()
+	n.underlay = netip.AddrPortFrom(cfg.Underlay.Addr(), n.conn.Port())
 	return n, nil
 }
 
-// newSA makes an SA that shares the counters, resumed from its key's
-// record in the state directory; without one, AEAD states are refused
-// unless the keys are ephemeral (seqstate.Without).
-func (n *Net) newSA(c sa.Config) (*sa.SA, error) {
-	if n.seqErr != nil {
-		if err := seqstate.Without(&c, n.stateDir, n.seqErr); err != nil {
-			return nil, fmt.Errorf("%w (a caller that makes fresh keys for every run sets EphemeralKeys)", err)
+// stateError is the error of the node's BuildStates for New's States:
+// the first refused state, named as the caller named it.
+func stateError(err error) error {
+	var fes node.FieldErrors
+	if !errors.As(err, &fes) || len(fes) == 0 {
+		return fmt.Errorf("%w: States: %w", ErrInvalidConfig, err)
+	}
+	fe := fes[0]
+	field := fmt.Sprintf("States[%d]", fe.Index)
+	if fe.Field != "" {
+		field += "." + goNames.Replace(fe.Field)
+	}
+	if fe.Err != nil {
+		msg := fe.Err.Error()
+		if strings.Contains(msg, "state_dir") {
+			msg += " (a caller that makes fresh keys for every run sets EphemeralKeys)"
+			return fmt.Errorf("%w: %s: %s: %w", ErrInvalidConfig, field, msg, fe.Err)
 		}
+		return fmt.Errorf("%w: %s: %w", ErrInvalidConfig, field, fe.Err)
 	}
-	s, err := sa.New(c, n.counters)
-	if err != nil || n.seq == nil {
-		return s, err
-	}
-	if err := n.seq.Attach(s); err != nil {
-		s.Discard()
-		return nil, err
-	}
-	return s, nil
+	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, field, goNames.Replace(fe.Msg))
 }
 
-// routineSaveTops saves the inbound SAs' replay-window tops off the
-// packet path until the Net closes.
-func (n *Net) routineSaveTops(ctx context.Context) {
-	defer n.ticker.Done()
-	n.seq.RoutineSaveTops(ctx, n.log.WithField("part", "state").Warnf)
-}
+// goNames turns the config file's field names into sa.Config's.
+var goNames = strings.NewReplacer("aead.key", "AEAD.Key", "enc.key", "Enc.Key", "auth.key", "Auth.Key", "encap", "Encap")
 
 // prepare checks cfg, fills in its defaults and returns the states with
 // their if_id set.
@@ -366,63 +318,70 @@ func FromConfig(c *config.Config) (*Net, error) {
 // Config.Underlay had port 0.
 func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
 
-// SAD returns the security association database, to add and delete SAs
-// and policies (rekeying: add the new inbound SA before the outbound one
-// changes) and read their counters. Add SAs with AddState, which refuses
-// a key that an earlier SA had and resumes the key's sequence numbers from
-// the state directory; an SA made with sa.New(cfg, n.Counters()) and added
-// here directly skips both (and starts at 1 after every restart).
-func (n *Net) SAD() *sa.SAD { return n.sad }
+// SAD returns the security association database, to read SAs, policies
+// and counters, and to delete SAs (a deleted SA's key stays used). Add
+// SAs with AddState, which refuses a key that an earlier SA had and
+// resumes the key's sequence numbers from the state directory; an SA made
+// with sa.New(cfg, n.Counters()) and added here directly skips both (and
+// starts at 1 after every restart).
+func (n *Net) SAD() *sa.SAD { return n.core.SAD() }
 
 // Counters returns the global xfrm counters (/proc/net/xfrm_stat names).
-func (n *Net) Counters() *sa.Counters { return n.counters }
+func (n *Net) Counters() *sa.Counters { return n.core.Counters() }
 
-// AddState makes an SA from cfg and adds it to the SAD. An IfID of 0 is
-// the netstack's. A key that an SA of New or AddState had, running or
-// deleted, of either direction, is refused with ErrInvalidConfig. The SA
-// continues its key's sequence numbers from StateDir; without one, an
-// AES-GCM or ChaCha20-Poly1305 key is refused unless the Net was made with
-// EphemeralKeys.
+// AddState makes an SA from cfg and adds it to the SAD (make-before-break
+// rekeying: add the new inbound SA before the outbound one changes). An
+// IfID of 0 is the netstack's. A key that an SA of New or AddState had,
+// running or deleted, of either direction, is refused with
+// ErrInvalidConfig. The SA continues its key's sequence numbers from
+// StateDir; without one, an AES-GCM or ChaCha20-Poly1305 key is refused
+// unless the Net was made with EphemeralKeys. cfg's key bytes stay the
+// caller's (the SA keeps a copy of its own).
 func (n *Net) AddState(cfg sa.Config) error {
 	if cfg.IfID == 0 {
 		cfg.IfID = n.ifc.IfID()
 	}
-	n.keysMu.Lock()
-	defer n.keysMu.Unlock()
-	if f, prev, used := n.keys.Conflict(&cfg); used {
-		return keyReuse(f, prev)
+	// The node zeroes the keys it is given; the caller may still use
+	// its own (one key both as an SA here and as the peer's).
+	for _, a := range []**sa.Algorithm{&cfg.AEAD, &cfg.Enc, &cfg.Auth} {
+		if *a != nil {
+			c := **a
+			c.Key = bytes.Clone(c.Key)
+			*a = &c
+		}
 	}
-	s, err := n.newSA(cfg)
+	err := n.core.AddState(ownerAddState, cfg)
+	if ku := (*node.KeyUsedError)(nil); errors.As(err, &ku) {
+		return keyReuse(ku.Field, ku.Prev)
+	}
+	if errors.Is(err, node.ErrInvalid) {
+		msg := strings.TrimPrefix(err.Error(), node.ErrInvalid.Error()+": ")
+		return &invalidError{ErrInvalidConfig.Error() + ": " + goNames.Replace(msg), err}
+	}
 	if err != nil {
 		return fmt.Errorf("stack: %w", err)
 	}
-	if err := n.sad.Add(s); err != nil {
-		s.Discard()
-		return err
-	}
-	n.keys.Add(&cfg, fmt.Sprintf("spi 0x%08x dir %s dst %s", cfg.SPI, cfg.Dir, cfg.Dst))
 	return nil
 }
 
-// claimKeys records the keys of state, named owner (States[i]), for New,
-// or refuses a key that an earlier state has.
-func (n *Net) claimKeys(state *sa.Config, owner string) error {
-	if f, prev, used := n.keys.Conflict(state); used {
-		return keyReuse(owner+"."+f, prev)
-	}
-	n.keys.Add(state, owner)
-	return nil
+// invalidError is a node's refusal as the netstack words it: it
+// matches ErrInvalidConfig and what the node's error matches.
+type invalidError struct {
+	msg string
+	err error
 }
 
-// keyReuse is the error for a key (in field, as config names it) that
+func (e *invalidError) Error() string   { return e.msg }
+func (e *invalidError) Unwrap() []error { return []error{ErrInvalidConfig, e.err} }
+
+// keyReuse is the error for a key (in field, as sa.Config names it) that
 // prev holds or held. Each SA needs keys of its own, whatever its
 // direction: every SA starts its sequence numbers at 1, and AES-GCM and
 // ChaCha20-Poly1305 take their nonces from them (see config.KeyUse).
 func keyReuse(field string, prev config.KeyOwner) error {
-	goName := strings.NewReplacer("aead.key", "AEAD.Key", "enc.key", "Enc.Key", "auth.key", "Auth.Key")
 	return fmt.Errorf("%w: %s: the same key as %s: each SA needs keys of its own, in either direction, or the "+
 		"second starts its sequence numbers, which AES-GCM and ChaCha20-Poly1305 take as nonces, at 1 again",
-		ErrInvalidConfig, goName.Replace(field), goName.Replace(prev.String()))
+		ErrInvalidConfig, goNames.Replace(field), goNames.Replace(prev.String()))
 }
 
 // Interface returns the netstack's xfrm interface, for its counters
@@ -434,43 +393,9 @@ func (n *Net) Interface() *xfrmif.Interface { return n.ifc }
 // the SAs' keys. It waits for the workers up to 5 s and is idempotent.
 func (n *Net) Close() error {
 	n.closeOnce.Do(func() {
-		n.cancel()
-		errs := []error{n.conn.Close(), n.reg.Close()}
-		done := make(chan struct{})
-		go func() {
-			n.engine.Wait()
-			n.ticker.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			errs = append(errs, errors.New("stack: workers did not stop within 5 s"))
+		if err := n.core.Close(); err != nil {
+			n.closeErr = fmt.Errorf("stack: %w", err)
 		}
-		if n.seq != nil {
-			n.seq.Flush(n.log.WithField("part", "state").Warnf) // the final tops
-			errs = append(errs, n.seq.Close())
-		}
-		errs = append(errs, n.sad.Replace(nil, nil))
-		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr
-}
-
-// tick runs the SAs' add-time lifetimes once a second and removes the SAs
-// whose hard lifetime expired, as the daemon does (a fresh SA with the
-// same selectors takes over as soon as it is added).
-func (n *Net) tick(ctx context.Context) {
-	defer n.ticker.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			n.sad.Tick(now)
-			n.sad.RemoveExpired()
-		}
-	}
 }

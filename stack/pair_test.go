@@ -17,8 +17,8 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 )
 
-// suite is one cipher suite of the shared test table: every suite
-// DESIGN.md requires.
+// suite is one cipher suite of the shared test table: every algorithm
+// family the daemon supports (docs/config.md, states[]).
 type suite struct {
 	name string
 	alg  func(r *rand.Rand) (aead, enc, auth *sa.Algorithm)

@@ -17,7 +17,7 @@ const maxHeaderLen = 192
 
 // segmenter turns the packets netstack writes into the packets that go on
 // the wire, copying each into a caller's buffer: the one copy of the
-// outbound path. A TCP super-packet (host GSO, DESIGN.md lesson 3) becomes
+// outbound path. A TCP super-packet (host GSO, docs/design.md lesson 3) becomes
 // MSS-sized segments, each with its own IP length, IPv4 id and header
 // checksum, TCP sequence number, flags and checksum, as Linux's
 // tcp_gso_segment makes them. Any other packet is copied as it is, except

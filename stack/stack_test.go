@@ -21,7 +21,7 @@ var (
 // carries larger ones.
 const transportUDPMax = 1300
 
-// TestTraffic is the in-process tier of DESIGN.md: two netstacks joined
+// TestTraffic is the in-process test tier (docs/design.md): two netstacks joined
 // over loopback UDP carry TCP (checksummed, both ways at once) and UDP
 // (echoed, so both ways) through ESP, in every suite, in tunnel mode with
 // IPv4 and IPv6 inner addresses, and in transport mode over IPv4
@@ -69,7 +69,7 @@ func TestTraffic(t *testing.T) {
 	})
 }
 
-// TestOffloadsInUse checks DESIGN.md's lesson 3 end to end: netstack
+// TestOffloadsInUse checks lesson 3 of docs/design.md end to end: netstack
 // hands the endpoint TCP super-packets, which are split (not sent whole
 // or refused), the sealed segments leave in UDP GSO sends, and the
 // receiving netstack gets fewer, coalesced packets (GRO) than ESP

@@ -37,7 +37,7 @@
 // # Offload
 //
 // Where the kernel has them, UDP sockets use segmentation offload both ways
-// (DESIGN.md lesson 3):
+// (docs/design.md, lesson 3):
 //
 //   - GSO (UDP_SEGMENT): WriteBatch sends runs of consecutive messages to the
 //     same peer, of equal length (the last may be shorter), as one datagram

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ipsecd/ipsecd/internal/blocktest"
 )
 
 // testHeadroom and testBufSize shape the test buffers: headroom as package
@@ -315,7 +317,12 @@ func TestClose(t *testing.T) {
 		_, err := c.Readers()[0].ReadBatch(newMessages(1))
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	blocktest.Wait(t, "(*Reader).ReadBatch")
+	select {
+	case err := <-errc:
+		t.Fatalf("ReadBatch returned %v before Close, want it blocked", err)
+	default:
+	}
 	c.Close()
 	select {
 	case err := <-errc:

@@ -41,6 +41,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// The MTU limits of an interface, the one place they are set (config
+// and the netstack take them from here).
+const (
+	MinMTU  = 576               // IPv4's minimum reassembly size (RFC 791): every IPv4 host takes it whole
+	MinMTU6 = 1280              // IPv6's minimum link MTU (RFC 8200 §5), with IPv6 addresses or routes
+	MaxMTU  = tun.MaxPacketSize // 65535, an IP packet's total length field
+)
+
 // Validate checks one Config on its own.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -54,8 +62,8 @@ func (c Config) Validate() error {
 		return bad("name", "longer than 15 bytes")
 	case c.IfID == 0:
 		return bad("if_id", "must be non-zero")
-	case c.MTU < 68 || c.MTU > tun.MaxPacketSize:
-		return bad("mtu", "%d not in 68..65535", c.MTU)
+	case c.MTU < MinMTU || c.MTU > MaxMTU:
+		return bad("mtu", "%d not in %d..%d", c.MTU, MinMTU, MaxMTU)
 	case c.Queues < 1 || c.Queues > tun.MaxQueues:
 		return bad("queues", "%d not in 1..%d", c.Queues, tun.MaxQueues)
 	}
@@ -63,13 +71,16 @@ func (c Config) Validate() error {
 		if !p.IsValid() {
 			return bad("addresses", "invalid prefix")
 		}
-		if p.Addr().Is6() && c.MTU < 1280 {
-			return bad("mtu", "%d below 1280 with IPv6 address %v", c.MTU, p)
+		if p.Addr().Is6() && c.MTU < MinMTU6 {
+			return bad("mtu", "%d below %d with IPv6 address %v", c.MTU, MinMTU6, p)
 		}
 	}
 	for _, p := range c.Routes {
 		if !p.IsValid() {
 			return bad("routes", "invalid prefix")
+		}
+		if p.Addr().Is6() && c.MTU < MinMTU6 {
+			return bad("mtu", "%d below %d with IPv6 route %v", c.MTU, MinMTU6, p)
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@
 // 2020: a list walk cost a quarter of the throughput at 400 interfaces).
 //
 // Concurrency: Registry and Interface are safe for concurrent use. Each
-// queue of an Interface is read by one goroutine (RunQueue); Write may be
-// called from any number of goroutines.
+// queue of an Interface is read by one goroutine (RunQueue); the data path
+// delivers through WriteQueue, serialised per queue. Write, which picks a
+// free queue itself, serves tests and callers without a flow hash.
 package xfrmif

@@ -5,8 +5,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-
-	"github.com/ipsecd/ipsecd/tun"
 )
 
 // fakeQueue is a queue fed by a channel that records what is written.
@@ -48,7 +46,7 @@ func (q *fakeQueue) BatchSize() int { return 4 }
 
 // fakeLink is a Link with fake queues that remembers its configuration.
 type fakeLink struct {
-	queues []tun.Queue
+	queues []Queue
 	closed chan struct{}
 
 	mu     sync.Mutex
@@ -66,7 +64,7 @@ func newFakeLink(queues int) *fakeLink {
 	return l
 }
 
-func (l *fakeLink) Queues() []tun.Queue { return l.queues }
+func (l *fakeLink) Queues() []Queue { return l.queues }
 
 func (l *fakeLink) SetMTU(mtu int) error {
 	l.mu.Lock()

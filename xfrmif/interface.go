@@ -12,13 +12,39 @@ import (
 	"github.com/ipsecd/ipsecd/tun"
 )
 
+// Queue is one queue of a link, as golang.zx2c4.com/wireguard/tun.Device
+// exposes it: a TUN queue (tun.Queue has the same methods), or the
+// netstack's endpoint. It is declared here, by its consumer, so that a
+// link needs no TUN package.
+type Queue interface {
+	// Read reads one or more packets into bufs, each starting at offset,
+	// sets sizes and returns how many. len(bufs) must be at least
+	// BatchSize(), and each buffer must hold offset+MaxPacketSize bytes
+	// when offloads are off, or offset plus the device MTU when they are
+	// on.
+	Read(bufs [][]byte, sizes []int, offset int) (n int, err error)
+	// Write writes the packets bufs[i][offset:]; offset must be at least
+	// MinOffset. It may coalesce packets (GRO) and overwrites the bytes in
+	// front of offset. The caller keeps ownership of bufs.
+	Write(bufs [][]byte, offset int) (int, error)
+	// BatchSize is the largest batch Read returns and Write takes at once.
+	BatchSize() int
+}
+
+// MinOffset is the headroom a Queue's Write needs in front of each
+// packet (the TUN's virtio-net header); MaxPacketSize the largest packet.
+const (
+	MinOffset     = tun.MinOffset
+	MaxPacketSize = tun.MaxPacketSize
+)
+
 // Link is what an Interface needs from the device under it: its queues and
-// its configuration. *tun.Device is one; a netstack NIC or a test double
-// can be another.
+// its configuration. A TUN device (Create) is one; a netstack NIC or a
+// test double can be another.
 type Link interface {
 	// Queues returns the link's queues; the Interface does not modify the
 	// slice. Their number does not change.
-	Queues() []tun.Queue
+	Queues() []Queue
 	SetMTU(mtu int) error
 	AddAddress(p netip.Prefix) error
 	RemoveAddress(p netip.Prefix) error
@@ -40,7 +66,7 @@ type Interface struct {
 	name   string
 	ifID   uint32
 	link   Link
-	queues []tun.Queue
+	queues []Queue
 	shards []statShard  // one per queue, summed by Stats
 	wmu    []paddedLock // one per queue, taken by Write
 	next   atomic.Uint32
@@ -69,7 +95,23 @@ func Create(cfg Config) (*Interface, error) {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
 	}
 	// tun.Open set the MTU and brought the link up.
-	return newInterface(cfg, dev, cfg.MTU)
+	return newInterface(cfg, tunLink{dev, queuesOf(dev)}, cfg.MTU)
+}
+
+// tunLink is a TUN device as a Link.
+type tunLink struct {
+	*tun.Device
+	queues []Queue
+}
+
+func (l tunLink) Queues() []Queue { return l.queues }
+
+func queuesOf(dev *tun.Device) []Queue {
+	qs := make([]Queue, len(dev.Queues()))
+	for i, q := range dev.Queues() {
+		qs[i] = q
+	}
+	return qs
 }
 
 // NewInterface makes an Interface of cfg over link and applies cfg's MTU,

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/blocktest"
 	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
@@ -144,7 +145,12 @@ func TestCreateTUN(t *testing.T) {
 	go func() {
 		done <- ifc.RunQueue(context.Background(), 0, QueueBuffers{Headroom: tun.MinOffset, PacketSize: 1500}, func([][]byte, []int, int) {})
 	}()
-	time.Sleep(10 * time.Millisecond)
+	blocktest.Wait(t, "(*Interface).RunQueue")
+	select {
+	case err := <-done:
+		t.Fatalf("RunQueue returned %v before Close, want it blocked", err)
+	default:
+	}
 	if err := ifc.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -270,7 +270,10 @@ func TestConfigValidate(t *testing.T) {
 		{"long name", Config{Name: "ipsec0123456789ab", IfID: 1}, false},
 		{"if_id 0", Config{Name: "ipsec1"}, false},
 		{"mtu 40", Config{Name: "ipsec1", IfID: 1, MTU: 40}, false},
+		{"mtu 100, below what config takes", Config{Name: "ipsec1", IfID: 1, MTU: 100}, false},
+		{"mtu 576", Config{Name: "ipsec1", IfID: 1, MTU: 576}, true},
 		{"ipv6 under 1280", Config{Name: "ipsec1", IfID: 1, MTU: 1200, Addresses: prefixes("2001:db8::1/64")}, false},
+		{"ipv6 route under 1280", Config{Name: "ipsec1", IfID: 1, MTU: 1200, Routes: prefixes("2001:db8::/32")}, false},
 		{"257 queues", Config{Name: "ipsec1", IfID: 1, Queues: 257}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,9 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/netip"
+	"strings"
 
 	"github.com/ipsecd/ipsecd/control"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -62,88 +63,49 @@ func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, er
 	return control.StateInfo{}, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
 }
 
-// AddState installs an SA on a running interface (`ipsecd state add`).
-//
-// A key that any SA had in this daemon, of either direction, from the
-// config file or an earlier `state add`, running or removed, is refused,
-// as a reload refuses it (node.buildStates): a second SA with it would
-// start its sequence numbers, the AEADs' nonces, again at 1. That is what
-// a `state delete` and a `state add` of the same SPI and key would do, and
-// what an inbound SA with the outbound SA's key does on the peer. The keys
-// are then recorded, so that later adds and reloads refuse them too.
+// AddState installs an SA on a running interface (`ipsecd state add`),
+// owned by the control socket: a reload of the config file leaves it.
+// The node refuses a key that any SA had in this daemon, of either
+// direction, from the config file or an earlier `state add`, running or
+// removed, as a reload refuses it: a second SA with it would start its
+// sequence numbers, the AEADs' nonces, again at 1 (ipnode.ErrKeyUsed).
 //
 // c's key bytes are zeroed before AddState returns (the SA keeps a copy
-// of its own; an SA that does not join the SAD is Discarded). What cannot
-// be zeroed: the request's JSON text and the hex strings decoded from it,
-// which Go keeps as immutable strings until the garbage collector reuses
-// their memory.
+// of its own). What cannot be zeroed: the request's JSON text and the hex
+// strings decoded from it, which Go keeps as immutable strings until the
+// garbage collector reuses their memory.
 func (b *backend) AddState(c sa.Config) error {
-	defer c.ClearKeys()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.reg.Lookup(c.IfID) == nil {
-		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, c.IfID)
-	}
-	if c.Encap == nil && !(*node)(b).rawESP() {
+	err := b.core.AddState(ipnode.OwnerControl, c)
+	switch {
+	case errors.Is(err, ipnode.ErrNoRawESP):
 		return fmt.Errorf("%w: encap: missing, and this daemon's underlay has no raw ESP socket (underlay.raw_esp is off): "+
 			"without encap the SA is raw ESP (IP protocol 50) and its traffic would be dropped; "+
 			"add --encap espinudp:4500:4500, or set underlay.raw_esp: true and restart the daemon", control.ErrInvalid)
 	}
-	if f, prev, used := b.usedKeys.Conflict(&c); used {
-		if b.running(c.Dir, c.SPI, c.Dst) {
-			// The SA itself is still there: that is the first
-			// thing wrong with the request.
-			return mapSAError(fmt.Errorf("state spi 0x%08x dir %s dst %s: %w", c.SPI, c.Dir, c.Dst, sa.ErrExists))
-		}
+	if ku := (*ipnode.KeyUsedError)(nil); errors.As(err, &ku) {
 		return fmt.Errorf("%w: %s: %s: key material already used by an earlier SA (%s); "+
 			"a second SA with it, of either direction, would start its sequence numbers again at 1, which AES-GCM and "+
 			"ChaCha20-Poly1305 take as nonces (an inbound SA would accept the old packets again): generate a new key with ipsecd genkey",
-			control.ErrInvalid, f, "SA "+saID(c.Dir, c.SPI, c.Dst), prev)
+			control.ErrInvalid, ku.Field, "SA "+ku.State.String(), ku.Prev)
 	}
-	s, err := (*node)(b).makeSA(c)
-	if err != nil {
-		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
-	}
-	if err := b.sad.Add(s); err != nil {
-		s.Discard()
-		return mapSAError(err)
-	}
-	(*node)(b).rememberKeys([]*sa.SA{s})
-	return nil
-}
-
-// running reports whether the SAD holds an SA with this direction, SPI
-// and outer destination.
-func (b *backend) running(dir sa.Dir, spi uint32, dst netip.Addr) bool {
-	for _, s := range b.sad.States() {
-		if s.Dir() == dir && s.SPI() == spi && s.Dst() == dst {
-			return true
-		}
-	}
-	return false
+	return mapSAError(err)
 }
 
 func (b *backend) DeleteState(id control.StateID) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return mapSAError(b.sad.Delete(id.Dir, id.SPI, id.Dst))
+	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: id.Dir, SPI: id.SPI, Dst: id.Dst}))
 }
 
 func (b *backend) Policies() []sa.Policy { return b.sad.Policies() }
 
+// AddPolicy adds a policy owned by the control socket: a reload of the
+// config file leaves it, unless the file names the same policy, which
+// then passes to the file.
 func (b *backend) AddPolicy(p sa.Policy) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.reg.Lookup(p.IfID) == nil {
-		return fmt.Errorf("%w: if_id: no interface has if_id %d", control.ErrInvalid, p.IfID)
-	}
-	return mapSAError(b.sad.AddPolicy(p))
+	return mapSAError(b.core.AddPolicy(ipnode.OwnerControl, p))
 }
 
 func (b *backend) DeletePolicy(p sa.Policy) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return mapSAError(b.sad.DeletePolicy(p))
+	return mapSAError(b.core.DeletePolicy(p))
 }
 
 // Stats returns the xfrm counters. Bad datagrams the underlay drops
@@ -202,6 +164,9 @@ func mapSAError(err error) error {
 		return fmt.Errorf("%w: %v", control.ErrExists, err)
 	case errors.Is(err, sa.ErrNotFound):
 		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
+	case errors.Is(err, ipnode.ErrInvalid):
+		// The node's message starts with ErrInvalid's text.
+		return fmt.Errorf("%w: %v", control.ErrInvalid, strings.TrimPrefix(err.Error(), ipnode.ErrInvalid.Error()+": "))
 	}
 	return fmt.Errorf("%w: %v", control.ErrInvalid, err)
 }

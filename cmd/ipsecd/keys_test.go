@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
-	"github.com/ipsecd/ipsecd/datapath"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -36,36 +39,44 @@ type keysNode struct {
 	made []*sa.SA
 }
 
-func newKeysNode(t *testing.T, cfg *config.Config) *keysNode {
+func newKeysNode(t *testing.T, cfg *config.Config) *keysNode { return newKeysNodeRaw(t, cfg, false) }
+
+// newKeysNodeRaw is newKeysNode whose underlay has raw ESP sockets, or
+// not, as rawESP says.
+func newKeysNodeRaw(t *testing.T, cfg *config.Config, rawESP bool) *keysNode {
 	t.Helper()
-	k := &keysNode{node: metricsNode(t), out: &lockedBuffer{}}
+	k := &keysNode{out: &lockedBuffer{}}
+	log := logrus.New()
+	log.SetOutput(k.out)
+	log.SetLevel(logrus.InfoLevel)
+	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
+	k.node = testNode(t, log, true, ipnode.Config{
+		EphemeralKeys: true,
+		Underlay:      underlay.Config{RawESP: rawESP},
+		NewSA: func(c sa.Config, counters *sa.Counters) (*sa.SA, error) {
+			s, err := sa.New(c, counters)
+			if err == nil {
+				k.made = append(k.made, s)
+			}
+			return s, err
+		},
+	})
 	n := k.node
-	n.log.SetOutput(k.out)
-	n.log.SetLevel(logrus.InfoLevel)
-	n.log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
 	n.reg.Create = func(c xfrmif.Config) (*xfrmif.Interface, error) {
 		return xfrmif.NewInterface(c, newIdleLink(c.Queues))
 	}
-	n.workers = map[*xfrmif.Interface]*datapath.Workers{}
-	if _, err := n.reg.Sync(interfaceConfigs(cfg)); err != nil {
+	if _, err := n.core.SyncInterfaces(interfaceConfigs(cfg)); err != nil {
 		t.Fatal(err)
 	}
-	states, err := n.buildStates(cfg, nil)
+	b, err := n.buildStates(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.sad.Replace(states, cfg.Policies); err != nil {
+	if _, err := n.core.Sync(b, cfg.Policies); err != nil {
 		t.Fatal(err)
 	}
-	n.rememberKeys(states)
 	n.cfg = cfg
-	n.newSA = func(c sa.Config, counters *sa.Counters) (*sa.SA, error) {
-		s, err := sa.New(c, counters)
-		if err == nil {
-			k.made = append(k.made, s)
-		}
-		return s, err
-	}
+	k.made = nil // from here on
 	return k
 }
 
@@ -351,8 +362,7 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	ctlSA := k.made[0]
 	runCfg := k.cfg
 
-	// The control-added SA leaves with the reload, and its key comes back
-	// under a new SPI.
+	// A file that puts the control-added SA's key under a new SPI.
 	cfg := reloadConfig(t, append(slices.Clone(running), reloadState{0x3005, "out", key3, ""})...)
 	if k.apply(cfg) {
 		t.Fatal("a reload that reuses a control-added key was applied")
@@ -375,6 +385,58 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	}
 	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
 		t.Errorf("the control-added SA was not kept by the reload that names it")
+	}
+}
+
+// TestReloadKeepsControlOwned: a reload changes only what the config
+// file owns: an SA and a policy added over the control socket stay
+// through reloads that do not name them, and the reload log counts what
+// it added, removed and kept of the file's SAs and policies.
+func TestReloadKeepsControlOwned(t *testing.T) {
+	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
+	k := newKeysNode(t, reloadConfig(t, running...))
+	b := (*backend)(k.node)
+	if err := b.AddState(stateConfig(t, reloadState{0x3001, "out", key3, ""})); err != nil {
+		t.Fatal(err)
+	}
+	pol := sa.Policy{Dir: sa.DirOut, IfID: 1, Action: sa.ActionBlock,
+		Selector: sa.Selector{Src: netip.MustParsePrefix("198.51.100.0/24"), Dst: netip.MustParsePrefix("203.0.113.0/24")}}
+	if err := b.AddPolicy(pol); err != nil {
+		t.Fatal(err)
+	}
+	var ctlSA *sa.SA
+	for _, s := range k.sad.States() {
+		if s.SPI() == 0x3001 {
+			ctlSA = s
+		}
+	}
+	if ctlSA == nil {
+		t.Fatal("the control-added SA is not in the SAD")
+	}
+	// The file drops 0x1001 and adds 0x1002.
+	if !k.apply(reloadConfig(t, running[1], reloadState{0x1002, "out", key4, ""})) {
+		t.Fatalf("reload refused:\n%s", k.out.String())
+	}
+	if !slices.Contains(k.sad.States(), ctlSA) || ctlSA.Retired() {
+		t.Errorf("the reload removed the SA added over the control socket; SAD: %v", k.sad.States())
+	}
+	if !slices.Contains(k.sad.Policies(), pol) {
+		t.Errorf("the reload removed the policy added over the control socket; policies: %v", k.sad.Policies())
+	}
+	var spis []uint32
+	for _, s := range k.sad.States() {
+		spis = append(spis, s.SPI())
+	}
+	slices.Sort(spis)
+	if want := []uint32{0x1002, 0x2001, 0x3001}; !slices.Equal(spis, want) {
+		t.Errorf("SAs after the reload: %x, want %x", spis, want)
+	}
+	if log := k.out.String(); !strings.Contains(log, "states_added=1") || !strings.Contains(log, "states_removed=1") || !strings.Contains(log, "states_kept=1") {
+		t.Errorf("reload log does not count the file's SAs added, removed and kept:\n%s", log)
+	}
+	// `state delete` still removes it, whoever added it.
+	if err := b.DeleteState(control.StateID{Dir: sa.DirOut, SPI: 0x3001, Dst: ctlSA.Dst()}); err != nil {
+		t.Errorf("state delete of the control-added SA: %v", err)
 	}
 }
 
@@ -475,8 +537,7 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 		}
 	})
 	t.Run("raw_esp on at start", func(t *testing.T) {
-		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
-		k.underlay.RawESP = true
+		k := newKeysNodeRaw(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}), true)
 		if err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
 			t.Errorf("state add without encap: %v", err)
 		}
@@ -488,4 +549,22 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 			t.Errorf("reload refused:\n%s", k.out.String())
 		}
 	})
+}
+
+// lockedBuffer is a log sink safe for the tick goroutine and the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -1,6 +1,6 @@
 // Command ipsecd is a userspace IPsec (ESP) VPN endpoint: the daemon, and
 // the commands that check its config file and talk to it through its
-// control socket. See DESIGN.md, "The user-facing contract".
+// control socket. See docs/design.md and docs/config.md.
 //
 // Exit status: 0 success, 1 failure (including an invalid config file), 2
 // a usage error (unknown command, bad or missing flags).

@@ -19,7 +19,7 @@ import (
 )
 
 // The metrics. Their names and the labels counter, spi, dir and name are
-// the contract of DESIGN.md ("Counters and metrics"); the rest extend it.
+// a contract with whoever scrapes them (dashboards, alerts): rename none.
 // An SA is named by spi, dir and dst together, as the SAD keys it: two SAs
 // may share an SPI in different directions or for different destinations.
 // No metric carries key material.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -18,63 +17,57 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/internal/promtest"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
-// idleQueue is a tun.Queue whose reads wait for Close and whose writes
-// succeed: enough for an xfrmif.Interface to count what is written
-// through each queue.
-type idleQueue struct{ closed chan struct{} }
+// newIdleLink is an xfrmif.Link of idle queues with no kernel device.
+func newIdleLink(queues int) xfrmif.Link { return xfrmiftest.NewIdleLink(queues) }
 
-func (q idleQueue) Read([][]byte, []int, int) (int, error) { <-q.closed; return 0, os.ErrClosed }
-func (q idleQueue) Write(bufs [][]byte, offset int) (int, error) {
-	n := 0
-	for _, b := range bufs {
-		n += len(b) - offset
-	}
-	return n, nil
-}
-func (q idleQueue) BatchSize() int { return 1 }
-
-// idleLink is an xfrmif.Link of idle queues with no kernel device.
-type idleLink struct {
-	queues []tun.Queue
-	closed chan struct{}
-}
-
-func newIdleLink(queues int) *idleLink {
-	l := &idleLink{closed: make(chan struct{})}
-	for range queues {
-		l.queues = append(l.queues, idleQueue{l.closed})
-	}
-	return l
-}
-
-func (l *idleLink) Queues() []tun.Queue              { return l.queues }
-func (l *idleLink) SetMTU(int) error                 { return nil }
-func (l *idleLink) AddAddress(netip.Prefix) error    { return nil }
-func (l *idleLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l *idleLink) AddRoute(netip.Prefix) error      { return nil }
-func (l *idleLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l *idleLink) Close() error                     { close(l.closed); return nil }
-
-// metricsNode is a node without TUN devices, forwarding engine or control
-// socket: a real SAD, a registry of interfaces over idle links, and a real
-// underlay on loopback, which is all the metrics read.
+// metricsNode is a node without TUN devices or control socket: a real
+// SAD, a registry of interfaces over idle links, and a real underlay on
+// loopback, which is all the metrics read.
 func metricsNode(t testing.TB) *node {
 	t.Helper()
-	counters := &sa.Counters{}
-	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	n := testNode(t, log, true, ipnode.Config{EphemeralKeys: true})
+	// A SAD of its own, which the core's ticker does not reap: the
+	// tests read hard-expired SAs before a daemon would remove them.
+	n.sad = sa.NewSAD(n.counters)
+	return n
+}
+
+// testNode is a node over a core made from c and log, started with a
+// loopback underlay (unless c has a Conn) when started says so; the core
+// closes when the test ends.
+func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *node {
+	t.Helper()
+	if started && c.Conn == nil {
+		conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Conn = conn // the core's from here on
+	}
+	c.Log = log
+	core, err := ipnode.New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	n := &node{log: log, counters: counters, sad: sa.NewSAD(counters), reg: &xfrmif.Registry{}, conn: conn}
-	t.Cleanup(func() { n.reg.Close(); conn.Close() })
+	t.Cleanup(func() { core.Close() })
+	n := &node{log: log}
+	n.attach(core)
+	if started {
+		if err := core.Start(); err != nil {
+			t.Fatal(err)
+		}
+		n.conn = core.Underlay()
+	}
 	return n
 }
 

@@ -3,10 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/ipsecd/ipsecd/config"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -46,18 +50,34 @@ const (
 	key2 = "a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4"
 )
 
+// reloadNode is a node without an underlay or interfaces: what building
+// and syncing the file's SAs needs.
+func reloadNode(t *testing.T) *node {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return testNode(t, log, false, ipnode.Config{EphemeralKeys: true})
+}
+
+// load builds cfg's SAs and makes them the file's, as a reload does.
+func (n *node) load(t *testing.T, cfg *config.Config) []*sa.SA {
+	t.Helper()
+	b, err := n.buildStates(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.core.Sync(b, cfg.Policies); err != nil {
+		t.Fatal(err)
+	}
+	return b.States
+}
+
 // TestBuildStatesKeepsRunningSAs: a reload keeps the running SA objects
 // whose config did not change, so their sequence numbers survive.
 func TestBuildStatesKeepsRunningSAs(t *testing.T) {
-	n := &node{counters: &sa.Counters{}}
-	first, err := n.buildStates(reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := n.buildStates(reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}, reloadState{0x2002, "in", key3, ""}), first)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := reloadNode(t)
+	first := n.load(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}))
+	next := n.load(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}, reloadState{0x2002, "in", key3, ""}))
 	if len(next) != 3 || next[0] != first[0] || next[1] != first[1] {
 		t.Errorf("reload gave %v, want the running %v kept first, then the new SA", next, first)
 	}
@@ -67,11 +87,8 @@ func TestBuildStatesKeepsRunningSAs(t *testing.T) {
 // another key, or any other change, is refused with the state's line and
 // field, and a message that asks for a new SPI and holds no key.
 func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
-	n := &node{counters: &sa.Counters{}}
-	running, err := n.buildStates(reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := reloadNode(t)
+	n.load(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}))
 	tests := []struct {
 		name      string
 		states    []reloadState
@@ -86,7 +103,7 @@ func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			states, err := n.buildStates(reloadConfig(t, tt.states...), running)
+			states, err := n.buildStates(reloadConfig(t, tt.states...))
 			var list config.ErrorList
 			if !errors.As(err, &list) || len(list) != 1 {
 				t.Fatalf("got states %v, error %v; want one config error", states, err)
@@ -110,19 +127,11 @@ func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
 // control socket's newest SA does; a later reload that adds nothing keeps
 // that choice.
 func TestBuildStatesNewOutSAWins(t *testing.T) {
-	n := &node{counters: &sa.Counters{}}
-	sad := sa.NewSAD(n.counters)
-	load := func(old []*sa.SA, states ...reloadState) []*sa.SA {
+	n := reloadNode(t)
+	sad := n.sad
+	load := func(_ []*sa.SA, states ...reloadState) []*sa.SA {
 		t.Helper()
-		cfg := reloadConfig(t, states...)
-		s, err := n.buildStates(cfg, old)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sad.Replace(s, cfg.Policies); err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return n.load(t, reloadConfig(t, states...))
 	}
 	// An IPv4 header from 198.51.100.1 to 203.0.113.1.
 	pkt := []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 198, 51, 100, 1, 203, 0, 113, 1}
@@ -150,14 +159,13 @@ func TestBuildStatesNewOutSAWins(t *testing.T) {
 // material that an SA of either direction had, running or removed: its
 // sequence numbers, the AEADs' nonces, would start again at 1.
 func TestBuildStatesRefusesKeyReuse(t *testing.T) {
-	n := &node{counters: &sa.Counters{}}
-	var running []*sa.SA
+	n := reloadNode(t)
 	apply := func(states ...reloadState) error {
 		t.Helper()
-		s, err := n.buildStates(reloadConfig(t, states...), running)
+		cfg := reloadConfig(t, states...)
+		b, err := n.buildStates(cfg)
 		if err == nil {
-			n.rememberKeys(s)
-			running = s
+			_, err = n.core.Sync(b, cfg.Policies)
 		}
 		return err
 	}
@@ -182,7 +190,10 @@ func TestBuildStatesRefusesKeyReuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := n.buildStates(reloadConfig(t, tt.states...), running)
+			b, err := n.buildStates(reloadConfig(t, tt.states...))
+			if err == nil {
+				b.Discard() // a check, not a reload
+			}
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Errorf("refused: %v", err)

@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/seqstate"
 )
@@ -62,21 +63,18 @@ func TestCBCWithoutStateWarns(t *testing.T) {
 	var out bytes.Buffer
 	log := logrus.New()
 	log.SetOutput(&out)
-	n := &node{log: log, counters: &sa.Counters{}}
-	n.ctx, n.cancel = context.WithCancel(context.Background())
-	defer n.cancel()
-	n.openState(unusableStateDir(t))
+	n := testNode(t, log, false, ipnode.Config{StateDir: unusableStateDir(t)})
 	cfg, err := config.Parse("test.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"+
 		"  - {src: 192.0.2.1, dst: 192.0.2.2, spi: 0x1001, dir: out, mode: tunnel, if_id: 1, encap: {type: espinudp}, enc: {name: \"cbc(aes)\", key: \"0x"+strings.Repeat("11", 16)+"\"},"+
 		" auth: {name: \"hmac(sha256)\", key: \"0x"+strings.Repeat("22", 32)+"\"}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := n.buildStates(cfg, nil)
+	b, err := n.buildStates(cfg)
 	if err != nil {
 		t.Fatalf("CBC without state_dir: %v", err)
 	}
-	states[0].Discard()
+	b.Discard()
 	if !strings.Contains(out.String(), "state_dir cannot be used") {
 		t.Errorf("no warning:\n%s", out.String())
 	}
@@ -92,9 +90,9 @@ func TestStateAddReserves(t *testing.T) {
 		Mode: sa.ModeTunnel, IfID: 1, ESN: true, AEAD: &sa.Algorithm{Name: sa.AlgGCM, Key: []byte(key1[:20])}, Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500},
 	}
 	for run, spi := range []uint32{0x1001, 0x1002} {
-		n := metricsNode(t)
-		n.ctx, n.cancel = context.WithCancel(context.Background())
-		n.openState(dir)
+		log := logrus.New()
+		log.SetOutput(io.Discard)
+		n := testNode(t, log, true, ipnode.Config{StateDir: dir})
 		addInterface(t, n, "ipsec1", 1, 1)
 		cc := c
 		cc.SPI = spi

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestConcurrent runs the receive path of DESIGN.md lesson 1 from many
+// TestConcurrent runs the receive path of docs/design.md lesson 1 from many
 // goroutines at once, as RSS queues would: Check with no lock, then Advance
 // under the SA's mutex. Every goroutine receives every packet of the same
 // stream, each in its own order (shuffled within blocks of 64), so each

@@ -8,7 +8,7 @@
 // It owns one thing, the Window of one inbound SA. It does not allocate after
 // Init. Check is lock-free and may run concurrently with everything else;
 // Advance must be serialised by the caller (the SA's lock), which is the
-// shape of lesson 1 in DESIGN.md: peek before decrypting, decrypt with no
+// shape of lesson 1 in docs/design.md: peek before decrypting, decrypt with no
 // lock, then re-check and advance once under the lock after the ICV verified
 // (RFC 4303 §3.4.3).
 package replay

@@ -1,13 +1,35 @@
-package main
+package node
 
 import (
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/sa"
 )
+
+// routineTick runs the add-time lifetimes once a second, and logs
+// lifetime events and removes hard-expired SAs as soon as the data path
+// queues them (at the latest on the next second, should an event be lost).
+func (n *Node) routineTick() {
+	defer n.routines.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	wake := n.expiry.wakeup()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case now := <-t.C:
+			n.sad.Tick(now)
+		case <-wake:
+		}
+		n.logExpiries()
+		n.reapExpired()
+	}
+}
 
 // maxQueuedExpiries bounds the lifetime events waiting for tick. Each SA
 // raises at most two, so only a mass expiry of thousands of SAs within a
@@ -71,7 +93,7 @@ func (q *expiryQueue) take() ([]sa.Event, int) {
 // id, never its keys.
 func saFields(s *sa.SA) logrus.Fields {
 	return logrus.Fields{
-		"spi":   control.FormatSPI(s.SPI()),
+		"spi":   fmt.Sprintf("0x%08x", s.SPI()),
 		"dir":   s.Dir().String(),
 		"src":   s.Src().String(),
 		"dst":   s.Dst().String(),
@@ -87,7 +109,7 @@ func saFields(s *sa.SA) logrus.Fields {
 // the same selector takes over, or until its hard limit) or hard (it
 // stops and is removed); reason is the limit: bytes, packets, add time or
 // sequence number.
-func (n *node) logExpiries() {
+func (n *Node) logExpiries() {
 	events, lost := n.expiry.take()
 	for _, ev := range events {
 		n.log.WithFields(saFields(ev.SA)).WithFields(logrus.Fields{
@@ -103,10 +125,13 @@ func (n *node) logExpiries() {
 // reapExpired removes the hard-expired SAs from the SAD, as Linux deletes
 // a state once its hard lifetime expires, and logs each. It holds n.mu so
 // that a reload or control change never works from an SA that is being
-// removed (and whose keys are being wiped).
-func (n *node) reapExpired() {
+// removed (and whose keys are being wiped), and forgets their owners.
+func (n *Node) reapExpired() {
 	n.mu.Lock()
 	removed := n.sad.RemoveExpired()
+	for _, s := range removed {
+		delete(n.owners, s)
+	}
 	n.mu.Unlock()
 	for _, s := range removed {
 		n.log.WithFields(saFields(s)).Info("SA removed: its hard lifetime expired")

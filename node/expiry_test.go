@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -33,18 +33,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// expiryNode is a node with only what lifetimes need: a SAD wired to
-// onEvent and a logger writing text lines into the returned buffer.
-func expiryNode(t *testing.T) (*node, *lockedBuffer) {
+// expiryNode is a Node with only what lifetimes need: a SAD wired to the
+// expiry queue and a logger writing text lines into the returned buffer.
+// Its ticker does not run (the tests call its steps, or start it).
+func expiryNode(t *testing.T) (*Node, *lockedBuffer) {
 	t.Helper()
 	var out lockedBuffer
 	log := logrus.New()
 	log.SetOutput(&out)
 	log.SetLevel(logrus.DebugLevel)
 	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
-	n := &node{log: log, counters: &sa.Counters{}}
+	n := &Node{log: log, counters: &sa.Counters{}, owners: map[*sa.SA]Owner{}}
 	n.sad = sa.NewSAD(n.counters)
-	n.sad.SetEventHandler(n.onEvent)
+	n.sad.SetEventHandler(n.expiry.push)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	t.Cleanup(n.cancel)
 	return n, &out
@@ -152,7 +153,8 @@ func TestTickRemovesHardExpired(t *testing.T) {
 	if err := n.sad.Add(s); err != nil {
 		t.Fatal(err)
 	}
-	go n.tick()
+	n.routines.Add(1)
+	go n.routineTick()
 	deadline := s.Added().Add(time.Second + 3*time.Second) // a tick, and slack for a loaded machine
 	for len(n.sad.States()) != 0 {
 		if time.Now().After(deadline) {

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// checkNewLocked checks a config for a new SA of AddState or
+// InstallChild: an interface to deliver to, a socket to send on, keys of
+// its own.
+func (n *Node) checkNewLocked(c *sa.Config) error {
+	if n.reg.Lookup(c.IfID) == nil {
+		return fmt.Errorf("%w: if_id: no interface has if_id %d", ErrInvalid, c.IfID)
+	}
+	if c.Encap == nil && !n.rawESP {
+		return fmt.Errorf("%w: encap: %w: without encap the SA is raw ESP (IP protocol 50) and its traffic would be dropped",
+			ErrInvalid, ErrNoRawESP)
+	}
+	if f, prev, used := n.keys.Conflict(c); used {
+		if n.runningLocked(StateID{c.Dir, c.SPI, c.Dst}) {
+			// The SA itself is still there: that is the first thing
+			// wrong with the request.
+			return fmt.Errorf("state %s: %w", StateID{c.Dir, c.SPI, c.Dst}, sa.ErrExists)
+		}
+		return &KeyUsedError{State: StateID{c.Dir, c.SPI, c.Dst}, Field: f, Prev: prev}
+	}
+	return nil
+}
+
+// runningLocked reports whether the SAD holds an SA with id exactly.
+func (n *Node) runningLocked(id StateID) bool {
+	return slices.ContainsFunc(n.sad.States(), func(s *sa.SA) bool { return idOfSA(s) == id })
+}
+
+// AddState makes an SA from c and adds it under owner (`ipsecd state
+// add`). It is refused when no interface has c's if_id, when c has no
+// encap and the underlay no raw ESP socket, and when a key of c was used
+// by any SA of this node, running or removed (ErrKeyUsed). c's key bytes
+// are zeroed before AddState returns (the SA keeps a copy of its own).
+func (n *Node) AddState(owner Owner, c sa.Config) error {
+	defer c.ClearKeys()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.checkNewLocked(&c); err != nil {
+		return err
+	}
+	s, err := n.MakeSA(c)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := n.sad.Add(s); err != nil {
+		s.Discard()
+		return err
+	}
+	n.owners[s] = owner
+	n.rememberKeysLocked(s)
+	return nil
+}
+
+// DeleteState removes the SA id names, whoever owns it, as `ip xfrm
+// state delete` does; sa.ErrNotFound when there is none.
+func (n *Node) DeleteState(id StateID) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var victim *sa.SA
+	for _, s := range n.sad.States() {
+		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
+			victim = s
+			break
+		}
+	}
+	if err := n.sad.Delete(id.Dir, id.SPI, id.Dst); err != nil {
+		return err
+	}
+	delete(n.owners, victim)
+	return nil
+}
+
+// AddPolicy adds p under owner. An interface must have p's if_id.
+func (n *Node) AddPolicy(owner Owner, p sa.Policy) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.reg.Lookup(p.IfID) == nil {
+		return fmt.Errorf("%w: if_id: no interface has if_id %d", ErrInvalid, p.IfID)
+	}
+	if err := n.sad.AddPolicy(p); err != nil {
+		return err
+	}
+	n.policyOwners[idOf(p)] = owner
+	return nil
+}
+
+// DeletePolicy removes the policy with p's direction, if_id and
+// selector, whoever owns it.
+func (n *Node) DeletePolicy(p sa.Policy) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.sad.DeletePolicy(p); err != nil {
+		return err
+	}
+	delete(n.policyOwners, idOf(p))
+	return nil
+}

@@ -1,0 +1,177 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// RemoveOwner removes every SA and policy of owner in one table change
+// (an IKE SA that ends takes its children with it) and returns how many
+// SAs and policies went.
+func (n *Node) RemoveOwner(owner Owner) (states, policies int, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var keep []*sa.SA
+	for _, s := range n.sad.States() {
+		if o, ok := n.owners[s]; ok && o == owner {
+			states++
+			continue
+		}
+		keep = append(keep, s)
+	}
+	var pols []sa.Policy
+	for _, p := range n.sad.Policies() {
+		if o, ok := n.policyOwners[idOf(p)]; ok && o == owner {
+			policies++
+			continue
+		}
+		pols = append(pols, p)
+	}
+	if err := n.sad.Replace(keep, pols); err != nil {
+		return 0, 0, err
+	}
+	for s, o := range n.owners {
+		if o == owner {
+			delete(n.owners, s)
+		}
+	}
+	for id, o := range n.policyOwners {
+		if o == owner {
+			delete(n.policyOwners, id)
+		}
+	}
+	return states, policies, nil
+}
+
+// InstallChild installs an inbound and an outbound SA (one IKE child SA,
+// or a hand-keyed pair) under owner in one table change, and removes the
+// SAs that replaces names in the same change (make-before-break: the new
+// outbound SA seals from that change on; the old inbound SA, should the
+// peer still use it for packets in flight, is best removed by a second
+// call a little later, so replaces may be empty here). Either both new
+// SAs are installed or neither; the configs' keys are zeroed before it
+// returns. The inbound SPI should come from AllocSPI, whose reservation
+// it ends. A replaced SA must belong to owner (ErrOwned).
+func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID) error {
+	defer in.ClearKeys()
+	defer out.ClearKeys()
+	if in.Dir != sa.DirIn || out.Dir != sa.DirOut {
+		return fmt.Errorf("%w: dir: want an inbound and an outbound SA, got %s and %s", ErrInvalid, in.Dir, out.Dir)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range []*sa.Config{&in, &out} {
+		if err := n.checkNewLocked(c); err != nil {
+			return err
+		}
+	}
+	pair := config.KeyOwners{}
+	pair.Add(&in, "the inbound SA")
+	if f, prev, used := pair.Conflict(&out); used {
+		return fmt.Errorf("%w: outbound %s: the same key as %s: each direction needs keys of its own", ErrInvalid, f, prev)
+	}
+	drop := map[*sa.SA]bool{}
+	all := n.sad.States()
+	for _, id := range replaces {
+		i := slices.IndexFunc(all, func(s *sa.SA) bool {
+			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
+		})
+		if i < 0 {
+			return fmt.Errorf("replaces %s: %w", id, sa.ErrNotFound)
+		}
+		if o := n.owners[all[i]]; o != owner {
+			return fmt.Errorf("replaces %s: %w (%q)", id, ErrOwned, o)
+		}
+		drop[all[i]] = true
+	}
+	sIn, err := n.MakeSA(in)
+	if err != nil {
+		return fmt.Errorf("%w: inbound: %w", ErrInvalid, err)
+	}
+	sOut, err := n.MakeSA(out)
+	if err != nil {
+		sIn.Discard()
+		return fmt.Errorf("%w: outbound: %w", ErrInvalid, err)
+	}
+	states := slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] })
+	states = append(states, sIn, sOut)
+	if err := n.sad.Replace(states, n.sad.Policies()); err != nil {
+		sIn.Discard()
+		sOut.Discard()
+		return err
+	}
+	for s := range drop {
+		delete(n.owners, s)
+	}
+	n.owners[sIn], n.owners[sOut] = owner, owner
+	n.rememberKeysLocked(sIn, sOut)
+	delete(n.reserved, in.SPI)
+	return nil
+}
+
+// RemoveStates removes the SAs ids names, all of owner's, in one table
+// change, or none of them: an IKE child's pair once its replacement
+// carries the traffic (EventChildDown). An id that matches no SA is
+// sa.ErrNotFound; one of another owner, ErrOwned.
+func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	all := n.sad.States()
+	drop := map[*sa.SA]bool{}
+	for _, id := range ids {
+		i := slices.IndexFunc(all, func(s *sa.SA) bool {
+			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
+		})
+		if i < 0 {
+			return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+		}
+		if o := n.owners[all[i]]; o != owner {
+			return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
+		}
+		drop[all[i]] = true
+	}
+	if err := n.sad.Replace(slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] }), n.sad.Policies()); err != nil {
+		return err
+	}
+	for s := range drop {
+		delete(n.owners, s)
+	}
+	return nil
+}
+
+// AllocSPI returns a random inbound SPI that no inbound SA of the node
+// has and AllocSPI has not handed out before (RFC 4303 §2.1: 1-255 are
+// reserved by IANA, 0 is never sent). The SPI stays reserved until an
+// SA with it is installed (InstallChild) or ReleaseSPI is called.
+func (n *Node) AllocSPI() (uint32, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for range 64 {
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return 0, err
+		}
+		spi := binary.BigEndian.Uint32(b[:])
+		if spi < 256 || n.reserved[spi] || n.sad.LookupIn(spi, netip.Addr{}) != nil {
+			continue
+		}
+		n.reserved[spi] = true
+		return spi, nil
+	}
+	return 0, errors.New("no free inbound SPI found in 64 tries")
+}
+
+// ReleaseSPI ends the reservation of an SPI of AllocSPI that will not be
+// installed (a negotiation that failed).
+func (n *Node) ReleaseSPI(spi uint32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.reserved, spi)
+}

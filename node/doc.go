@@ -1,0 +1,44 @@
+// Package node is the composition root of ipsecd: one Node owns the
+// machinery that carries ESP (RFC 4303) for a process, and every entry
+// point (the daemon in cmd/ipsecd, the sidecar netstack in package stack,
+// and later IKE) builds it here rather than assembling its own.
+//
+// A Node owns:
+//
+//   - the SAD (package sa) and its counters;
+//   - the interface registry (package xfrmif) and each interface's
+//     sending workers;
+//   - the underlay sockets (package underlay) and the forwarding engine
+//     (package datapath) over them;
+//   - the lifetime ticker and the expiry queue that carries the SAs'
+//     lifetime events off the data path (sa's event handler must not
+//     block): the ticker logs them and removes hard-expired SAs;
+//   - the key-use memory (config.KeyOwners): a key that any SA of this
+//     node had, of either direction, running or removed, is refused for
+//     a new SA, as its sequence numbers (the AEADs' nonces) would start
+//     again at 1;
+//   - the sequence-reservation directory (package seqstate) and the
+//     goroutine that saves the inbound SAs' replay-window tops.
+//
+// # Ownership
+//
+// Every SA and policy a Node holds has an Owner: the config file, the
+// control socket, or a later IKE engine. Sync changes only what one owner
+// holds (a config reload does not remove what the control socket added);
+// AddState, AddPolicy and InstallChild add under an owner; RemoveOwner
+// removes all of one owner's. Deleting by id (the control socket's
+// `state delete`) removes whoever owns it, as `ip xfrm state delete`
+// does. Ownership is bookkeeping for the control plane: the data path
+// never looks at it.
+//
+// A running SA is never changed in place: a new key, algorithm or any
+// other setting goes under a new SPI, installed beside the old SA, which
+// is removed once the peer uses the new one (make-before-break; see
+// InstallChild).
+//
+// # Concurrency
+//
+// A Node's methods are safe for concurrent use. Control-plane changes are
+// serialised by one mutex; the data path reads the SAD and the registry
+// through their lock-free tables and never takes it.
+package node

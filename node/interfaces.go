@@ -1,0 +1,68 @@
+package node
+
+import (
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// SyncInterfaces makes the registry's interfaces those of cfgs (see
+// xfrmif.Registry.Sync), starts the sending workers of new and replaced
+// interfaces, and stops those of removed ones (restarting those whose
+// MTU outgrew their buffers). A Node without a data path starts none.
+func (n *Node) SyncInterfaces(cfgs []xfrmif.Config) (xfrmif.SyncResult, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	res, err := n.reg.Sync(cfgs)
+	n.reapWorkersLocked()
+	n.startWorkersLocked(append(res.Added, res.Replaced...))
+	return res, err
+}
+
+// AddInterface registers ifc, made by the caller (the netstack's link),
+// and starts its sending workers. The Node owns ifc from then on, also
+// when AddInterface fails (ifc is closed).
+func (n *Node) AddInterface(ifc *xfrmif.Interface) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.reg.Add(ifc); err != nil {
+		ifc.Close()
+		return err
+	}
+	n.startWorkersLocked([]string{ifc.Name()})
+	return nil
+}
+
+// startWorkersLocked starts the sending workers of the named interfaces
+// that have none yet.
+func (n *Node) startWorkersLocked(names []string) {
+	if n.engine == nil {
+		return
+	}
+	want := make(map[string]bool, len(names))
+	for _, name := range names {
+		want[name] = true
+	}
+	for _, ifc := range n.reg.All() {
+		if want[ifc.Name()] && n.workers[ifc] == nil {
+			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
+		}
+	}
+}
+
+// reapWorkersLocked stops the workers of interfaces no longer registered,
+// and restarts those of interfaces whose MTU outgrew their buffers.
+func (n *Node) reapWorkersLocked() {
+	live := map[*xfrmif.Interface]bool{}
+	for _, ifc := range n.reg.All() {
+		live[ifc] = true
+	}
+	for ifc, w := range n.workers {
+		switch {
+		case !live[ifc]:
+			w.Stop()
+			delete(n.workers, ifc)
+		case ifc.MTU() > w.MTU:
+			w.Stop()
+			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
+		}
+	}
+}
