@@ -637,21 +637,9 @@ func (d *decoder) hexKey(n *yaml.Node, field, s string) ([]byte, bool) {
 // warning (exposedKeys). Errors name the field and never the path, which
 // may be a key pasted into the wrong field, nor the file's content.
 func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
-	path, ok := d.str(n, field)
+	path, ok := d.secretPath(n, field, `write the key as key: "0x..."`)
 	if !ok {
 		return nil, false
-	}
-	switch {
-	case path == "":
-		d.errorf(n, field, "empty path")
-		return nil, false
-	case looksLikeKey(path):
-		d.errorf(n, field, "the value looks like key material (not shown), not a path: "+
-			"write the key as key: \"0x...\", or put it in a file of its own and name that file here")
-		return nil, false
-	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(d.dir, path)
 	}
 	k, fi, err := readKey(path)
 	if err != nil {
@@ -664,6 +652,30 @@ func (d *decoder) keyFile(n *yaml.Node, field string) ([]byte, bool) {
 		}
 	}
 	return k, true
+}
+
+// secretPath decodes the path of a file that holds a secret (key_file,
+// secret_file), taken from the config file's directory when relative. A
+// value that looks like key material is refused without being shown:
+// instead says where such a value belongs.
+func (d *decoder) secretPath(n *yaml.Node, field, instead string) (string, bool) {
+	path, ok := d.str(n, field)
+	if !ok {
+		return "", false
+	}
+	switch {
+	case path == "":
+		d.errorf(n, field, "empty path")
+		return "", false
+	case looksLikeKey(path):
+		d.errorf(n, field, "the value looks like key material (not shown), not a path: "+
+			"%s, or put it in a file of its own and name that file here", instead)
+		return "", false
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.dir, path)
+	}
+	return path, true
 }
 
 func (d *decoder) encap(n *yaml.Node, field string) (*sa.Encap, bool) {

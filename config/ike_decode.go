@@ -228,21 +228,9 @@ func (d *decoder) secretValue(n *yaml.Node, field string, v []byte) (Key, bool) 
 // (white space around it is dropped), with the bounded reader of key
 // files, and warns when others can read or change the file.
 func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
-	path, ok := d.str(n, field)
+	path, ok := d.secretPath(n, field, "write it as secret:")
 	if !ok {
 		return nil, false
-	}
-	switch {
-	case path == "":
-		d.errorf(n, field, "empty path")
-		return nil, false
-	case looksLikeKey(path):
-		d.errorf(n, field, "the value looks like key material (not shown), not a path: "+
-			"write it as secret:, or put it in a file of its own and name that file here")
-		return nil, false
-	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(d.dir, path)
 	}
 	data, fi, err := readRegular(path, maxKeyFile, "a secret file")
 	defer clear(data)
