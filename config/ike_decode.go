@@ -295,19 +295,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		}
 		before := len(d.errs)
 		cn := Connection{Version: 2, RekeyTime: DefaultIKERekeyTime, Line: it.Line}
-		if v := m["name"]; v == nil {
-			d.errorf(it, join(f, "name"), "missing")
-		} else if s, ok := d.str(v, join(f, "name")); ok {
-			switch prev, dup := names[s]; {
-			case s == "":
-				d.errorf(v, join(f, "name"), "empty")
-			case dup:
-				d.errorf(v, join(f, "name"), "%q is already the name of %s", s, prev)
-			default:
-				names[s] = f
-			}
-			cn.Name = s
-		}
+		cn.Name = d.uniqueName(it, m["name"], f, names, "")
 		if v := m["version"]; v != nil {
 			if ver, ok := d.uint(v, join(f, "version"), 0, math.MaxUint32); ok && ver != 2 {
 				d.errorf(v, join(f, "version"), "%d is not supported; ipsecd speaks IKEv2 only (version: 2)", ver)
@@ -572,19 +560,7 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 		}
 		ch := Child{RekeyTime: DefaultChildRekeyTime, ReplayWindow: DefaultReplayWindow,
 			StartAction: "none", DPDAction: "clear", Line: it.Line}
-		if v := m["name"]; v == nil {
-			d.errorf(it, join(f, "name"), "missing")
-		} else if s, ok := d.str(v, join(f, "name")); ok {
-			switch prev, dup := names[s]; {
-			case s == "":
-				d.errorf(v, join(f, "name"), "empty")
-			case dup:
-				d.errorf(v, join(f, "name"), "%q is already the name of %s (children are named by name alone, as in swanctl)", s, prev)
-			default:
-				names[s] = f
-			}
-			ch.Name = s
-		}
+		ch.Name = d.uniqueName(it, m["name"], f, names, " (children are named by name alone, as in swanctl)")
 		if v := m["if_id"]; v == nil {
 			d.errorf(it, join(f, "if_id"), "missing; want the if_id of the interface whose traffic the child carries")
 		} else if id, ok := d.uint(v, join(f, "if_id"), 1, math.MaxUint32); ok {
@@ -683,4 +659,27 @@ func bestSecret(secrets []Secret, local, remote string) int {
 		}
 	}
 	return best
+}
+
+// uniqueName decodes the name field v of item it (at field f), which
+// must be there, not empty, and not in names, which maps the names taken
+// so far to the fields that took them; why follows the duplicate error.
+func (d *decoder) uniqueName(it, v *yaml.Node, f string, names map[string]string, why string) string {
+	if v == nil {
+		d.errorf(it, join(f, "name"), "missing")
+		return ""
+	}
+	s, ok := d.str(v, join(f, "name"))
+	if !ok {
+		return ""
+	}
+	switch prev, dup := names[s]; {
+	case s == "":
+		d.errorf(v, join(f, "name"), "empty")
+	case dup:
+		d.errorf(v, join(f, "name"), "%q is already the name of %s%s", s, prev, why)
+	default:
+		names[s] = f
+	}
+	return s
 }
