@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // mustCtl runs a control command and fails the test if it fails.
@@ -88,7 +90,7 @@ func TestControlSocket(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		pinger := p.a.cmd(ctx, "ping", "-n", "-q", "-c", fmt.Sprint(count), "-i", "0.05", "-W", "2", innerB4)
-		var out syncBuffer
+		var out syncbuf.Buffer
 		pinger.Stdout, pinger.Stderr = &out, &out
 		if err := pinger.Start(); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // TestFailClosed checks that what A routes into its interface and may not
@@ -156,7 +158,7 @@ func defaultRoutes(t *testing.T, p *pair) {
 // process once its control socket answers.
 func (d *daemon) restart(t *testing.T) *daemon {
 	t.Helper()
-	nd := &daemon{t: t, ns: d.ns, cfgPath: d.cfgPath, control: d.control, log: &syncBuffer{}, done: make(chan error, 1)}
+	nd := &daemon{t: t, ns: d.ns, cfgPath: d.cfgPath, control: d.control, log: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	nd.cmd = exec.Command("ip", "netns", "exec", d.ns.name, ipsecdBin, "run", "--config", d.cfgPath)
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/internal/promtest"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // withLifetime gives the state of cfg with spi and dir a lifetime line.
@@ -284,7 +285,7 @@ func TestLifetimeAddTime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pinger := p.a.cmd(ctx, "ping", "-n", "-q", "-c", "60", "-i", "0.1", "-W", "2", innerB4)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	pinger.Stdout, pinger.Stderr = &out, &out
 	if err := pinger.Start(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ipsecd/ipsecd/internal/promtest"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // httpGet is the http-get helper: it prints the body of a GET of url,
@@ -52,7 +53,7 @@ func scrape(t *testing.T, ns *netns, url string) string {
 	defer cancel()
 	cmd := ns.cmd(ctx, self, url)
 	cmd.Env = append(os.Environ(), helperEnv+"=http-get")
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

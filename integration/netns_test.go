@@ -4,18 +4,18 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // netns is a network namespace owned by one test.
@@ -116,7 +116,7 @@ type daemon struct {
 	// share /var/lib/ipsecd (nor resume each other's keys).
 	stateDir string
 	cmd      *exec.Cmd
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	done     chan error
 }
 
@@ -128,7 +128,7 @@ func startDaemon(t *testing.T, ns *netns, cfg string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	d := &daemon{t: t, ns: ns, cfgPath: filepath.Join(dir, "ipsecd.yaml"), control: filepath.Join(dir, "ipsecd.sock"),
-		stateDir: filepath.Join(dir, "state"), log: &syncBuffer{}, done: make(chan error, 1)}
+		stateDir: filepath.Join(dir, "state"), log: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	if err := os.WriteFile(d.cfgPath, []byte(d.file(cfg)), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -226,22 +226,4 @@ func (d *daemon) stats() map[string]uint64 {
 		d.t.Fatalf("ipsecd stats printed no counters:\n%s", out)
 	}
 	return m
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's stdout and stderr.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/stack"
 )
 
@@ -145,7 +146,7 @@ func sidecarStreams(t *testing.T, p *pair, cfgPath, daemonAddr, sidecarAddr stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sideErr syncBuffer
+	var sideErr syncbuf.Buffer
 	side.Stderr = &sideErr
 	if err := side.Start(); err != nil {
 		t.Fatal(err)

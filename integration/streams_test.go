@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // Ports of the streams on the inner addresses.
@@ -101,8 +103,8 @@ type helperProc struct {
 	name   string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout syncBuffer
-	stderr syncBuffer
+	stdout syncbuf.Buffer
+	stderr syncbuf.Buffer
 	done   chan error
 }
 

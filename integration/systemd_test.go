@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // TestSystemdUnitPrivileges runs the daemon with exactly the privileges
@@ -77,7 +79,7 @@ func TestSystemdUnitPrivileges(t *testing.T) {
 		"--inh-caps", ambient, "--ambient-caps", ambient, "--bounding-set", "-all," + bounding,
 		"--no-new-privs", bin, "run", "--config", cfg}
 	cmd := exec.Command("ip", args...)
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
 // ping sends echo requests from ns to dst until count are answered (15 s
@@ -75,7 +77,7 @@ func tcpTransfer(t *testing.T, srcNS, dstNS *netns, dst string, n int64) time.Du
 // startTCPSink starts the tcp-sink helper (this test binary) on addr in ns
 // and waits until it listens. lines then gives its result line (the
 // SHA-256 and count of what arrived), sinkErr its stderr; stop kills it.
-func startTCPSink(t *testing.T, ctx context.Context, ns *netns, self, addr string) (lines *bufio.Scanner, sinkErr *syncBuffer, stop func()) {
+func startTCPSink(t *testing.T, ctx context.Context, ns *netns, self, addr string) (lines *bufio.Scanner, sinkErr *syncbuf.Buffer, stop func()) {
 	t.Helper()
 	sink := ns.cmd(ctx, self, addr)
 	sink.Env = append(os.Environ(), helperEnv+"=tcp-sink")
@@ -83,7 +85,7 @@ func startTCPSink(t *testing.T, ctx context.Context, ns *netns, self, addr strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sinkErr = &syncBuffer{}
+	sinkErr = &syncbuf.Buffer{}
 	sink.Stderr = sinkErr
 	if err := sink.Start(); err != nil {
 		t.Fatal(err)
@@ -110,7 +112,7 @@ func captureFile(t *testing.T, ns *netns, dev, path string, filter ...string) (s
 	// lost ("received by filter" but not written).
 	args := append([]string{"-i", dev, "-n", "-U", "--immediate-mode", "-B", "65536", "-s", "0", "-w", path}, filter...)
 	cmd := ns.cmd(ctx, "tcpdump", args...)
-	var errOut syncBuffer
+	var errOut syncbuf.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Start(); err != nil {
 		cancel()

@@ -1,44 +1,25 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/sa"
 )
-
-// lockedBuffer is a log sink safe for the tick goroutine and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // expiryNode is a Node with only what lifetimes need: a SAD wired to the
 // expiry queue and a logger writing text lines into the returned buffer.
 // Its ticker does not run (the tests call its steps, or start it).
-func expiryNode(t *testing.T) (*Node, *lockedBuffer) {
+func expiryNode(t *testing.T) (*Node, *syncbuf.Buffer) {
 	t.Helper()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	log := logrus.New()
 	log.SetOutput(&out)
 	log.SetLevel(logrus.DebugLevel)

@@ -3,12 +3,12 @@ package stack
 import (
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -29,7 +29,7 @@ func (b *blockedWriter) Write(p []byte) (int, error) {
 // caller of Tick): with a log sink that blocks, Tick still returns, and
 // the event is logged once the sink takes it.
 func TestLifetimeEventsDoNotBlock(t *testing.T) {
-	var out lockedBuilder
+	var out syncbuf.Buffer
 	w := &blockedWriter{release: make(chan struct{}), w: &out}
 	l := logrus.New()
 	l.SetOutput(w)
@@ -73,23 +73,4 @@ func TestLifetimeEventsDoNotBlock(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// lockedBuilder is a strings.Builder safe for the node's ticker and the
-// test.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

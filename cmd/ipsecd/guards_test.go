@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/tun"
 )
 
@@ -47,13 +48,13 @@ func guard(table uint32, p string) tun.Guard {
 	return tun.Guard{Table: table, Prefix: netip.MustParsePrefix(p)}
 }
 
-func newFakeGuards(t *testing.T, left ...tun.Guard) (*guards, *fakeGuardTable, *lockedBuffer) {
+func newFakeGuards(t *testing.T, left ...tun.Guard) (*guards, *fakeGuardTable, *syncbuf.Buffer) {
 	t.Helper()
 	f := &fakeGuardTable{routes: map[tun.Guard]bool{}}
 	for _, g := range left {
 		f.routes[g] = true
 	}
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	log := logrus.New()
 	log.SetOutput(out)
 	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})

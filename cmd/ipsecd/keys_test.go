@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
@@ -35,7 +35,7 @@ const (
 // the node makes from then on, for buildStates or AddState.
 type keysNode struct {
 	*node
-	out  *lockedBuffer
+	out  *syncbuf.Buffer
 	made []*sa.SA
 }
 
@@ -45,7 +45,7 @@ func newKeysNode(t *testing.T, cfg *config.Config) *keysNode { return newKeysNod
 // not, as rawESP says.
 func newKeysNodeRaw(t *testing.T, cfg *config.Config, rawESP bool) *keysNode {
 	t.Helper()
-	k := &keysNode{out: &lockedBuffer{}}
+	k := &keysNode{out: &syncbuf.Buffer{}}
 	log := logrus.New()
 	log.SetOutput(k.out)
 	log.SetLevel(logrus.InfoLevel)
@@ -549,22 +549,4 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 			t.Errorf("reload refused:\n%s", k.out.String())
 		}
 	})
-}
-
-// lockedBuffer is a log sink safe for the tick goroutine and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
