@@ -50,6 +50,41 @@ func run(t *testing.T, ci, cr *Config) (ini, res *SA, errI, errR error) {
 	return runUnchecked(t, ci, cr, func() {})
 }
 
+// establishedSides runs a whole IKE_SA_INIT and IKE_AUTH between ci and
+// cr, drains the events of both SAs, and returns them as (acting, other):
+// the initiator first, or the responder when fromResp.
+func establishedSides(t *testing.T, ci, cr *Config, fromResp bool) (a, b *SA) {
+	t.Helper()
+	ini, res, errI, errR := run(t, ci, cr)
+	if errI != nil || errR != nil {
+		t.Fatal(errI, errR)
+	}
+	ini.TakeEvents()
+	res.TakeEvents()
+	if fromResp {
+		return res, ini
+	}
+	return ini, res
+}
+
+// finishAuth takes the responder's IKE_SA_INIT answer to ini and runs
+// IKE_AUTH between ini and res to the end, then checks the pair.
+func finishAuth(t *testing.T, ini, res *SA, initAnswer []byte) {
+	t.Helper()
+	auth, err := ini.Handle(initAnswer, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := res.Handle(auth, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ini.Handle(last, t0); err != nil {
+		t.Fatal(err)
+	}
+	checkPair(t, ini, res)
+}
+
 // runUnchecked is run with forge called after Initiate validated ci: it
 // may change ci into what Validate would refuse, to see the peer refuse
 // it.
@@ -165,18 +200,7 @@ func TestInvalidKERetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := ini.Handle(reply, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := res.Handle(auth, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ini.Handle(last, t0); err != nil {
-		t.Fatal(err)
-	}
-	checkPair(t, ini, res)
+	finishAuth(t, ini, res, reply)
 	if ini.Suite().DH.Name != "ecp256" {
 		t.Fatalf("group %q, want ecp256", ini.Suite().DH.Name)
 	}
@@ -603,16 +627,7 @@ func TestAuthFailedNotifyEndsSA(t *testing.T) {
 func TestDeleteChild(t *testing.T) {
 	for _, fromResp := range []bool{false, true} {
 		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16-x25519"})
-		ini, res, errI, errR := run(t, ci, cr)
-		if errI != nil || errR != nil {
-			t.Fatal(errI, errR)
-		}
-		a, b := ini, res
-		if fromResp {
-			a, b = res, ini
-		}
-		a.TakeEvents()
-		b.TakeEvents()
+		a, b := establishedSides(t, ci, cr, fromResp)
 		c := a.Children()[0]
 		req, err := a.DeleteChild(c, t0)
 		if err != nil {
@@ -680,16 +695,5 @@ func TestCookieEcho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := ini.Handle(resp, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, err := res.Handle(auth, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ini.Handle(last, t0); err != nil {
-		t.Fatal(err)
-	}
-	checkPair(t, ini, res)
+	finishAuth(t, ini, res, resp)
 }

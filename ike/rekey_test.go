@@ -51,16 +51,7 @@ func TestRekeyChild(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{tt.esp})
-			ini, res, errI, errR := run(t, ci, cr)
-			if errI != nil || errR != nil {
-				t.Fatal(errI, errR)
-			}
-			ini.TakeEvents()
-			res.TakeEvents()
-			a, b := ini, res
-			if tt.fromResp {
-				a, b = res, ini
-			}
+			a, b := establishedSides(t, ci, cr, tt.fromResp)
 			old := a.Children()[0]
 			req, err := a.RekeyChild(old, t0)
 			if err != nil {
@@ -106,16 +97,7 @@ func TestRekeyIKE(t *testing.T) {
 	for _, fromResp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "initiator", true: "responder"}[fromResp], func(t *testing.T) {
 			ci, cr := pairConfigs(t, []string{"aes128gcm16-prfsha256-ecp256", "aes256-sha384-x25519"}, []string{"aes128gcm16"})
-			ini, res, errI, errR := run(t, ci, cr)
-			if errI != nil || errR != nil {
-				t.Fatal(errI, errR)
-			}
-			a, b := ini, res
-			if fromResp {
-				a, b = res, ini
-			}
-			a.TakeEvents()
-			b.TakeEvents()
+			a, b := establishedSides(t, ci, cr, fromResp)
 			child := a.Children()[0]
 			req, err := a.RekeyIKE(t0)
 			if err != nil {
