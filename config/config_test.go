@@ -221,7 +221,7 @@ func TestParseErrors(t *testing.T) {
 		{"key odd", `key: "` + gcmKey + `"`, `key: "0x000"`,
 			[]string{"f.yaml:22: states[0].aead.key: odd number of hex digits (3)"}},
 		{"spi reserved", "spi: 0x00001001", "spi: 0xff",
-			[]string{"f.yaml:18: states[0].spi: 0xff is out of range; want 0x100..0xffffffff"}},
+			[]string{"f.yaml:18: states[0].spi: 0xff is reserved; want 0x100..0xffffffff"}},
 		{"spi too big", "spi: 0x00001001", "spi: 0x100000000",
 			[]string{"f.yaml:18: states[0].spi: 0x100000000 is out of range"}},
 		{"spi missing", "    spi: 0x00001001\n", "",
@@ -272,7 +272,7 @@ func TestParseErrors(t *testing.T) {
 		{"encap port", "dport: 4501", "dport: 70000",
 			[]string{`f.yaml:23: states[0].encap.dport: 70000 is out of range; want 1..65535`}},
 		{"replay window", "    esn: true\n", "    esn: true\n    replay_window: 65537\n",
-			[]string{`f.yaml:25: states[0].replay_window: 65537 is out of range; want 0x0..0x10000`}},
+			[]string{`f.yaml:25: states[0].replay_window: 65537 is too large; want 0..65536`}},
 		{"esn type", "esn: true", "esn: maybe", []string{`f.yaml:24: states[0].esn: want true or false, got "maybe"`}},
 		{"lifetime order", "soft_bytes: 1,", "soft_bytes: 10,",
 			[]string{`f.yaml:25: states[0].lifetime.soft_bytes: is larger than hard_bytes`}},
@@ -441,23 +441,23 @@ func TestCheckState(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.States[0].Config
-	if err := CheckState(&s); err != nil {
-		t.Errorf("CheckState(good) = %v", err)
+	if err := sa.Check(&s); err != nil {
+		t.Errorf("sa.Check(good) = %v", err)
 	}
 	s.AEAD = &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: make([]byte, 17), Bits: 128}
 	s.SPI = 1
-	err = CheckState(&s)
+	err = sa.Check(&s)
 	want := "spi: 0x1 is reserved; want 0x100..0xffffffff\naead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"
 	if err == nil || err.Error() != want {
-		t.Errorf("CheckState = %v, want %s", err, want)
+		t.Errorf("sa.Check = %v, want %s", err, want)
 	}
 	p := sa.Policy{Dir: sa.DirOut, IfID: 1, Action: sa.ActionAllow}
-	if err := CheckPolicy(&p); err != nil {
-		t.Errorf("CheckPolicy(good) = %v", err)
+	if err := sa.CheckPolicy(&p); err != nil {
+		t.Errorf("sa.CheckPolicy(good) = %v", err)
 	}
 	p.IfID = 0
-	if err := CheckPolicy(&p); err == nil || !strings.HasPrefix(err.Error(), "if_id: missing") {
-		t.Errorf("CheckPolicy(if_id 0) = %v", err)
+	if err := sa.CheckPolicy(&p); err == nil || !strings.HasPrefix(err.Error(), "if_id: missing") {
+		t.Errorf("sa.CheckPolicy(if_id 0) = %v", err)
 	}
 }
 
@@ -483,7 +483,7 @@ func TestExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range keyFile.FindAllStringSubmatch(string(data), -1) {
-			alg, ok := LookupAlgorithm(m[1])
+			alg, ok := sa.LookupAlgorithm(m[1])
 			if !ok || len(alg.KeyBytes) == 0 {
 				t.Fatalf("%s: key_file %s for algorithm %q, which takes no key", f, m[2], m[1])
 			}

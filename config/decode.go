@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ipsecd/ipsecd/internal/hint"
+	"github.com/ipsecd/ipsecd/internal/keytext"
 )
 
 // decoder walks yaml.v3 nodes and collects every error with its line.
@@ -52,35 +55,11 @@ func (d *decoder) syntaxError(err error) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: hideKeys(msg)})
 }
 
-// keyHexDigits is the shortest run of hex digits taken for key material:
-// 8 bytes, half the shortest key (cbc(aes) with AES-128).
-const keyHexDigits = 16
-
-// looksLikeKey reports whether s holds a run of keyHexDigits or more hex
-// digits, as a key pasted into the wrong field would.
-func looksLikeKey(s string) bool {
-	run := 0
-	for i := 0; i < len(s); i++ {
-		if isHex(s[i]) {
-			if run++; run >= keyHexDigits {
-				return true
-			}
-		} else {
-			run = 0
-		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-var hexRun = regexp.MustCompile(`[0-9a-fA-F]{16,}`)
+var hexRun = regexp.MustCompile(fmt.Sprintf("[0-9a-fA-F]{%d,}", keytext.HexDigits))
 
 // hideKeys replaces every run of hex digits that looksLikeKey in s.
 func hideKeys(s string) string {
-	if !looksLikeKey(s) {
+	if !keytext.LooksLikeKey(s) {
 		return s
 	}
 	return hexRun.ReplaceAllString(s, "(hex not shown)")
@@ -108,7 +87,7 @@ func isNull(n *yaml.Node) bool {
 // quoted, unless they look like key material; a caller decoding a field
 // that may hold a key must use describeKind.
 func describe(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode && looksLikeKey(n.Value) {
+	if n.Kind == yaml.ScalarNode && keytext.LooksLikeKey(n.Value) {
 		return notShown
 	}
 	return describeNode(n)
@@ -153,9 +132,9 @@ func (d *decoder) fields(n *yaml.Node, field string, known ...string) (m map[str
 			continue
 		}
 		name := k.Value
-		if looksLikeKey(name) {
+		if keytext.LooksLikeKey(name) {
 			// A key pasted without its "key:", as in {name: X, 0x...}.
-			d.errorf(k, field, "unknown field: %s; want %s", notShown, orList(known))
+			d.errorf(k, field, "unknown field: %s; want %s", notShown, hint.OrList(known))
 			continue
 		}
 		if prev, dup := seen[name]; dup {
@@ -164,10 +143,10 @@ func (d *decoder) fields(n *yaml.Node, field string, known ...string) (m map[str
 		}
 		seen[name] = k.Line
 		if !containsString(known, name) {
-			if s := suggest(name, known); s != "" {
+			if s := hint.Closest(name, known); s != "" {
 				d.errorf(k, join(field, name), "unknown field; did you mean %s?", s)
 			} else {
-				d.errorf(k, join(field, name), "unknown field; want %s", orList(known))
+				d.errorf(k, join(field, name), "unknown field; want %s", hint.OrList(known))
 			}
 			continue
 		}
@@ -217,7 +196,7 @@ func (d *decoder) uint(n *yaml.Node, field string, lo, hi uint64) (uint64, bool)
 	if !ok {
 		return 0, false
 	}
-	if looksLikeKey(s) {
+	if keytext.LooksLikeKey(s) {
 		d.errorf(n, field, "want an integer (%s), got %s", rangeString(lo, hi), notShown)
 		return 0, false
 	}
@@ -266,12 +245,12 @@ func (d *decoder) bool(n *yaml.Node, field string) (bool, bool) {
 
 // oneOf decodes a string that must be one of choices.
 func (d *decoder) oneOf(n *yaml.Node, field string, choices ...string) (string, bool) {
-	s, ok := d.scalar(n, field, orList(choices))
+	s, ok := d.scalar(n, field, hint.OrList(choices))
 	if !ok {
 		return "", false
 	}
 	if !containsString(choices, s) {
-		d.errorf(n, field, "want %s, got %s", orList(choices), describe(n))
+		d.errorf(n, field, "want %s, got %s", hint.OrList(choices), describe(n))
 		return "", false
 	}
 	return s, true
@@ -344,48 +323,4 @@ func containsString(xs []string, x string) bool {
 		}
 	}
 	return false
-}
-
-// suggest returns the known key closest to a misspelt one, or "".
-func suggest(name string, known []string) string {
-	norm := func(s string) string {
-		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
-	}
-	best, bestDist := "", 3
-	if len(name) > 8 {
-		bestDist = 4
-	}
-	for _, k := range known {
-		if norm(k) == norm(name) || (len(name) >= 4 && strings.HasPrefix(k, name)) {
-			return k
-		}
-		if dist := editDistance(name, k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -1,142 +1,18 @@
 package config
 
-import (
-	"bytes"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"syscall"
+import "github.com/ipsecd/ipsecd/internal/keytext"
+
+// MaxConfigFile is the largest config file Load reads: far more than
+// thousands of states take, and little enough memory that a config naming
+// a huge file or a device cannot exhaust it.
+const MaxConfigFile = 16 << 20
+
+// The files that hold keys (the config file, key_file, secret_file) are
+// read and judged by keytext, the one reader of keys that the command line
+// shares; these short names are the decoders'.
+const maxKeyFile = keytext.MaxFile
+
+var (
+	readRegular = keytext.ReadRegular
+	exposedKeys = keytext.Exposure
 )
-
-// Limits of the files ipsecd reads keys from.
-const (
-	// MaxConfigFile is the largest config file Load reads: far more
-	// than thousands of states take, and little enough memory that a
-	// config naming a huge file or a device cannot exhaust it.
-	MaxConfigFile = 16 << 20
-	// maxKeyFile bounds what a key_file may hold: the longest key is 36
-	// bytes, 72 hex digits, and the rest is room for white space.
-	maxKeyFile = 4096
-)
-
-// readRegular reads the regular file at path, of at most max bytes, into
-// one buffer sized once, so that no copy of a key is left behind by a
-// growing read. A FIFO, a device (/dev/zero), a directory or a larger
-// file is refused before anything is read; what is a file named in
-// errors. It returns the file's FileInfo, for its mode and owner.
-func readRegular(path string, max int64, what string) ([]byte, os.FileInfo, error) {
-	// O_NONBLOCK: opening a FIFO would otherwise wait for a writer. It
-	// changes nothing for a regular file.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat() // of the file opened, not of what path names now
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("not a regular file (%s): %s must be one", kind(fi.Mode()), what)
-	}
-	if fi.Size() > max {
-		return nil, nil, fmt.Errorf("%d bytes: %s may have at most %d", fi.Size(), what, max)
-	}
-	// One byte more than the size, to see a file that grew meanwhile.
-	buf := make([]byte, fi.Size()+1)
-	n, err := io.ReadFull(f, buf)
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-	case err != nil:
-		clear(buf)
-		return nil, nil, err
-	default:
-		clear(buf)
-		return nil, nil, errors.New("the file grew while it was read: try again")
-	}
-	return buf[:n], fi, nil
-}
-
-// kind names what a file that is not regular is.
-func kind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	}
-	return "mode " + m.String()
-}
-
-// ReadKeyFile reads a key from a file of hex text, 0x optional, with any
-// white space around it, as key_file does: a regular file of at most 4096
-// bytes, read without leaving copies of the key behind. Its errors say
-// what is wrong with the file without its path or its content.
-func ReadKeyFile(path string) ([]byte, error) {
-	k, _, err := readKey(path)
-	return k, err
-}
-
-// readKey is ReadKeyFile, with the file's FileInfo.
-func readKey(path string) ([]byte, os.FileInfo, error) {
-	data, fi, err := readRegular(path, maxKeyFile, "a key file")
-	defer clear(data)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // without the path
-		}
-		return nil, nil, err
-	}
-	b := bytes.TrimSpace(data)
-	if len(b) >= 2 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
-		b = b[2:]
-	}
-	if len(b)%2 != 0 {
-		return nil, nil, fmt.Errorf("the file holds an odd number of hex digits (%d)", len(b))
-	}
-	k := make([]byte, len(b)/2)
-	if _, err := hex.Decode(k, b); err != nil {
-		clear(k)
-		return nil, nil, errors.New("the file does not hold hex (want the key as hex text, 0x optional)")
-	}
-	return k, fi, nil
-}
-
-// exposedKeys returns the warnings for a file that holds keys (holdsKeys)
-// or names the files that do: the config file itself (main) or a
-// key_file. Whoever can read it has the keys: group or others may not
-// (only for a file that holds keys). Whoever can write it chooses the
-// keys: group and others may not, nor a user other than the one ipsecd
-// runs as, or root. None when all is well.
-func exposedKeys(path string, fi os.FileInfo, main, holdsKeys bool) []string {
-	var ws []string
-	perm := fi.Mode().Perm()
-	name := "key_file " + path
-	if main {
-		name = path
-	}
-	if holdsKeys && perm&0o044 != 0 {
-		if main {
-			ws = append(ws, fmt.Sprintf("%s holds keys and is readable by group or others (mode %04o): run chmod 600 %s, or move the keys to key_file files", path, perm, path))
-		} else {
-			ws = append(ws, fmt.Sprintf("%s is readable by group or others (mode %04o): run chmod 600 %s", name, perm, path))
-		}
-	}
-	if perm&0o022 != 0 {
-		ws = append(ws, fmt.Sprintf("%s is writable by group or others (mode %04o), who can change the keys: run chmod go-w %s", name, perm, path))
-	}
-	if uid, ok := fileOwner(fi); ok && uid != 0 && uid != os.Geteuid() {
-		ws = append(ws, fmt.Sprintf("%s is owned by uid %d, not by uid %d that runs ipsecd, nor by root: that user can change the keys: run chown %d %s",
-			name, uid, os.Geteuid(), os.Geteuid(), path))
-	}
-	return ws
-}

@@ -18,6 +18,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // Limits of the control socket. Only root and the socket's owner may
@@ -460,7 +461,7 @@ func (s *Server) dispatch(req *Request) (any, error) {
 		if err != nil {
 			return nil, invalid(err)
 		}
-		if err := config.CheckState(&c); err != nil {
+		if err := sa.Check(&c); err != nil {
 			return nil, invalid(err)
 		}
 		return nil, b.AddState(c)
@@ -482,7 +483,7 @@ func (s *Server) dispatch(req *Request) (any, error) {
 		if req.Cmd == "policy.delete" {
 			return nil, b.DeletePolicy(p)
 		}
-		if err := config.CheckPolicy(&p); err != nil {
+		if err := sa.CheckPolicy(&p); err != nil {
 			return nil, invalid(err)
 		}
 		return nil, b.AddPolicy(p)

@@ -8,9 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/internal/keytext"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -42,7 +41,7 @@ type Backend interface {
 	// GetState returns one SA, or an error wrapping ErrNotFound.
 	GetState(id StateID, keys bool) (StateInfo, error)
 	// AddState installs an SA. The Server has already checked c with
-	// config.CheckState; the Backend checks what needs the running config
+	// sa.Check; the Backend checks what needs the running config
 	// (the interface exists, no duplicate: ErrExists).
 	AddState(c sa.Config) error
 	// DeleteState removes an SA, or returns an error wrapping ErrNotFound.
@@ -218,7 +217,8 @@ func NewStateIDSpec(id StateID) *StateIDSpec {
 // StateID converts s back.
 func (s *StateIDSpec) StateID() (StateID, error) {
 	var id StateID
-	if id.Dir = config.ParseDir(s.Dir); id.Dir == 0 {
+	var ok bool
+	if id.Dir, ok = sa.ParseDir(s.Dir); !ok {
 		return id, fmt.Errorf("dir %q: want in or out", s.Dir)
 	}
 	spi, err := ParseSPI(s.SPI)
@@ -239,7 +239,7 @@ func NewStateSpec(c sa.Config, keys bool) StateSpec {
 		Src: c.Src, Dst: c.Dst, SPI: FormatSPI(c.SPI), Dir: c.Dir.String(), Mode: c.Mode.String(),
 		IfID: c.IfID, ReplayWindow: c.ReplayWindow, ESN: c.ESN,
 	}
-	alg := func(a *sa.Algorithm, kind config.AlgorithmKind) *AlgorithmSpec {
+	alg := func(a *sa.Algorithm, kind sa.AlgorithmKind) *AlgorithmSpec {
 		if a == nil {
 			return nil
 		}
@@ -248,23 +248,22 @@ func NewStateSpec(c sa.Config, keys bool) StateSpec {
 			as.Key = "0x" + hex.EncodeToString(a.Key)
 		}
 		switch kind {
-		case config.KindAEAD:
+		case sa.KindAEAD:
 			as.ICVBits = a.Bits
-		case config.KindAuth:
+		case sa.KindAuth:
 			as.TruncBits = a.Bits
 		}
 		return as
 	}
-	s.AEAD = alg(c.AEAD, config.KindAEAD)
-	s.Enc = alg(c.Enc, config.KindEnc)
-	s.Auth = alg(c.Auth, config.KindAuth)
+	s.AEAD = alg(c.AEAD, sa.KindAEAD)
+	s.Enc = alg(c.Enc, sa.KindEnc)
+	s.Auth = alg(c.Auth, sa.KindAuth)
 	if c.Encap != nil {
 		s.Encap = &EncapSpec{Type: "espinudp", SPort: c.Encap.SrcPort, DPort: c.Encap.DstPort}
 	}
 	if lt := c.Lifetime; lt != (sa.Lifetime{}) {
-		s.Lifetime = &LifetimeSpec{SoftBytes: lt.SoftBytes, HardBytes: lt.HardBytes,
-			SoftPackets: lt.SoftPackets, HardPackets: lt.HardPackets,
-			SoftAddSeconds: uint64(lt.SoftAdd / time.Second), HardAddSeconds: uint64(lt.HardAdd / time.Second)}
+		ls := LifetimeSpec(lt.Seconds())
+		s.Lifetime = &ls
 	}
 	if sel := c.Selector; sel.Src.IsValid() || sel.Dst.IsValid() {
 		s.Selector = &SelectorSpec{Src: prefixPtr(sel.Src), Dst: prefixPtr(sel.Dst)}
@@ -286,8 +285,8 @@ func prefixOf(p *netip.Prefix) netip.Prefix {
 	return *p
 }
 
-// Config converts s to an sa.Config. It checks the syntax of each field;
-// config.CheckState checks the result.
+// Config converts s to an sa.Config, with sa's defaults filled in. It
+// checks the syntax of each field; sa.Check checks the result.
 func (s *StateSpec) Config() (sa.Config, error) {
 	c := sa.Config{Src: s.Src.Unmap(), Dst: s.Dst.Unmap(), IfID: s.IfID, ReplayWindow: s.ReplayWindow, ESN: s.ESN}
 	var errs []string
@@ -298,37 +297,33 @@ func (s *StateSpec) Config() (sa.Config, error) {
 		}
 		c.SPI = spi
 	}
-	if c.Dir = config.ParseDir(s.Dir); c.Dir == 0 && s.Dir != "" {
+	var ok bool
+	if c.Dir, ok = sa.ParseDir(s.Dir); !ok && s.Dir != "" {
 		errs = append(errs, fmt.Sprintf("dir %q: want in or out", s.Dir))
 	}
-	if c.Mode = config.ParseMode(s.Mode); c.Mode == 0 && s.Mode != "" {
+	if c.Mode, ok = sa.ParseMode(s.Mode); !ok && s.Mode != "" {
 		errs = append(errs, fmt.Sprintf("mode %q: want tunnel or transport", s.Mode))
 	}
-	alg := func(a *AlgorithmSpec, field string, kind config.AlgorithmKind) *sa.Algorithm {
+	alg := func(a *AlgorithmSpec, kind sa.AlgorithmKind) *sa.Algorithm {
 		if a == nil {
 			return nil
 		}
 		out := &sa.Algorithm{Name: a.Name, Bits: a.ICVBits}
-		if kind == config.KindAuth {
+		if kind == sa.KindAuth {
 			out.Bits = a.TruncBits
 		}
-		if out.Bits == 0 {
-			if info, ok := config.LookupAlgorithm(a.Name); ok {
-				out.Bits = info.DefaultBits
-			}
-		}
 		if a.Key != "" {
-			k, err := ParseKey(a.Key)
+			k, err := keytext.ParseHex(a.Key)
 			if err != nil {
-				errs = append(errs, field+".key: "+err.Error())
+				errs = append(errs, string(kind)+".key: "+err.Error())
 			}
 			out.Key = k
 		}
 		return out
 	}
-	c.AEAD = alg(s.AEAD, "aead", config.KindAEAD)
-	c.Enc = alg(s.Enc, "enc", config.KindEnc)
-	c.Auth = alg(s.Auth, "auth", config.KindAuth)
+	c.AEAD = alg(s.AEAD, sa.KindAEAD)
+	c.Enc = alg(s.Enc, sa.KindEnc)
+	c.Auth = alg(s.Auth, sa.KindAuth)
 	if e := s.Encap; e != nil {
 		if e.Type != "espinudp" {
 			errs = append(errs, fmt.Sprintf("encap.type %q: want espinudp", e.Type))
@@ -336,34 +331,20 @@ func (s *StateSpec) Config() (sa.Config, error) {
 		c.Encap = &sa.Encap{SrcPort: e.SPort, DstPort: e.DPort}
 	}
 	if lt := s.Lifetime; lt != nil {
-		const maxSeconds = uint64(1<<63-1) / uint64(time.Second)
-		if lt.SoftAddSeconds > maxSeconds || lt.HardAddSeconds > maxSeconds {
-			errs = append(errs, "lifetime: seconds out of range")
+		l, err := sa.LifetimeSeconds(*lt).Lifetime()
+		if err != nil {
+			errs = append(errs, err.Error())
 		}
-		c.Lifetime = sa.Lifetime{SoftBytes: lt.SoftBytes, HardBytes: lt.HardBytes,
-			SoftPackets: lt.SoftPackets, HardPackets: lt.HardPackets,
-			SoftAdd: time.Duration(lt.SoftAddSeconds) * time.Second, HardAdd: time.Duration(lt.HardAddSeconds) * time.Second}
+		c.Lifetime = l
 	}
 	if sel := s.Selector; sel != nil {
 		c.Selector = sa.Selector{Src: prefixOf(sel.Src), Dst: prefixOf(sel.Dst)}
 	}
+	c.FillDefaults()
 	if errs != nil {
 		return c, errors.New(strings.Join(errs, "; "))
 	}
 	return c, nil
-}
-
-// ParseKey reads 0x-prefixed hex key material. Its errors never quote the
-// key.
-func ParseKey(s string) ([]byte, error) {
-	if !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0X") {
-		return nil, errors.New("want 0x-prefixed hex")
-	}
-	k, err := hex.DecodeString(s[2:])
-	if err != nil {
-		return nil, errors.New("not hex, or an odd number of digits")
-	}
-	return k, nil
 }
 
 // NewPolicySpec converts p for the wire.
@@ -374,13 +355,13 @@ func NewPolicySpec(p sa.Policy) PolicySpec {
 
 // Policy converts s back; an empty action is allow.
 func (s *PolicySpec) Policy() (sa.Policy, error) {
-	p := sa.Policy{Dir: config.ParseDir(s.Dir), IfID: s.IfID,
-		Selector: sa.Selector{Src: prefixOf(s.Src), Dst: prefixOf(s.Dst)}, Action: sa.ActionAllow}
-	if p.Dir == 0 {
+	p := sa.Policy{IfID: s.IfID, Selector: sa.Selector{Src: prefixOf(s.Src), Dst: prefixOf(s.Dst)}, Action: sa.ActionAllow}
+	var ok bool
+	if p.Dir, ok = sa.ParseDir(s.Dir); !ok {
 		return p, fmt.Errorf("dir %q: want in or out", s.Dir)
 	}
 	if s.Action != "" {
-		if p.Action = config.ParseAction(s.Action); p.Action == 0 {
+		if p.Action, ok = sa.ParseAction(s.Action); !ok {
 			return p, fmt.Errorf("action %q: want allow or block", s.Action)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 
 // Errors New, and the SAD's changes, return. Test with errors.Is.
 var (
-	// ErrInvalidConfig: a Config or Policy is refused; the *FieldError that
-	// wraps it names the field. Fix the configuration.
+	// ErrInvalidConfig: a Config or Policy is refused; the FieldErrors
+	// that wrap it name the fields. Fix the configuration.
 	ErrInvalidConfig = errors.New("invalid SA config")
 	// ErrExists: an SA with the same direction, SPI and destination, or a
 	// policy with the same direction, if_id and selector, is already in the
@@ -27,25 +27,6 @@ var (
 	// a new SA with New.
 	ErrRetired = errors.New("SA was removed from its SAD")
 )
-
-// FieldError is a refused Config or Policy field. Field is named as in the
-// config file ("aead key", "spi", "lifetime soft_bytes").
-type FieldError struct {
-	Field string
-	Msg   string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Is makes errors.Is(err, ErrInvalidConfig) true.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalidConfig }
-
-func fieldErr(field, format string, args ...any) error {
-	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// MaxReplayWindow is the largest replay window New takes, in packets.
-const MaxReplayWindow = replay.MaxSize
 
 // SA is a security association: one direction of ESP traffic with its keys,
 // sequence numbers, replay window, lifetimes and counters. Make one with
@@ -121,15 +102,16 @@ type Stats struct {
 // and zeroes them once it has left its SAD and no batch uses it any more
 // (retire.go says what cannot be zeroed); cfg's own keys stay the
 // caller's to zero.
-// The error, if any, is a *FieldError wrapping ErrInvalidConfig.
+// The error, if any, is FieldErrors (Check's rules but the if_id, which
+// may be 0 here), and errors.Is(err, ErrInvalidConfig).
 func New(cfg Config, counters *Counters) (*SA, error) {
-	if err := validate(&cfg); err != nil {
-		return nil, err
+	if errs := check(&cfg, false); errs != nil {
+		return nil, errs
 	}
 	cfg = cloneConfig(cfg)
 	t, err := newTransform(&cfg)
 	if err != nil {
-		return nil, fieldErr("key", "%v", err)
+		return nil, FieldErrors{{Field: "key", Msg: err.Error()}}
 	}
 	if counters == nil {
 		counters = new(Counters)
@@ -157,119 +139,6 @@ func cloneConfig(c Config) Config {
 		c.Encap = &e
 	}
 	return c
-}
-
-func validate(c *Config) error {
-	if c.SPI < 256 {
-		return fieldErr("spi", "0x%x is reserved (RFC 4303 §2.1); want 256 or more", c.SPI)
-	}
-	if c.Dir != DirIn && c.Dir != DirOut {
-		return fieldErr("dir", "want in or out")
-	}
-	if c.Mode != ModeTunnel && c.Mode != ModeTransport {
-		return fieldErr("mode", "want tunnel or transport")
-	}
-	if !c.Src.IsValid() {
-		return fieldErr("src", "missing outer source address")
-	}
-	if !c.Dst.IsValid() {
-		return fieldErr("dst", "missing outer destination address")
-	}
-	if c.Src.Is4() != c.Dst.Is4() {
-		return fieldErr("dst", "%v and src %v are of different families", c.Dst, c.Src)
-	}
-	if err := validateAlgs(c); err != nil {
-		return err
-	}
-	if c.ReplayWindow > MaxReplayWindow {
-		return fieldErr("replay_window", "%d is more than %d", c.ReplayWindow, MaxReplayWindow)
-	}
-	if c.Encap != nil && (c.Encap.SrcPort == 0 || c.Encap.DstPort == 0) {
-		return fieldErr("encap", "sport and dport must be non-zero")
-	}
-	l := c.Lifetime
-	for _, p := range []struct {
-		name       string
-		soft, hard uint64
-	}{
-		{"bytes", l.SoftBytes, l.HardBytes},
-		{"packets", l.SoftPackets, l.HardPackets},
-		{"add_seconds", uint64(max(l.SoftAdd, 0)), uint64(max(l.HardAdd, 0))},
-	} {
-		if p.hard != 0 && p.soft > p.hard {
-			return fieldErr("lifetime soft_"+p.name, "%d exceeds hard_%s %d", p.soft, p.name, p.hard)
-		}
-	}
-	if l.SoftAdd < 0 || l.HardAdd < 0 {
-		return fieldErr("lifetime", "negative add time")
-	}
-	if err := validateSelector("sel", c.Selector); err != nil {
-		return err
-	}
-	return nil
-}
-
-func validateSelector(field string, s Selector) error {
-	if s.Src.IsValid() && s.Dst.IsValid() && s.Src.Addr().Is4() != s.Dst.Addr().Is4() {
-		return fieldErr(field, "src %v and dst %v are of different families", s.Src, s.Dst)
-	}
-	return nil
-}
-
-func validateAlgs(c *Config) error {
-	if c.AEAD != nil {
-		if c.Enc != nil || c.Auth != nil {
-			return fieldErr("aead", "set together with enc/auth; want one or the other")
-		}
-		a := c.AEAD
-		switch a.Name {
-		case AlgGCM:
-			if len(a.Key) != 20 && len(a.Key) != 36 {
-				return fieldErr("aead key", "%s wants 20 or 36 bytes (key and 4-byte salt), got %d", a.Name, len(a.Key))
-			}
-			if b := bitsOrDefault(a.Bits); b != 64 && b != 96 && b != 128 {
-				return fieldErr("aead icv_bits", "%s wants 64, 96 or 128, got %d", a.Name, a.Bits)
-			}
-		case AlgChaCha:
-			if len(a.Key) != 36 {
-				return fieldErr("aead key", "%s wants 36 bytes (key and 4-byte salt), got %d", a.Name, len(a.Key))
-			}
-			if bitsOrDefault(a.Bits) != 128 {
-				return fieldErr("aead icv_bits", "%s wants 128, got %d", a.Name, a.Bits)
-			}
-		default:
-			return fieldErr("aead name", "not supported; want %s or %s", AlgGCM, AlgChaCha) // the name may be a misplaced key: not shown
-		}
-		return nil
-	}
-	if c.Enc == nil {
-		return fieldErr("enc", "missing: set aead, or enc with auth")
-	}
-	switch c.Enc.Name {
-	case AlgCBC:
-		if n := len(c.Enc.Key); n != 16 && n != 24 && n != 32 {
-			return fieldErr("enc key", "%s wants 16, 24 or 32 bytes, got %d", c.Enc.Name, n)
-		}
-	case AlgNull:
-		if len(c.Enc.Key) != 0 {
-			return fieldErr("enc key", "%s takes no key, got %d bytes", c.Enc.Name, len(c.Enc.Key))
-		}
-	default:
-		return fieldErr("enc name", "not supported; want %s or %s", AlgCBC, AlgNull)
-	}
-	if c.Auth == nil {
-		return fieldErr("auth", "missing: %s without integrity is refused (RFC 8221)", c.Enc.Name)
-	}
-	if c.Auth.Name != AlgHMACSHA2 {
-		return fieldErr("auth name", "not supported; want %s", AlgHMACSHA2)
-	}
-	if len(c.Auth.Key) != 32 {
-		return fieldErr("auth key", "%s wants 32 bytes, got %d", c.Auth.Name, len(c.Auth.Key))
-	}
-	if bitsOrDefault(c.Auth.Bits) != 128 {
-		return fieldErr("auth trunc_bits", "%s wants 128, got %d", c.Auth.Name, c.Auth.Bits)
-	}
-	return nil
 }
 
 // Config returns a copy of the SA's configuration, keys included: redact

@@ -507,14 +507,10 @@ func (t *table) cloneIface(id uint32) *iface {
 	return f
 }
 
+// validatePolicy applies CheckPolicy's rules but the if_id, which may be
+// 0 in a SAD without interfaces.
 func validatePolicy(p Policy) error {
-	if p.Dir != DirIn && p.Dir != DirOut {
-		return fieldErr("dir", "want in or out")
-	}
-	if p.Action != ActionAllow && p.Action != ActionBlock {
-		return fieldErr("action", "want allow or block")
-	}
-	return validateSelector("src", p.Selector)
+	return checkPolicy(&p, false).err()
 }
 
 func (f *iface) hasPolicy(p Policy) bool {

@@ -15,15 +15,6 @@ import (
 	"github.com/ipsecd/ipsecd/sa/esp"
 )
 
-// Linux names of the transforms New accepts.
-const (
-	AlgGCM      = "rfc4106(gcm(aes))"
-	AlgChaCha   = "rfc7539esp(chacha20,poly1305)"
-	AlgCBC      = "cbc(aes)"
-	AlgNull     = "ecb(cipher_null)"
-	AlgHMACSHA2 = "hmac(sha256)"
-)
-
 type suiteKind uint8
 
 const (
@@ -92,14 +83,14 @@ func (t *transform) getState() *macState {
 	return st
 }
 
-// newTransform builds the crypto of a config that validate accepted.
+// newTransform builds the crypto of a config that check accepted.
 func newTransform(cfg *Config) (*transform, error) {
 	t := &transform{}
 	if a := cfg.AEAD; a != nil {
 		keyLen := len(a.Key) - 4
 		copy(t.salt[:], a.Key[keyLen:])
 		t.kind, t.ivLen, t.align = suiteAEAD, 8, 4
-		t.icvLen = bitsOrDefault(a.Bits) / 8
+		t.icvLen = a.bits() / 8
 		t.icvWrite = t.icvLen
 		switch a.Name {
 		case AlgGCM:
@@ -131,7 +122,7 @@ func newTransform(cfg *Config) (*transform, error) {
 		return t, nil
 	}
 	t.macKey = append([]byte(nil), cfg.Auth.Key...)
-	t.icvLen = bitsOrDefault(cfg.Auth.Bits) / 8
+	t.icvLen = cfg.Auth.bits() / 8
 	t.icvWrite = t.icvLen
 	switch cfg.Enc.Name {
 	case AlgCBC:
@@ -152,13 +143,6 @@ func newTransform(cfg *Config) (*transform, error) {
 		t.kind, t.ivLen, t.align = suiteNull, 0, 4
 	}
 	return t, nil
-}
-
-func bitsOrDefault(bits int) int {
-	if bits == 0 {
-		return 128
-	}
-	return bits
 }
 
 // nonceAAD fills the AEAD nonce (salt | IV) and the AAD (SPI | seq-lo, or

@@ -377,7 +377,7 @@ func (e *invalidError) Unwrap() []error { return []error{ErrInvalidConfig, e.err
 // keyReuse is the error for a key (in field, as sa.Config names it) that
 // prev holds or held. Each SA needs keys of its own, whatever its
 // direction: every SA starts its sequence numbers at 1, and AES-GCM and
-// ChaCha20-Poly1305 take their nonces from them (see config.KeyUse).
+// ChaCha20-Poly1305 take their nonces from them (see sa.KeyUse).
 func keyReuse(field string, prev config.KeyOwner) error {
 	return fmt.Errorf("%w: %s: the same key as %s: each SA needs keys of its own, in either direction, or the "+
 		"second starts its sequence numbers, which AES-GCM and ChaCha20-Poly1305 take as nonces, at 1 again",

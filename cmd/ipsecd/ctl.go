@@ -10,10 +10,10 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/internal/keytext"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -149,7 +149,8 @@ func stateID(spi, dst, dir string) (control.StateID, error) {
 	if err != nil {
 		return id, usagef("--dst %q: want an IP address", dst)
 	}
-	if id.Dir = config.ParseDir(dir); id.Dir == 0 {
+	var ok bool
+	if id.Dir, ok = sa.ParseDir(dir); !ok {
 		return id, usagef("--dir %q: want in or out", dir)
 	}
 	id.SPI, id.Dst = s, a.Unmap()
@@ -213,10 +214,11 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	} else {
 		c.SPI = v
 	}
-	if c.Dir = config.ParseDir(*dir); c.Dir == 0 {
+	var ok bool
+	if c.Dir, ok = sa.ParseDir(*dir); !ok {
 		bad = append(bad, fmt.Sprintf("--dir %q: want in or out", *dir))
 	}
-	if c.Mode = config.ParseMode(*mode); c.Mode == 0 {
+	if c.Mode, ok = sa.ParseMode(*mode); !ok {
 		bad = append(bad, fmt.Sprintf("--mode %q: want tunnel or transport", *mode))
 	}
 	if *ifID > math.MaxUint32 {
@@ -231,11 +233,8 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		a := &sa.Algorithm{Name: name, Bits: bits}
-		if info, ok := config.LookupAlgorithm(name); ok && bits == 0 {
-			a.Bits = info.DefaultBits
-		}
 		if keyArg != "" {
-			k, err := readKey(keyArg)
+			k, err := readKey(keyArg, stderr)
 			if err != nil {
 				bad = append(bad, "--"+keyFlag+": "+err.Error())
 			}
@@ -254,12 +253,12 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 		c.Encap = e
 	}
 	switch {
-	case *window > config.MaxReplayWindow:
-		bad = append(bad, fmt.Sprintf("--replay-window %d: want 0..%d", *window, config.MaxReplayWindow))
+	case *window < -1 || *window > math.MaxUint32:
+		bad = append(bad, fmt.Sprintf("--replay-window %d: out of range", *window))
 	case *window >= 0:
-		c.ReplayWindow = uint32(*window)
+		c.ReplayWindow = uint32(*window) // sa.Check says if it is too large
 	case c.Dir == sa.DirIn:
-		c.ReplayWindow = config.DefaultReplayWindow
+		c.ReplayWindow = sa.DefaultReplayWindow
 	}
 	c.ESN = *esn
 	pfx := func(flag, s string) netip.Prefix {
@@ -278,14 +277,15 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 		return p
 	}
 	c.Selector = sa.Selector{Src: pfx("sel-src", *selSrc), Dst: pfx("sel-dst", *selDst)}
-	const maxSeconds = math.MaxInt64 / uint64(time.Second)
-	if *softAdd > maxSeconds || *hardAdd > maxSeconds {
-		bad = append(bad, "lifetime seconds out of range")
+	lt, err := sa.LifetimeSeconds{SoftBytes: *softBytes, HardBytes: *hardBytes, SoftPackets: *softPackets,
+		HardPackets: *hardPackets, SoftAddSeconds: *softAdd, HardAddSeconds: *hardAdd}.Lifetime()
+	if err != nil {
+		bad = append(bad, strings.Split(err.Error(), "\n")...)
 	}
-	c.Lifetime = sa.Lifetime{SoftBytes: *softBytes, HardBytes: *hardBytes, SoftPackets: *softPackets,
-		HardPackets: *hardPackets, SoftAdd: time.Duration(*softAdd) * time.Second, HardAdd: time.Duration(*hardAdd) * time.Second}
+	c.Lifetime = lt
+	c.FillDefaults()
 	if bad == nil {
-		if err := config.CheckState(&c); err != nil {
+		if err := sa.Check(&c); err != nil {
 			bad = append(bad, strings.Split(err.Error(), "\n")...)
 		}
 	}
@@ -301,18 +301,23 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 }
 
 // readKey reads a KEY argument: 0x-hex, or @FILE holding hex text, read
-// as the config file's key_file (a regular file of at most 4 KiB: not a
-// FIFO that would hang, nor /dev/zero). Errors show neither the key nor
-// the file name, which may be a key given after the @.
-func readKey(arg string) ([]byte, error) {
-	if path, ok := strings.CutPrefix(arg, "@"); ok {
-		k, err := config.ReadKeyFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("@FILE: %w", err)
-		}
-		return k, nil
+// by the config file's key_file reader (a regular file of at most 4 KiB:
+// not a FIFO that would hang, nor /dev/zero), which also warns, on
+// stderr, about a file that others can read or change. Errors show
+// neither the key nor the file name, which may be a key given after the @.
+func readKey(arg string, stderr io.Writer) ([]byte, error) {
+	path, ok := strings.CutPrefix(arg, "@")
+	if !ok {
+		return keytext.ParseHex(arg)
 	}
-	return control.ParseKey(arg)
+	k, warnings, err := keytext.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("@FILE: %w", err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	return k, nil
 }
 
 // parseEncap reads espinudp:SPORT:DPORT (the ports default to 4500).
@@ -357,7 +362,9 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	p := sa.Policy{Dir: config.ParseDir(*dir), IfID: uint32(*ifID), Action: config.ParseAction(*action)}
+	p := sa.Policy{IfID: uint32(*ifID)}
+	p.Dir, _ = sa.ParseDir(*dir)
+	p.Action, _ = sa.ParseAction(*action)
 	var bad []string
 	if p.Dir == 0 {
 		bad = append(bad, fmt.Sprintf("--dir %q: want in or out", *dir))
@@ -382,7 +389,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 		*f.dst = pr
 	}
 	if bad == nil {
-		if err := config.CheckPolicy(&p); err != nil {
+		if err := sa.CheckPolicy(&p); err != nil {
 			bad = append(bad, strings.Split(err.Error(), "\n")...)
 		}
 	}

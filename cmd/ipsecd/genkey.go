@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // cmdGenkey is `ipsecd genkey --alg ALG [--bits N]`: fresh key material for
@@ -17,7 +17,7 @@ import (
 func cmdGenkey(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("genkey", "genkey --alg ALG [--bits N]", stderr)
 	var names []string
-	for _, a := range config.Algorithms() {
+	for _, a := range sa.Algorithms() {
 		if len(a.KeyBytes) > 0 {
 			names = append(names, a.Name)
 		}
@@ -52,7 +52,7 @@ func cmdGenkey(args []string, stdout, stderr io.Writer) error {
 // keyBytes returns the key material length for alg with a bits-bit cipher
 // key (0: the smallest).
 func keyBytes(alg string, bits int) (int, error) {
-	info, ok := config.LookupAlgorithm(alg)
+	info, ok := sa.LookupAlgorithm(alg)
 	if !ok {
 		return 0, fmt.Errorf("unknown algorithm %q", alg)
 	}
