@@ -8,6 +8,14 @@
 // whole or refused whole: Parse collects every error it finds and returns
 // them together as an ErrorList, one per line.
 //
+// Parse checks the syntax of each field; the rules of a state and of a
+// policy are sa's (sa.Check, sa.CheckPolicy: the control socket and the
+// command line apply the same ones), and Parse puts FILE:LINE: states[N].
+// before the fields they name. What is checked here is about the file:
+// if_ids that name its interfaces, states and policies given twice, and
+// keys that two states share (KeyOwners). Keys are read by
+// internal/keytext, as the command line's @FILE is.
+//
 // Rules a user is most likely to trip over:
 //
 //   - Unknown keys are errors (a typo must not silently drop a setting).
@@ -19,7 +27,7 @@
 //     at most MaxConfigFile (16 MiB): a FIFO or a device is refused before
 //     it is read.
 //   - Each secret key serves one SA, whatever the directions and algorithms
-//     (KeyUse): one key for an outbound and an inbound SA is refused.
+//     (sa.KeyUse): one key for an outbound and an inbound SA is refused.
 //   - A state without encap is raw ESP (IP protocol 50) and needs
 //     underlay.raw_esp: true; without it, its traffic could neither leave
 //     nor arrive, so it is refused (NoRawESP).

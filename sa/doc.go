@@ -28,6 +28,12 @@
 //   - IPv4 options are stripped with the header; the rebuilt one has none.
 //   - the SA's family only: an IPv4 SA seals IPv4 packets, an IPv6 SA IPv6.
 //
+// Rules (check.go): every rule of an SA and a policy is written here, with
+// the table of algorithms (algorithms.go). New and the SAD apply them; the
+// config file, the control socket and the command line map their syntax
+// to a Config or Policy and call Check or CheckPolicy, whose FieldErrors
+// name fields as the config file does (aead.key, replay_window).
+//
 // Sequence numbers (seq.go): an outbound SA may resume above a persisted
 // mark and reserve its numbers through a SeqReserver (package seqstate
 // keeps them on disk), at the cost of one compare per batch, so that a

@@ -284,13 +284,8 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	}
 	c.Lifetime = lt
 	c.FillDefaults()
-	if bad == nil {
-		if err := sa.Check(&c); err != nil {
-			bad = append(bad, strings.Split(err.Error(), "\n")...)
-		}
-	}
-	if bad != nil {
-		return &usageError{strings.Join(bad, "\n  ")}
+	if err := usageErrors(bad, func() error { return sa.Check(&c) }); err != nil {
+		return err
 	}
 	cl, err := cf.dial()
 	if err != nil {
@@ -298,6 +293,22 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	}
 	defer cl.Close()
 	return cl.AddState(c)
+}
+
+// usageErrors returns the mistakes of a state or policy on the command
+// line as one usage error, one per line: those of its syntax (bad), or
+// when there are none, those sa's rules (check) find, named as the
+// config file names the fields.
+func usageErrors(bad []string, check func() error) error {
+	if bad == nil {
+		if err := check(); err != nil {
+			bad = strings.Split(err.Error(), "\n")
+		}
+	}
+	if bad == nil {
+		return nil
+	}
+	return &usageError{strings.Join(bad, "\n  ")}
 }
 
 // readKey reads a KEY argument: 0x-hex, or @FILE holding hex text, read
@@ -388,13 +399,8 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) error {
 		}
 		*f.dst = pr
 	}
-	if bad == nil {
-		if err := sa.CheckPolicy(&p); err != nil {
-			bad = append(bad, strings.Split(err.Error(), "\n")...)
-		}
-	}
-	if bad != nil {
-		return &usageError{strings.Join(bad, "\n  ")}
+	if err := usageErrors(bad, func() error { return sa.CheckPolicy(&p) }); err != nil {
+		return err
 	}
 	c, err := cf.dial()
 	if err != nil {
