@@ -196,7 +196,7 @@ func (d *decoder) encap(n *yaml.Node, field string) (*sa.Encap, bool) {
 	if !ok {
 		return nil, false
 	}
-	e := &sa.Encap{SrcPort: 4500, DstPort: 4500}
+	e := &sa.Encap{SrcPort: sa.DefaultEncapPort, DstPort: sa.DefaultEncapPort}
 	good := true
 	if v := m["type"]; v == nil {
 		d.errorf(n, join(field, "type"), "missing; want espinudp")

@@ -63,6 +63,10 @@ type Encap struct {
 	SrcPort, DstPort uint16
 }
 
+// DefaultEncapPort is the port of ESP in UDP (RFC 3948 §3.2, IKE's NAT-T
+// port), which the front ends take for a port they are not given.
+const DefaultEncapPort = 4500
+
 // Lifetime holds the soft and hard limits of an SA. Zero means no limit.
 // Soft expiry raises an event and the SA keeps working; hard expiry stops
 // the SA (XfrmInStateExpired / XfrmOutStateExpired).

@@ -331,13 +331,14 @@ func readKey(arg string, stderr io.Writer) ([]byte, error) {
 	return k, nil
 }
 
-// parseEncap reads espinudp:SPORT:DPORT (the ports default to 4500).
+// parseEncap reads espinudp:SPORT:DPORT (the ports default to
+// sa.DefaultEncapPort).
 func parseEncap(s string) (*sa.Encap, error) {
 	parts := strings.Split(s, ":")
 	if parts[0] != "espinudp" || len(parts) > 3 {
 		return nil, fmt.Errorf("%q: want espinudp:SPORT:DPORT", s)
 	}
-	e := &sa.Encap{SrcPort: 4500, DstPort: 4500}
+	e := &sa.Encap{SrcPort: sa.DefaultEncapPort, DstPort: sa.DefaultEncapPort}
 	for i, dst := range []*uint16{&e.SrcPort, &e.DstPort} {
 		if i+1 < len(parts) {
 			p, err := strconv.ParseUint(parts[i+1], 10, 16)
