@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +123,7 @@ func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
 }
 
 var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs", "proposals", "encap",
-	"dpd_delay", "rekey_time", "local", "remote", "children"}
+	"dpd_delay", "rekey_time", "local", "remote", "children", "allow_legacy"}
 
 // connections decodes connections: (swanctl's connections.<name>); a
 // connection with errors is left out of ic.
@@ -160,10 +161,13 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		if !cn.LocalAny && !cn.RemoteAny && len(cn.LocalAddrs) > 0 && len(cn.RemoteAddrs) > 0 && !sharedFamily(cn.LocalAddrs, cn.RemoteAddrs) {
 			d.errorf(m["remote_addrs"], join(f, "remote_addrs"), "no address of the family of local_addrs: an IKE SA runs between addresses of one family")
 		}
+		if v := m["allow_legacy"]; v != nil {
+			cn.AllowLegacy, _ = d.bool(v, join(f, "allow_legacy"))
+		}
 		if v := m["proposals"]; v == nil {
-			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519)")
+			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)")
 		} else {
-			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE)
+			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE, cn.AllowLegacy)
 		}
 		if v := m["encap"]; v != nil {
 			cn.Encap, _ = d.bool(v, join(f, "encap"))
@@ -248,9 +252,12 @@ func sharedFamily(a, b []netip.Addr) bool {
 	return false
 }
 
-// proposals decodes a list of proposal strings; an error names the
-// proposal and its bad algorithm (proposal.Parse's message).
-func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID) []proposal.Proposal {
+// proposals decodes a list of proposal strings and preset names (see
+// proposal.Expand); an error names the item and its bad algorithm
+// (proposal.Parse's message). A legacy algorithm (modp1024) is refused
+// unless a preset that needs it or allowLegacy (the connection's
+// allow_legacy) asks for it, and is then warned about.
+func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID, allowLegacy bool) []proposal.Proposal {
 	items, ok := d.list(n, field)
 	if !ok {
 		return nil
@@ -260,18 +267,48 @@ func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID
 	}
 	var ps []proposal.Proposal
 	for j, pn := range items {
-		s, ok := d.str(pn, index(field, j))
+		f := index(field, j)
+		s, ok := d.str(pn, f)
 		if !ok {
 			continue
 		}
-		p, err := proposal.Parse(proto, s)
+		expanded, err := proposal.Expand(proto, s)
 		if err != nil {
-			d.errorf(pn, index(field, j), "%s", strings.TrimPrefix(err.Error(), "proposal: "))
+			d.errorf(pn, f, "%s", strings.TrimPrefix(err.Error(), "proposal: "))
 			continue
 		}
-		ps = append(ps, p)
+		var legacy []string
+		for _, p := range expanded {
+			for _, name := range p.Legacy() {
+				if !slices.Contains(legacy, name) {
+					legacy = append(legacy, name)
+				}
+			}
+		}
+		if len(legacy) > 0 {
+			names := strings.Join(legacy, ", ")
+			preset, isPreset := proposal.LookupPreset(s)
+			switch {
+			case isPreset:
+				d.warnf(pn, f, "preset %s offers %s, a legacy group (1024-bit MODP, about 80-bit strength; RFC 8247 says SHOULD NOT use it): %s", s, names, preset.Why)
+			case allowLegacy:
+				d.warnf(pn, f, "%q offers %s, a legacy group (1024-bit MODP, about 80-bit strength; RFC 8247 says SHOULD NOT use it), because allow_legacy is set", s, names)
+			default:
+				d.errorf(pn, f, "%q names %s, a legacy group (1024-bit MODP, about 80-bit strength); use a modern group (modp2048, ecp256, x25519), or set allow_legacy: true on the connection if the peer offers nothing else", s, names)
+				continue
+			}
+		}
+		ps = append(ps, expanded...)
 	}
 	return ps
+}
+
+// warnf adds a warning in the shape of an error: FILE:LINE: field: message.
+func (d *decoder) warnf(n *yaml.Node, field, format string, args ...any) {
+	w := (&Error{File: d.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}).Error()
+	if !slices.Contains(d.warnings, w) {
+		d.warnings = append(d.warnings, w)
+	}
 }
 
 // uniqueName decodes the name field v of item it (at field f), which

@@ -24,7 +24,8 @@ func TestParse(t *testing.T) {
 		{message.ProtoIKE, "aes128gcm16-ecp256", ""},     // AEAD needs a prf
 		{message.ProtoIKE, "aes256-x25519", ""},          // no integrity
 		{message.ProtoIKE, "aes256-sha256", ""},          // no group
-		{message.ProtoIKE, "aes256-sha256-modp1024", ""}, // not implemented
+		{message.ProtoIKE, "aes256-sha256-modp1024", "aes256-sha256-modp1024-prfsha256"}, // legacy, see TestLegacy
+		{message.ProtoIKE, "aes256-sha256-modp1536", ""}, // not implemented
 		{message.ProtoIKE, "aes128gcm16-sha256-prfsha256-x25519", ""},
 		{message.ProtoIKE, "aes256-sha256-x25519-esn", ""},
 		{message.ProtoESP, "aes128gcm16-prfsha256", ""},
