@@ -31,6 +31,7 @@ import (
 type SAD struct {
 	counters *Counters
 	handler  atomic.Pointer[func(Event)]
+	acquire  atomic.Pointer[acquireHandler] // acquire.go
 
 	mu sync.Mutex // serialises writers; readers only Load table
 	// mu guards: replacing table.
@@ -97,6 +98,9 @@ type iface struct {
 	outSAs []*SA // in the order added
 	outPol []Policy
 	inPol  []Policy
+	// outAcq is the acquire rate limit of each outPol (acquire.go); the
+	// pointers live across table versions, as long as their policy.
+	outAcq []*acquireState
 
 	// anyDst: outbound SAs whose selector has no destination prefix,
 	// newest first.
@@ -487,7 +491,10 @@ func (d *SAD) DeletePolicy(p Policy) error {
 	t := *old
 	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)
 	f := t.cloneIface(p.IfID)
-	f.outPol = slices.DeleteFunc(f.outPol, same)
+	if j := slices.IndexFunc(f.outPol, same); j >= 0 {
+		f.outPol = slices.Delete(f.outPol, j, j+1)
+		f.outAcq = slices.Delete(f.outAcq, j, j+1)
+	}
 	f.inPol = slices.DeleteFunc(f.inPol, same)
 	d.table.Store(&t)
 	return nil
@@ -500,6 +507,7 @@ func (t *table) cloneIface(id uint32) *iface {
 	if old := t.ifaceOf(id); old != nil {
 		f.outSAs = slices.Clone(old.outSAs)
 		f.outPol = slices.Clone(old.outPol)
+		f.outAcq = slices.Clone(old.outAcq)
 		f.inPol = slices.Clone(old.inPol)
 		f.anyDst, f.v4, f.v6 = old.anyDst, old.v4, old.v6
 	}
@@ -530,6 +538,7 @@ func (f *iface) addPolicy(p Policy) {
 		f.inPol = append(f.inPol, p)
 	} else {
 		f.outPol = append(f.outPol, p)
+		f.outAcq = append(f.outAcq, new(acquireState))
 	}
 }
 
@@ -605,8 +614,11 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	if f == nil {
 		return nil, XfrmOutNoStates
 	}
-	if len(f.outPol) != 0 && !allowed(f.outPol, src, dst) {
-		return nil, XfrmOutPolBlock
+	pol := -1 // the out policy that lets the packet through
+	if len(f.outPol) != 0 {
+		if pol = firstMatch(f.outPol, src, dst); pol < 0 || f.outPol[pol].Action != ActionAllow {
+			return nil, XfrmOutPolBlock
+		}
 	}
 	if dst.Is4() {
 		a4 := dst.As4()
@@ -630,17 +642,22 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	if s := pick(f.anyDst, src, dst); s != nil {
 		return s, CounterNone
 	}
+	if pol >= 0 {
+		d.acquireFor(f, pol, src, dst)
+	}
 	return nil, XfrmOutNoStates
 }
 
-// allowed applies a policy list: the first match decides, no match blocks.
-func allowed(pols []Policy, src, dst netip.Addr) bool {
+// firstMatch returns the index of the policy of pols that decides for a
+// packet from src to dst, the first that matches, or -1: no match
+// blocks.
+func firstMatch(pols []Policy, src, dst netip.Addr) int {
 	for i := range pols {
 		if pols[i].Selector.match(src, dst) {
-			return pols[i].Action == ActionAllow
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // pick returns the SA of list that seals a packet from src to dst. It
