@@ -3,8 +3,6 @@ package config
 import (
 	"crypto"
 	"crypto/x509"
-	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -103,14 +101,9 @@ func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate
 // key_file, errors do not show the path, which may be a key pasted into
 // the wrong field.
 func (d *decoder) privateKeyFile(n *yaml.Node, field, path string) crypto.Signer {
-	data, fi, err := readRegular(path, maxPEMFile, "a private key file")
+	data, fi, ok := d.readKeyFile(n, field, path, maxPEMFile, "a private key file")
 	defer clear(data)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		d.errorf(n, field, "%v", err)
+	if !ok {
 		return nil
 	}
 	k, err := ike.ParsePrivateKeyPEM(data)

@@ -116,14 +116,9 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
 	if !ok {
 		return nil, false
 	}
-	data, fi, err := readRegular(path, maxKeyFile, "a secret file")
+	data, fi, ok := d.readKeyFile(n, field, path, maxKeyFile, "a secret file")
 	defer clear(data)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		d.errorf(n, field, "%v", err)
+	if !ok {
 		return nil, false
 	}
 	k, ok := d.secretValue(n, field, trimSpace(data))
@@ -132,6 +127,23 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
 	}
 	d.warnExposed(path, fi, "secret_file ")
 	return k, true
+}
+
+// readKeyFile reads a file that holds a secret or a private key with the
+// bounded reader (at most limit bytes; what names the kind of file). An
+// error names the field and never the path, which may be a key pasted
+// into the wrong field. The caller zeroes the bytes.
+func (d *decoder) readKeyFile(n *yaml.Node, field, path string, limit int64, what string) ([]byte, os.FileInfo, bool) {
+	data, fi, err := readRegular(path, limit, what)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.errorf(n, field, "%v", err)
+		return data, nil, false
+	}
+	return data, fi, true
 }
 
 // trimSpace is bytes.TrimSpace for ASCII white space, which returns a

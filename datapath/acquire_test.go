@@ -3,18 +3,12 @@ package datapath_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"io"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/datapath/datapathtest"
 	"github.com/ipsecd/ipsecd/sa"
-	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
 // TestTrapAcquire is the data-path half of an on-demand tunnel (swanctl's
@@ -29,18 +23,7 @@ func TestTrapAcquire(t *testing.T) {
 	endA, endB := datapathtest.Pipe(addrA, addrB)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key := bytes.Repeat([]byte{0x5a}, 20)
-	mk := func(dir sa.Dir) *sa.SA {
-		s, err := sa.New(sa.Config{Src: addrA.Addr(), Dst: addrB.Addr(), SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
-			AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: key},
-			Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
-			ReplayWindow: 64}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	b := newSide(t, ctx, endB, mk(sa.DirIn))
+	b := newSide(t, ctx, endB, pipeSA(t, sa.DirIn, addrA.Addr(), addrB.Addr()))
 
 	// A: the trap policy, no SA.
 	sad := sa.NewSAD(nil)
@@ -56,31 +39,10 @@ func TestTrapAcquire(t *testing.T) {
 		default:
 		}
 	}, time.Hour)
-	link := newChanLink()
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &xfrmif.Registry{}
-	if err := reg.Add(ifc); err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	e := datapath.New(sad, reg, endA, logrus.NewEntry(log))
-	e.Start(ctx)
-	e.StartInterface(ctx, ifc)
-	t.Cleanup(func() {
-		endA.Close()
-		reg.Close()
-		e.Wait()
-	})
+	a := newSideSAD(t, ctx, endA, sad)
+	link, ifc := a.link, a.ifc
 
-	inner := make([]byte, 128)
-	inner[0], inner[8], inner[9] = 0x45, 64, 17
-	binary.BigEndian.PutUint16(inner[2:], uint16(len(inner)))
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
+	inner := innerUDP()
 	const n = 50
 	for range n {
 		link.q.in <- inner
@@ -112,7 +74,7 @@ func TestTrapAcquire(t *testing.T) {
 	}
 
 	// IKE has negotiated the child: its SA goes in, and traffic flows.
-	if err := sad.Add(mk(sa.DirOut)); err != nil {
+	if err := sad.Add(pipeSA(t, sa.DirOut, addrA.Addr(), addrB.Addr())); err != nil {
 		t.Fatal(err)
 	}
 	link.q.in <- inner

@@ -47,7 +47,6 @@ func TestCharonInitialContact(t *testing.T) {
 	cfg, _ := pairConfigs(t, []string{ike}, []string{esp})
 	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
 	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
-	up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
 	// clear has charon forget every IKE SA, without waiting for us.
 	clear := func(t *testing.T) {
 		for i := 0; i < 50; i++ {
@@ -69,7 +68,7 @@ func TestCharonInitialContact(t *testing.T) {
 			ch.loadUnique(ike, esp, tc.unique)
 			clear(t)
 			d.reset(cfg)
-			d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+			d.establish(t, ch, "responder")
 			var got []Event
 			for _, e := range d.events {
 				if e.Kind == EventInitialContact {
@@ -97,12 +96,7 @@ func TestCharonInitialContact(t *testing.T) {
 			ch.loadUnique(ike, esp, "")
 			clear(t)
 			d.reset(cfg)
-			if err := d.start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.serve(up); err != nil {
-				t.Fatal(err)
-			}
+			d.establish(t, ch, "initiator")
 			first, _ := d.sa.SPIs()
 			second := *cfg
 			var asked string
@@ -110,12 +104,7 @@ func TestCharonInitialContact(t *testing.T) {
 				second.HasContact = func(l, r string) bool { asked = l + " " + r; return tc.contact(l, r) }
 			}
 			d.reset(&second)
-			if err := d.start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.serve(up); err != nil {
-				t.Fatal(err)
-			}
+			d.establish(t, ch, "initiator")
 			if tc.contact != nil && asked != "b.test a.test" {
 				t.Errorf("HasContact asked %q, want \"b.test a.test\"", asked)
 			}

@@ -5,7 +5,6 @@ package ike
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
@@ -63,21 +62,7 @@ func TestCharonPresets(t *testing.T) {
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.preset+"/"+role, func(t *testing.T) {
 				d.reset(cfg)
-				from := ch.logSize()
-				up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
-				if role == "initiator" {
-					if err := d.start(); err != nil {
-						t.Fatal(err)
-					}
-					if err := d.serve(up); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
-				}
-				d.listed(t, ch)
-				checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				d.establishChecked(t, ch, role)
 				s, c := d.sa.Suite(), d.sa.Children()[0].Suite
 				t.Logf("IKE %s-%s-%s-%s, ESP %s-%s", s.Encr.Name, s.Integ.Name, s.PRF.Name, s.DH.Name, c.Encr.Name, c.Integ.Name)
 				if (s.DH.ID == proposal.GroupMODP1024) != (tc.preset == "azure") {
@@ -85,25 +70,7 @@ func TestCharonPresets(t *testing.T) {
 				}
 
 				for _, ours := range []bool{false, true} {
-					old := d.sa.Children()[0]
-					from = ch.logSize()
-					rekeyed := func() bool {
-						cs := d.sa.Children()
-						return len(cs) == 1 && cs[0].Replaces == old && d.sa.NextTimeout().IsZero()
-					}
-					if ours {
-						req, err := d.sa.RekeyChild(old, time.Now())
-						if err != nil {
-							t.Fatal(err)
-						}
-						d.request(d.sa, req)
-						if err := d.serve(rekeyed); err != nil {
-							t.Fatal(err)
-						}
-					} else {
-						d.while(t, ch, rekeyed, "--rekey", "--child", "net")
-					}
-					checkChildKeys(t, ch, from, d.sa.Children()[0])
+					d.rekeyChild(t, ch, ours)
 					if pfs := d.sa.Children()[0].Suite.DH.Name; (pfs != "") != tc.pfs {
 						t.Errorf("rekey (ours %t): PFS group %q, want PFS %t", ours, pfs, tc.pfs)
 					}
