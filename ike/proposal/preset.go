@@ -44,7 +44,9 @@ var presets = []Preset{
 	{
 		// Cloud VPN proposes and selects in the order of its cipher
 		// tables: groups x25519, ecp256, ecp384, ..., modp2048; PRFs
-		// SHA2-256, 384, 512; AES-GCM and AES-CBC, with PFS on phase 2.
+		// SHA2-256, 384, 512; AES-GCM and AES-CBC. Its phase 2 table
+		// lists PFS groups; our rekeys use PFS, and the last two
+		// proposals accept a rekey of Cloud VPN's without it.
 		Name: "gcp",
 		IKE: []string{
 			"aes256gcm16-aes128gcm16-prfsha256-prfsha384-prfsha512-x25519-ecp256-ecp384-modp2048",
@@ -53,6 +55,8 @@ var presets = []Preset{
 		ESP: []string{
 			"aes256gcm16-aes128gcm16-x25519-ecp256-ecp384-modp2048",
 			"aes256-aes128-sha256-x25519-ecp256-ecp384-modp2048",
+			"aes256gcm16-aes128gcm16",
+			"aes256-aes128-sha256",
 		},
 		Source: "https://cloud.google.com/network-connectivity/docs/vpn/concepts/supported-ike-ciphers",
 	},
