@@ -72,11 +72,14 @@ type Connection struct {
 	LocalAddrs, RemoteAddrs []netip.Addr
 	LocalAny, RemoteAny     bool
 	Proposals               []proposal.Proposal
-	Encap                   bool          // force ESP in UDP (swanctl's encap = yes)
-	DPDDelay                time.Duration // 0: no liveness checks
-	RekeyTime               time.Duration // of the IKE SA
-	Local, Remote           Endpoint
-	Children                []Child
+	// AllowLegacy lets proposals name legacy algorithms (modp1024) that
+	// no preset asks for (allow_legacy: true).
+	AllowLegacy   bool
+	Encap         bool          // force ESP in UDP (swanctl's encap = yes)
+	DPDDelay      time.Duration // 0: no liveness checks
+	RekeyTime     time.Duration // of the IKE SA
+	Local, Remote Endpoint
+	Children      []Child
 	// PSK is the secret of secrets: that serves the connection (shares
 	// its bytes with that Secret), when either side uses psk.
 	PSK  Key
@@ -236,9 +239,9 @@ func (c *IKEConfig) String() string {
 	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, keylog: %q}\n",
 		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold, c.IKE.Keylog)
 	for _, cn := range c.Connections {
-		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
+		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v allow_legacy %t encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
 			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),
-			cn.Proposals, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
+			cn.Proposals, cn.AllowLegacy, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
 		for _, ch := range cn.Children {
 			mode := "tunnel"
 			if ch.Transport {

@@ -1,15 +1,9 @@
 package config
 
 import (
-	"crypto"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -45,6 +39,7 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	}
 }
 
+// ikeSection decodes ike:, the settings all connections share.
 func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
 	m, ok := d.fields(n, "ike", "port", "retransmit", "cookie_threshold", "keylog")
 	if !ok {
@@ -127,159 +122,11 @@ func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
 	return time.Duration(f * float64(unit)), true
 }
 
-// secrets decodes secrets:.
-func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) {
-	items, ok := d.list(n, "secrets")
-	if !ok {
-		return
-	}
-	seen := map[string]string{} // sorted ids → field
-	for i, it := range items {
-		f := index("secrets", i)
-		m, ok := d.fields(it, f, "ids", "secret", "secret_file")
-		if !ok {
-			continue
-		}
-		s := Secret{Line: it.Line}
-		good := true
-		if v := m["ids"]; v != nil {
-			ids, ok := d.list(v, join(f, "ids"))
-			for j, idn := range ids {
-				if id, ok := d.str(idn, index(join(f, "ids"), j)); ok && id != "" {
-					s.IDs = append(s.IDs, id)
-				} else {
-					if ok {
-						d.errorf(idn, index(join(f, "ids"), j), "empty")
-					}
-					good = false
-				}
-			}
-			good = good && ok
-		}
-		switch sv, fv := m["secret"], m["secret_file"]; {
-		case sv != nil && fv != nil:
-			d.errorf(fv, join(f, "secret_file"), "given together with secret; use one")
-			good = false
-		case sv != nil:
-			d.inlineKeys = true
-			if v, ok := d.scalar(sv, join(f, "secret"), "a string"); ok {
-				s.Secret, ok = d.secretValue(sv, join(f, "secret"), []byte(v))
-				good = good && ok
-			} else {
-				good = false
-			}
-		case fv != nil:
-			s.Secret, ok = d.secretFile(fv, join(f, "secret_file"))
-			good = good && ok
-		default:
-			d.errorf(it, join(f, "secret"), "missing; want secret: or secret_file:")
-			good = false
-		}
-		key := strings.Join(slices.Sorted(slices.Values(s.IDs)), "\x00")
-		if prev, dup := seen[key]; dup && good {
-			d.errorf(it, join(f, "ids"), "the same ids as %s", prev)
-			good = false
-		}
-		if !good {
-			clear(s.Secret)
-			continue
-		}
-		seen[key] = f
-		ic.Secrets = append(ic.Secrets, s)
-	}
-}
-
-// secretValue decodes a secret as swanctl.conf writes one: 0x-prefixed
-// hex, 0s-prefixed base64, or else the text itself. Its errors never show
-// the value.
-func (d *decoder) secretValue(n *yaml.Node, field string, v []byte) (Key, bool) {
-	var k []byte
-	var err error
-	switch {
-	case len(v) >= 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X'):
-		k = make([]byte, hex.DecodedLen(len(v)-2))
-		if _, err = hex.Decode(k, v[2:]); err != nil {
-			err = errors.New("0x but not hex")
-		}
-	case len(v) >= 2 && v[0] == '0' && (v[1] == 's' || v[1] == 'S'):
-		k = make([]byte, base64.StdEncoding.DecodedLen(len(v)-2))
-		var nk int
-		nk, err = base64.StdEncoding.Decode(k, v[2:])
-		if err != nil {
-			err = errors.New("0s but not base64")
-		}
-		clear(k[nk:])
-		k = k[:nk]
-	default:
-		k = slices.Clone(v)
-	}
-	if err == nil && len(k) == 0 {
-		err = errors.New("empty")
-	}
-	if err != nil {
-		clear(k)
-		d.errorf(n, field, "%v (the value is not shown)", err)
-		return nil, false
-	}
-	return Key(k), true
-}
-
-// secretFile reads a secret from a file, written as secret: writes it
-// (white space around it is dropped), with the bounded reader of key
-// files, and warns when others can read or change the file.
-func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
-	path, ok := d.secretPath(n, field, "write it as secret:")
-	if !ok {
-		return nil, false
-	}
-	data, fi, err := readRegular(path, maxKeyFile, "a secret file")
-	defer clear(data)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		d.errorf(n, field, "%v", err)
-		return nil, false
-	}
-	k, ok := d.secretValue(n, field, trimSpace(data))
-	if !ok {
-		return nil, false
-	}
-	d.warnExposed(path, fi, "secret_file ")
-	return k, true
-}
-
-// trimSpace is bytes.TrimSpace for ASCII white space, which returns a
-// subslice (no copy of the secret).
-func trimSpace(b []byte) []byte {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// warnExposed adds exposedKeys' warnings for a file that holds keys, named
-// as the field that names it.
-func (d *decoder) warnExposed(path string, fi os.FileInfo, name string) {
-	for _, w := range exposedKeys(path, fi, false, true) {
-		w = strings.Replace(w, "key_file ", name, 1)
-		if !slices.Contains(d.warnings, w) {
-			d.warnings = append(d.warnings, w)
-		}
-	}
-}
-
 var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs", "proposals", "encap",
-	"dpd_delay", "rekey_time", "local", "remote", "children"}
+	"dpd_delay", "rekey_time", "local", "remote", "children", "allow_legacy"}
 
-var childFields = []string{"name", "if_id", "mode", "local_ts", "remote_ts", "esp_proposals",
-	"rekey_time", "life_time", "replay_window", "start_action", "dpd_action"}
-
+// connections decodes connections: (swanctl's connections.<name>); a
+// connection with errors is left out of ic.
 func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool) {
 	items, ok := d.list(n, "connections")
 	if !ok {
@@ -314,10 +161,13 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		if !cn.LocalAny && !cn.RemoteAny && len(cn.LocalAddrs) > 0 && len(cn.RemoteAddrs) > 0 && !sharedFamily(cn.LocalAddrs, cn.RemoteAddrs) {
 			d.errorf(m["remote_addrs"], join(f, "remote_addrs"), "no address of the family of local_addrs: an IKE SA runs between addresses of one family")
 		}
+		if v := m["allow_legacy"]; v != nil {
+			cn.AllowLegacy, _ = d.bool(v, join(f, "allow_legacy"))
+		}
 		if v := m["proposals"]; v == nil {
-			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519)")
+			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)")
 		} else {
-			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE)
+			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE, cn.AllowLegacy)
 		}
 		if v := m["encap"]; v != nil {
 			cn.Encap, _ = d.bool(v, join(f, "encap"))
@@ -402,20 +252,12 @@ func sharedFamily(a, b []netip.Addr) bool {
 	return false
 }
 
-func sharedPrefixFamily(a, b []netip.Prefix) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x.Addr().Is4() == y.Addr().Is4() {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// proposals decodes a list of proposal strings; an error names the
-// proposal and its bad algorithm (proposal.Parse's message).
-func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID) []proposal.Proposal {
+// proposals decodes a list of proposal strings and preset names (see
+// proposal.Expand); an error names the item and its bad algorithm
+// (proposal.Parse's message). A legacy algorithm (modp1024) is refused
+// unless a preset that needs it or allowLegacy (the connection's
+// allow_legacy) asks for it, and is then warned about.
+func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID, allowLegacy bool) []proposal.Proposal {
 	items, ok := d.list(n, field)
 	if !ok {
 		return nil
@@ -425,240 +267,48 @@ func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID
 	}
 	var ps []proposal.Proposal
 	for j, pn := range items {
-		s, ok := d.str(pn, index(field, j))
+		f := index(field, j)
+		s, ok := d.str(pn, f)
 		if !ok {
 			continue
 		}
-		p, err := proposal.Parse(proto, s)
+		expanded, err := proposal.Expand(proto, s)
 		if err != nil {
-			d.errorf(pn, index(field, j), "%s", strings.TrimPrefix(err.Error(), "proposal: "))
+			d.errorf(pn, f, "%s", strings.TrimPrefix(err.Error(), "proposal: "))
 			continue
 		}
-		ps = append(ps, p)
+		var legacy []string
+		for _, p := range expanded {
+			for _, name := range p.Legacy() {
+				if !slices.Contains(legacy, name) {
+					legacy = append(legacy, name)
+				}
+			}
+		}
+		if len(legacy) > 0 {
+			names := strings.Join(legacy, ", ")
+			preset, isPreset := proposal.LookupPreset(s)
+			switch {
+			case isPreset:
+				d.warnf(pn, f, "preset %s offers %s, a legacy group (1024-bit MODP, about 80-bit strength; RFC 8247 says SHOULD NOT use it): %s", s, names, preset.Why)
+			case allowLegacy:
+				d.warnf(pn, f, "%q offers %s, a legacy group (1024-bit MODP, about 80-bit strength; RFC 8247 says SHOULD NOT use it), because allow_legacy is set", s, names)
+			default:
+				d.errorf(pn, f, "%q names %s, a legacy group (1024-bit MODP, about 80-bit strength); use a modern group (modp2048, ecp256, x25519), or set allow_legacy: true on the connection if the peer offers nothing else", s, names)
+				continue
+			}
+		}
+		ps = append(ps, expanded...)
 	}
 	return ps
 }
 
-func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []string) {
-	m, ok := d.fields(n, field, known...)
-	if !ok {
-		return
+// warnf adds a warning in the shape of an error: FILE:LINE: field: message.
+func (d *decoder) warnf(n *yaml.Node, field, format string, args ...any) {
+	w := (&Error{File: d.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}).Error()
+	if !slices.Contains(d.warnings, w) {
+		d.warnings = append(d.warnings, w)
 	}
-	ep.Auth = ike.AuthPSK
-	if v := m["auth"]; v != nil {
-		if a, ok := d.oneOf(v, join(field, "auth"), "psk", "pubkey"); ok {
-			ep.Auth = ike.AuthClass(a)
-		}
-	}
-	if v := m["id"]; v != nil {
-		ep.ID, _ = d.str(v, join(field, "id"))
-	}
-	if ep.ID == "" && ep.Auth == ike.AuthPSK {
-		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")
-	}
-	path := func(v *yaml.Node, f string) (string, bool) {
-		s, ok := d.str(v, f)
-		switch {
-		case !ok:
-			return "", false
-		case s == "":
-			d.errorf(v, f, "empty path")
-			return "", false
-		case filepath.IsAbs(s):
-			return s, true
-		}
-		return filepath.Join(d.dir, s), true
-	}
-	if v := m["cert"]; v != nil {
-		if p, ok := path(v, join(field, "cert")); ok {
-			ep.Cert = p
-			ep.Certs = d.certFile(v, join(field, "cert"), p)
-		}
-	}
-	if v := m["key"]; v != nil {
-		if p, ok := path(v, join(field, "key")); ok {
-			ep.Key = p
-			ep.PrivateKey = d.privateKeyFile(v, join(field, "key"), p)
-		}
-	}
-	if v := m["cacerts"]; v != nil {
-		items, _ := d.list(v, join(field, "cacerts"))
-		for j, cn := range items {
-			if p, ok := path(cn, index(join(field, "cacerts"), j)); ok {
-				ep.CACerts = append(ep.CACerts, p)
-				ep.CACertList = append(ep.CACertList, d.certFile(cn, index(join(field, "cacerts"), j), p)...)
-			}
-		}
-	}
-	if ep.Auth == ike.AuthPubkey {
-		switch {
-		case slices.Contains(known, "cert") && (m["cert"] == nil || m["key"] == nil):
-			d.errorf(n, field, "auth pubkey needs cert: and key: (the certificate and its private key)")
-		case slices.Contains(known, "cacerts") && m["cacerts"] == nil:
-			d.errorf(n, join(field, "cacerts"), "missing; auth pubkey needs the trust anchors the peer's certificate chains to")
-		}
-	} else {
-		for _, k := range []string{"cert", "key", "cacerts"} {
-			if m[k] != nil {
-				d.errorf(m[k], join(field, k), "only with auth: pubkey")
-			}
-		}
-	}
-}
-
-func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate {
-	data, _, err := readRegular(path, maxPEMFile, "a certificate file")
-	if err != nil {
-		d.errorf(n, field, "%v", err)
-		return nil
-	}
-	cs, err := ike.ParseCertificatesPEM(data)
-	if err != nil {
-		d.errorf(n, field, "%s: %v", path, err)
-		return nil
-	}
-	return cs
-}
-
-// privateKeyFile reads a private key with the bounded reader, zeroes the
-// bytes read, and warns when others can read or change the file. As for
-// key_file, errors do not show the path, which may be a key pasted into
-// the wrong field.
-func (d *decoder) privateKeyFile(n *yaml.Node, field, path string) crypto.Signer {
-	data, fi, err := readRegular(path, maxPEMFile, "a private key file")
-	defer clear(data)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		d.errorf(n, field, "%v", err)
-		return nil
-	}
-	k, err := ike.ParsePrivateKeyPEM(data)
-	if err != nil {
-		d.errorf(n, field, "%v", err)
-		return nil
-	}
-	d.warnExposed(path, fi, "key ")
-	return k
-}
-
-func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces map[uint32]bool, names map[string]string) {
-	items, ok := d.list(n, field)
-	if !ok {
-		return
-	}
-	if len(items) == 0 {
-		d.errorf(n, field, "empty; a connection needs a child to carry traffic")
-	}
-	for i, it := range items {
-		f := index(field, i)
-		m, ok := d.fields(it, f, childFields...)
-		if !ok {
-			continue
-		}
-		ch := Child{RekeyTime: DefaultChildRekeyTime, ReplayWindow: DefaultReplayWindow,
-			StartAction: "none", DPDAction: "clear", Line: it.Line}
-		ch.Name = d.uniqueName(it, m["name"], f, names, " (children are named by name alone, as in swanctl)")
-		if v := m["if_id"]; v == nil {
-			d.errorf(it, join(f, "if_id"), "missing; want the if_id of the interface whose traffic the child carries")
-		} else if id, ok := d.uint(v, join(f, "if_id"), 1, math.MaxUint32); ok {
-			if ifaces != nil && !ifaces[uint32(id)] {
-				d.errorf(v, join(f, "if_id"), "no interface has if_id %d", id)
-			}
-			ch.IfID = uint32(id)
-		}
-		if v := m["mode"]; v != nil {
-			mode, _ := d.oneOf(v, join(f, "mode"), "tunnel", "transport")
-			ch.Transport = mode == "transport"
-		}
-		for _, ts := range []struct {
-			key string
-			dst *[]netip.Prefix
-		}{{"local_ts", &ch.LocalTS}, {"remote_ts", &ch.RemoteTS}} {
-			v := m[ts.key]
-			if v == nil {
-				d.errorf(it, join(f, ts.key), "missing; want the prefixes (10.10.0.0/24)")
-				continue
-			}
-			tf := join(f, ts.key)
-			items, _ := d.list(v, tf)
-			for j, pn := range items {
-				p, ok := d.prefix(pn, index(tf, j), false)
-				switch {
-				case !ok:
-				case p.Masked() != p:
-					d.errorf(pn, index(tf, j), "%s has host bits set; did you mean %s?", p, p.Masked())
-				default:
-					*ts.dst = append(*ts.dst, p)
-				}
-			}
-			if len(items) == 0 {
-				d.errorf(v, tf, "empty")
-			}
-		}
-		if len(ch.LocalTS) > 0 && len(ch.RemoteTS) > 0 && !sharedPrefixFamily(ch.LocalTS, ch.RemoteTS) {
-			d.errorf(m["remote_ts"], join(f, "remote_ts"), "no prefix of the family of local_ts: no packet could match")
-		}
-		if v := m["esp_proposals"]; v == nil {
-			d.errorf(it, join(f, "esp_proposals"), "missing; want ESP proposals as swanctl writes them (aes128gcm16-x25519)")
-		} else {
-			ch.ESPProposals = d.proposals(v, join(f, "esp_proposals"), message.ProtoESP)
-		}
-		if v := m["rekey_time"]; v != nil {
-			ch.RekeyTime, _ = d.duration(v, join(f, "rekey_time"))
-		}
-		ch.LifeTime = ch.RekeyTime + ch.RekeyTime/10 // swanctl's default: 110% of rekey_time
-		if v := m["life_time"]; v != nil {
-			if lt, ok := d.duration(v, join(f, "life_time")); ok {
-				if lt < ch.RekeyTime {
-					d.errorf(v, join(f, "life_time"), "%s is shorter than rekey_time (%s): the child would expire before it is rekeyed", lt, ch.RekeyTime)
-				}
-				ch.LifeTime = lt
-			}
-		}
-		if v := m["replay_window"]; v != nil {
-			w, _ := d.uint(v, join(f, "replay_window"), 0, MaxReplayWindow)
-			ch.ReplayWindow = uint32(w)
-		}
-		if v := m["start_action"]; v != nil {
-			var ok bool
-			ch.StartAction, ok = d.oneOf(v, join(f, "start_action"), "start", "trap", "none")
-			if ok && ch.StartAction != "none" && len(cn.RemoteAddrs) == 0 {
-				d.errorf(v, join(f, "start_action"), "%s initiates, and remote_addrs has no address to initiate to (only %%any: the connection can only respond); want none, or give the peer's address", ch.StartAction)
-			}
-		}
-		if v := m["dpd_action"]; v != nil {
-			ch.DPDAction, _ = d.oneOf(v, join(f, "dpd_action"), "clear", "restart", "trap")
-		}
-		cn.Children = append(cn.Children, ch)
-	}
-}
-
-// bestSecret returns the index of the secret that serves a connection
-// between local and remote ids, or -1, as strongSwan ranks them: one whose
-// ids include both, then one with a single id that is one of them, then
-// one without ids; the first in the file among equals. A remote id %any
-// matches every id, so that a responder for any peer finds its secret by
-// its local id alone.
-func bestSecret(secrets []Secret, local, remote string) int {
-	best, bestRank := -1, 0
-	for i, s := range secrets {
-		rank := 0
-		switch hasL, hasR := slices.Contains(s.IDs, local), slices.Contains(s.IDs, remote) || remote == "%any"; {
-		case len(s.IDs) == 0:
-			rank = 1
-		case hasL && hasR:
-			rank = 3
-		case len(s.IDs) == 1 && (hasL || hasR):
-			rank = 2
-		}
-		if rank > bestRank {
-			best, bestRank = i, rank
-		}
-	}
-	return best
 }
 
 // uniqueName decodes the name field v of item it (at field f), which

@@ -191,7 +191,7 @@ func TestIKEErrors(t *testing.T) {
 		{"bad esp proposal", "chacha20poly1305]", "chacha20poly1305-prfsha256]",
 			"26: connections[0].children[0].esp_proposals[1]: proposal \"chacha20poly1305-prfsha256\": a prf is for IKE proposals"},
 		{"proposals missing", "    proposals: [aes256-sha256-x25519, aes128gcm16-prfsha256-ecp256]\n", "",
-			"10: connections[0].proposals: missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519)"},
+			"10: connections[0].proposals: missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)"},
 		{"bad duration", "dpd_delay: 30s", "dpd_delay: 30 seconds",
 			"16: connections[0].dpd_delay: want a duration as swanctl writes it (30s, 66m, 4h, 1d; a bare number is seconds), got \"30 seconds\""},
 		{"life_time before rekey_time", "life_time: 66m", "life_time: 30m",

@@ -63,15 +63,24 @@ func (l chanLink) Close() error                     { close(l.q.closed); return 
 type side struct {
 	engine *datapath.Engine
 	link   chanLink
+	ifc    *xfrmif.Interface
 	sad    *sa.SAD
 }
 
+// newSide is newSideSAD with a SAD that holds s.
 func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA) side {
 	t.Helper()
 	sad := sa.NewSAD(nil)
 	if err := sad.Replace([]*sa.SA{s}, nil); err != nil {
 		t.Fatal(err)
 	}
+	return newSideSAD(t, ctx, end, sad)
+}
+
+// newSideSAD runs an engine over end and sad, with one interface of
+// if_id 1 over a chanLink.
+func newSideSAD(t *testing.T, ctx context.Context, end *datapathtest.End, sad *sa.SAD) side {
+	t.Helper()
 	link := newChanLink()
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, link)
 	if err != nil {
@@ -91,32 +100,26 @@ func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA)
 		reg.Close()
 		e.Wait()
 	})
-	return side{engine: e, link: link, sad: sad}
+	return side{engine: e, link: link, ifc: ifc, sad: sad}
 }
 
-// TestPipe runs the data path of two engines without a socket: a packet
-// routed into A's interface is sealed, crosses the in-memory underlay,
-// is opened by B and leaves B's interface as it entered A's.
-func TestPipe(t *testing.T) {
-	addrA, addrB := netip.MustParseAddrPort("192.0.2.1:4500"), netip.MustParseAddrPort("192.0.2.2:4500")
-	endA, endB := datapathtest.Pipe(addrA, addrB)
-	key := bytes.Repeat([]byte{0x5a}, 20)
-	mk := func(dir sa.Dir, src, dst netip.Addr) *sa.SA {
-		s, err := sa.New(sa.Config{Src: src, Dst: dst, SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
-			AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: key},
-			Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
-			ReplayWindow: 64}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+// pipeSA is an ESP-in-UDP tunnel SA of if_id 1 from src to dst, SPI
+// 0x1001, with the same AES-GCM key for every call.
+func pipeSA(t *testing.T, dir sa.Dir, src, dst netip.Addr) *sa.SA {
+	t.Helper()
+	s, err := sa.New(sa.Config{Src: src, Dst: dst, SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
+		AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: bytes.Repeat([]byte{0x5a}, 20)},
+		Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
+		ReplayWindow: 64}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := newSide(t, ctx, endA, mk(sa.DirOut, addrA.Addr(), addrB.Addr()))
-	b := newSide(t, ctx, endB, mk(sa.DirIn, addrA.Addr(), addrB.Addr()))
+	return s
+}
 
-	// An IPv4 UDP packet 198.51.100.1 -> 203.0.113.1 with 100 bytes of payload.
+// innerUDP is an IPv4 UDP packet 198.51.100.1 -> 203.0.113.1 with 100
+// bytes of payload.
+func innerUDP() []byte {
 	inner := make([]byte, 128)
 	inner[0], inner[8], inner[9] = 0x45, 64, 17
 	binary.BigEndian.PutUint16(inner[2:], uint16(len(inner)))
@@ -125,6 +128,20 @@ func TestPipe(t *testing.T) {
 	for i := 28; i < len(inner); i++ {
 		inner[i] = byte(i)
 	}
+	return inner
+}
+
+// TestPipe runs the data path of two engines without a socket: a packet
+// routed into A's interface is sealed, crosses the in-memory underlay,
+// is opened by B and leaves B's interface as it entered A's.
+func TestPipe(t *testing.T) {
+	addrA, addrB := netip.MustParseAddrPort("192.0.2.1:4500"), netip.MustParseAddrPort("192.0.2.2:4500")
+	endA, endB := datapathtest.Pipe(addrA, addrB)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newSide(t, ctx, endA, pipeSA(t, sa.DirOut, addrA.Addr(), addrB.Addr()))
+	b := newSide(t, ctx, endB, pipeSA(t, sa.DirIn, addrA.Addr(), addrB.Addr()))
+	inner := innerUDP()
 	for i := range 3 {
 		a.link.q.in <- inner
 		select {

@@ -22,6 +22,9 @@ keys/transport-out-enc.key:cbc(aes)
 keys/transport-out-auth.key:hmac(sha256)
 keys/transport-in.key:rfc7539esp(chacha20,poly1305)
 keys/site-b.psk:hmac(sha256)
+keys/aws-tunnel1.psk:hmac(sha256)
+keys/gcp.psk:hmac(sha256)
+keys/azure.psk:hmac(sha256)
 sidecar/keys/server-to-client.key:rfc4106(gcm(aes))
 sidecar/keys/client-to-server.key:rfc4106(gcm(aes))"
 

@@ -30,7 +30,8 @@ func (s *SA) childConfigNoDH() []proposal.Proposal {
 }
 
 // authRequest builds the initiator's IKE_AUTH request (RFC 7296 §1.2):
-// IDi [CERT+] [CERTREQ] [IDr] AUTH [N(USE_TRANSPORT_MODE)] SA TSi TSr.
+// IDi [CERT+] [CERTREQ] [IDr] AUTH [N(INITIAL_CONTACT)]
+// [N(USE_TRANSPORT_MODE)] SA TSi TSr.
 func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	spi, err := s.cfg.newSPI()
 	if err != nil {
@@ -53,6 +54,9 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: encodeID(s.cfg.RemoteID)})
 	}
 	ps = append(ps, auth)
+	if s.cfg.initialContact() {
+		ps = append(ps, notify(message.InitialContact, nil))
+	}
 	if s.cfg.Child.Transport {
 		ps = append(ps, notify(message.UseTransportMode, nil))
 	}
@@ -155,6 +159,11 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 	reply = append(reply, auth)
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
+	// Only an authenticated request may have the daemon delete SAs. In
+	// a response it is ignored, as charon does.
+	if _, ok := notifyOf(ps, message.InitialContact); ok {
+		s.events = append(s.events, Event{Kind: EventInitialContact, Peer: s.peerID})
+	}
 	child, refuse, err := s.acceptChild(ps)
 	if err != nil {
 		return append(reply, notify(refuse, nil)), fmt.Errorf("%w: %v", ErrChildFailed, err)

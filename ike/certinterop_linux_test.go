@@ -114,21 +114,7 @@ func bothRoles(t *testing.T, ch *charon, d *driver, cfg *Config, wantAuth string
 func bothRolesOne(t *testing.T, ch *charon, d *driver, cfg *Config, role, wantAuth string) {
 	t.Helper()
 	d.reset(cfg)
-	from := ch.logSize()
-	up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
-	if role == "initiator" {
-		if err := d.start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.serve(up); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
-	}
-	d.listed(t, ch)
-	checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-	checkChildKeys(t, ch, from, d.sa.Children()[0])
+	from := d.establishChecked(t, ch, role)
 	if d.sa.PeerID() != "a.test" {
 		t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
 	}

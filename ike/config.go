@@ -68,6 +68,26 @@ type Config struct {
 	// AllocSPI returns a fresh inbound ESP SPI (>= 256) that no SA of the
 	// daemon uses; nil means a random one.
 	AllocSPI func() (uint32, error)
+	// HasContact reports whether the daemon holds another IKE SA
+	// between our identity and the peer's (both as ID payloads write
+	// them: "a.example.net", "192.0.2.1", "CN=..."). It is asked when
+	// we build our IKE_AUTH request as initiator; when it says no, the
+	// request carries INITIAL_CONTACT (RFC 7296 §2.4) and the peer may
+	// delete every other IKE SA it holds with us, those of our previous
+	// life. nil never sends it, and neither does a RemoteID that is
+	// empty or %any: as charon, only a peer identity known in advance is
+	// asked about. The peer's INITIAL_CONTACT is reported as
+	// EventInitialContact whatever this says.
+	HasContact func(localID, remoteID string) bool
+}
+
+// initialContact reports whether our IKE_AUTH request carries
+// INITIAL_CONTACT.
+func (c *Config) initialContact() bool {
+	if c.HasContact == nil || c.RemoteID == "" || c.RemoteID == "%any" {
+		return false
+	}
+	return !c.HasContact(formatID(message.ID(c.localIDBody())), formatID(message.ID(encodeID(c.RemoteID))))
 }
 
 // ChildConfig is a connection's one child.

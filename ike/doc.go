@@ -42,7 +42,11 @@
 // EventChildDown when it must go; a rekeyed child names the one it
 // Replaces). An IKE rekey reports EventIKERekeyed with the new SA, to
 // which the children move; the old SA's EventIKEDown then concerns only
-// itself. The package does not install anything itself.
+// itself. A peer that restarted says so with INITIAL_CONTACT in its
+// IKE_AUTH (§2.4), reported as EventInitialContact: the daemon deletes
+// its other IKE SAs with that peer. We send it when Config.HasContact
+// says the daemon holds no other IKE SA with the peer. The package does
+// not install anything itself.
 //
 // Concurrency: an SA is not safe for concurrent use; one goroutine (the
 // daemon's IKE loop) owns it. Buffers passed to Handle are not retained;

@@ -154,8 +154,20 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	if err != nil || len(nr) < 16 || len(nr) > 256 {
 		return nil, fmt.Errorf("%w: CREATE_CHILD_SA response without SA or nonce", ErrProtocol)
 	}
+	// A child's PFS is the chosen proposal's: offered our KE, the
+	// responder may still choose one of our proposals without a group,
+	// and then answers without KE (RFC 7296 §1.3.1, §3.4).
+	var esp proposal.Suite
+	needKE := pc.priv != nil
+	if !pc.ike {
+		esp, err = proposal.CheckChoice(s.cfg.Child.Proposals, sas, pc.priv == nil)
+		if err != nil || len(esp.SPI) != 4 || esp.DH.Name != "" && esp.DH.ID != pc.priv.Group() {
+			return nil, fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
+		}
+		needKE = esp.DH.Name != ""
+	}
 	var gir []byte
-	if pc.priv != nil {
+	if needKE {
 		ke := message.KE(message.Get(ps, message.TypeKE))
 		if !ke.IsValid() || ke.Group() != pc.priv.Group() {
 			return nil, fmt.Errorf("%w: CREATE_CHILD_SA response without our group's KE", ErrProtocol)
@@ -166,10 +178,6 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	}
 	if pc.ike {
 		return s.completeIKERekey(pc, sas, nr, gir, now)
-	}
-	esp, err := proposal.CheckChoice(s.cfg.Child.Proposals, sas, pc.priv == nil)
-	if err != nil || len(esp.SPI) != 4 || (pc.priv != nil) != (esp.DH.Name != "") {
-		return nil, fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
 	}
 	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
 	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()

@@ -43,14 +43,25 @@ func TestRekeyChild(t *testing.T) {
 		name     string
 		esp      string
 		fromResp bool
+		// ours and theirs, when set, are the ESP proposals of the side
+		// that rekeys and of its peer, instead of esp for both.
+		ours, theirs []string
+		wantPFS      bool
 	}{
-		{"initiator, no PFS", "aes128gcm16", false},
-		{"responder, no PFS", "aes256-sha256", true},
-		{"initiator, PFS x25519", "aes128gcm16-x25519", false},
-		{"responder, PFS modp2048", "chacha20poly1305-modp2048", true},
+		{name: "initiator, no PFS", esp: "aes128gcm16"},
+		{name: "responder, no PFS", esp: "aes256-sha256", fromResp: true},
+		{name: "initiator, PFS x25519", esp: "aes128gcm16-x25519", wantPFS: true},
+		{name: "responder, PFS modp2048", esp: "chacha20poly1305-modp2048", fromResp: true, wantPFS: true},
+		// Offered PFS or none, the peer takes none and sends no KE.
+		{name: "PFS offered, none chosen", ours: []string{"aes128gcm16-x25519", "aes128gcm16"}, theirs: []string{"aes128gcm16"}},
+		{name: "PFS offered, PFS chosen", ours: []string{"aes128gcm16-x25519", "aes128gcm16"}, theirs: []string{"aes128gcm16-x25519", "aes128gcm16"}, wantPFS: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{tt.esp})
+			if tt.ours == nil {
+				tt.ours, tt.theirs = []string{tt.esp}, []string{tt.esp}
+			}
+			ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, tt.ours)
+			cr.Child.Proposals = mustProposals(t, message.ProtoESP, tt.theirs...)
 			a, b := establishedSides(t, ci, cr, tt.fromResp)
 			old := a.Children()[0]
 			req, err := a.RekeyChild(old, t0)
@@ -83,8 +94,8 @@ func TestRekeyChild(t *testing.T) {
 			if bytes.Equal(na.Out.Enc, old.Out.Enc) || na.InSPI == old.InSPI {
 				t.Fatal("the new child has the old key or SPI")
 			}
-			if pfs := na.Suite.DH.Name != ""; pfs != (tt.esp != "aes128gcm16" && tt.esp != "aes256-sha256") {
-				t.Fatalf("PFS group %q for %q", na.Suite.DH.Name, tt.esp)
+			if pfs := na.Suite.DH.Name != ""; pfs != tt.wantPFS || nb.Suite.DH != na.Suite.DH {
+				t.Fatalf("PFS groups %q and %q, want PFS %t", na.Suite.DH.Name, nb.Suite.DH.Name, tt.wantPFS)
 			}
 		})
 	}

@@ -58,13 +58,31 @@ const (
 	// new SAs is deleted again, and the other gets the children. This
 	// SA then only waits to be deleted.
 	EventIKERekeyed
+	// EventInitialContact: the peer, authenticated as Peer, said in its
+	// IKE_AUTH request that this is the only IKE SA between its
+	// identity and ours (INITIAL_CONTACT, RFC 7296 §2.4): it restarted,
+	// and every other IKE SA the daemon holds between the same two
+	// identities is stale. Delete those and their children (not this
+	// SA). It comes after EventIKEUp and before the EventChildUp of the
+	// same IKE_AUTH, so that stale children with the same selectors are
+	// gone before the new one is installed.
+	EventInitialContact
 )
+
+func (k EventKind) String() string {
+	names := []string{"EventKind(0)", "IKEUp", "ChildUp", "ChildDown", "IKEDown", "IKERekeyed", "InitialContact"}
+	if int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
 
 // Event is a change the daemon acts on.
 type Event struct {
 	Kind  EventKind
 	Child *Child
-	SA    *SA // EventIKERekeyed
+	SA    *SA    // EventIKERekeyed
+	Peer  string // EventInitialContact: the peer's identity, as PeerID
 }
 
 // SA is one IKE SA, from either side. The zero value is not usable; see

@@ -58,6 +58,15 @@ type Config struct {
 	// NewSA makes the Node's SAs; nil means sa.New. Tests set it to see
 	// the SAs that were made.
 	NewSA func(sa.Config, *sa.Counters) (*sa.SA, error)
+	// Acquire receives a request for an SA (sa.Acquire, Linux's
+	// acquire) when a packet routed into an interface is let through by
+	// an out policy and no SA serves it: the packet is dropped and
+	// counted (XfrmOutNoStates), and IKE should negotiate the child whose
+	// policy it is (start_action: trap). At most one per policy every
+	// sa.DefaultAcquireInterval. It runs on a data-path worker and must
+	// not block: hand the request to the IKE loop with a non-blocking
+	// send on a buffered channel. nil: no requests.
+	Acquire func(sa.Acquire)
 }
 
 // Node is a running ESP endpoint: see the package doc for what it owns.
@@ -145,6 +154,9 @@ func New(cfg Config) (_ *Node, err error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.sad = sa.NewSAD(n.counters)
 	n.sad.SetEventHandler(n.expiry.push)
+	if cfg.Acquire != nil {
+		n.sad.SetAcquireHandler(cfg.Acquire, 0)
+	}
 	defer func() {
 		if err != nil {
 			n.Close()

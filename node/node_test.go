@@ -16,7 +16,13 @@ import (
 // interface of if_id 1 over an idle link.
 func testNode(t *testing.T) *Node {
 	t.Helper()
-	n, err := New(Config{EphemeralKeys: true})
+	return testNodeWith(t, Config{EphemeralKeys: true})
+}
+
+// testNodeWith is testNode made from cfg.
+func testNodeWith(t *testing.T, cfg Config) *Node {
+	t.Helper()
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 type SAD struct {
 	counters *Counters
 	handler  atomic.Pointer[func(Event)]
+	acquire  atomic.Pointer[acquireHandler] // acquire.go
 
 	mu sync.Mutex // serialises writers; readers only Load table
 	// mu guards: replacing table.
@@ -97,6 +98,9 @@ type iface struct {
 	outSAs []*SA // in the order added
 	outPol []Policy
 	inPol  []Policy
+	// outAcq is the acquire rate limit of each outPol (acquire.go); the
+	// pointers live across table versions, as long as their policy.
+	outAcq []*acquireState
 
 	// anyDst: outbound SAs whose selector has no destination prefix,
 	// newest first.
@@ -453,46 +457,6 @@ func (t *table) remove(s *SA) {
 	t.n--
 }
 
-// AddPolicy appends p to its interface's policies. A policy with the same
-// direction, if_id and selector is refused with ErrExists.
-func (d *SAD) AddPolicy(p Policy) error {
-	if err := validatePolicy(p); err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	old := d.table.Load()
-	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
-	}
-	t := *old
-	f := t.cloneIface(p.IfID)
-	f.addPolicy(p)
-	t.policies = append(slices.Clip(old.policies), p)
-	d.table.Store(&t)
-	return nil
-}
-
-// DeletePolicy removes the policy with p's direction, if_id and selector
-// (its action is ignored). ErrNotFound if there is none.
-func (d *SAD) DeletePolicy(p Policy) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	old := d.table.Load()
-	same := func(q Policy) bool { return q.Dir == p.Dir && q.IfID == p.IfID && q.Selector == p.Selector }
-	i := slices.IndexFunc(old.policies, same)
-	if i < 0 {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrNotFound)
-	}
-	t := *old
-	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)
-	f := t.cloneIface(p.IfID)
-	f.outPol = slices.DeleteFunc(f.outPol, same)
-	f.inPol = slices.DeleteFunc(f.inPol, same)
-	d.table.Store(&t)
-	return nil
-}
-
 // cloneIface gives t (a copy of a published table) a private copy of the
 // shard and iface of id, creating them if needed, and returns the iface.
 func (t *table) cloneIface(id uint32) *iface {
@@ -500,33 +464,12 @@ func (t *table) cloneIface(id uint32) *iface {
 	if old := t.ifaceOf(id); old != nil {
 		f.outSAs = slices.Clone(old.outSAs)
 		f.outPol = slices.Clone(old.outPol)
+		f.outAcq = slices.Clone(old.outAcq)
 		f.inPol = slices.Clone(old.inPol)
 		f.anyDst, f.v4, f.v6 = old.anyDst, old.v4, old.v6
 	}
 	t.setIface(id, f)
 	return f
-}
-
-// validatePolicy applies CheckPolicy's rules but the if_id, which may be
-// 0 in a SAD without interfaces.
-func validatePolicy(p Policy) error {
-	return checkPolicy(&p, false).err()
-}
-
-func (f *iface) hasPolicy(p Policy) bool {
-	list := f.outPol
-	if p.Dir == DirIn {
-		list = f.inPol
-	}
-	return slices.ContainsFunc(list, func(q Policy) bool { return q.Selector == p.Selector })
-}
-
-func (f *iface) addPolicy(p Policy) {
-	if p.Dir == DirIn {
-		f.inPol = append(f.inPol, p)
-	} else {
-		f.outPol = append(f.outPol, p)
-	}
 }
 
 // index rebuilds the selector index from outSAs. Each list it makes is
@@ -601,8 +544,11 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	if f == nil {
 		return nil, XfrmOutNoStates
 	}
-	if len(f.outPol) != 0 && !allowed(f.outPol, src, dst) {
-		return nil, XfrmOutPolBlock
+	pol := -1 // the out policy that lets the packet through
+	if len(f.outPol) != 0 {
+		if pol = firstMatch(f.outPol, src, dst); pol < 0 || f.outPol[pol].Action != ActionAllow {
+			return nil, XfrmOutPolBlock
+		}
 	}
 	if dst.Is4() {
 		a4 := dst.As4()
@@ -626,17 +572,10 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	if s := pick(f.anyDst, src, dst); s != nil {
 		return s, CounterNone
 	}
-	return nil, XfrmOutNoStates
-}
-
-// allowed applies a policy list: the first match decides, no match blocks.
-func allowed(pols []Policy, src, dst netip.Addr) bool {
-	for i := range pols {
-		if pols[i].Selector.match(src, dst) {
-			return pols[i].Action == ActionAllow
-		}
+	if pol >= 0 {
+		d.acquireFor(f, pol, src, dst)
 	}
-	return false
+	return nil, XfrmOutNoStates
 }
 
 // pick returns the SA of list that seals a packet from src to dst. It

@@ -6,6 +6,10 @@
 //   - modp2048 (group 14, RFC 3526 §3), with math/big. The peer's value
 //     must satisfy 1 < y < p-1 (RFC 7296 §5; NIST SP 800-56A), which keeps
 //     out the values that force a known shared secret.
+//   - modp1024 (group 2, RFC 2409 §6.2), the same way. It is legacy
+//     (about 80-bit strength; RFC 8247 §2.4 says SHOULD NOT) and here
+//     only because cloud gateways still ask for it: the proposal package
+//     marks it Legacy, and the config accepts it only when asked to.
 //   - ecp256 and ecp384 (groups 19 and 20, RFC 5903): the KE data is x ‖ y
 //     without a point-format octet, the shared secret is x. crypto/ecdh
 //     checks that the peer's point is on the curve.
@@ -27,6 +31,7 @@ import (
 
 // Group numbers (IANA Transform Type 4).
 const (
+	MODP1024 = 2
 	MODP2048 = 14
 	ECP256   = 19
 	ECP384   = 20
@@ -40,27 +45,52 @@ var ErrBadPublic = errors.New("dh: invalid public value from the peer")
 // ErrUnsupported means the group is not one ipsecd implements.
 var ErrUnsupported = errors.New("dh: unsupported group")
 
-// modp2048P is the prime of RFC 3526 §3; the generator is 2.
-var modp2048P, _ = new(big.Int).SetString(
-	"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74"+
-		"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437"+
-		"4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"+
-		"EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF05"+
-		"98DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB"+
-		"9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B"+
-		"E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF695581718"+
-		"3995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF", 16)
+// modpGroup is a MODP group: its prime (the generator is 2) and the size
+// of the private exponents drawn for it.
+type modpGroup struct {
+	p        *big.Int
+	len      int // bytes of p: KE data and shared secrets are this long
+	expBytes int
+}
 
-const modpLen = 256
+func mustPrime(hex string) *big.Int {
+	p, ok := new(big.Int).SetString(hex, 16)
+	if !ok {
+		panic("dh: bad prime")
+	}
+	return p
+}
 
-// modpExpBytes is the size of a MODP-2048 private exponent: 320 bits,
-// above the 224 that RFC 3526 §8 asks for the group's 112-bit strength.
-const modpExpBytes = 40
+// modpGroups are the MODP groups by number. Exponents are twice the
+// group's strength (RFC 3526 §8): 320 bits for modp2048's 112 (above the
+// 224 asked), 256 bits for modp1024's 80.
+var modpGroups = map[uint16]modpGroup{
+	// RFC 3526 §3.
+	MODP2048: {p: mustPrime(
+		"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74" +
+			"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437" +
+			"4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED" +
+			"EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF05" +
+			"98DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB" +
+			"9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B" +
+			"E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF695581718" +
+			"3995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF"), len: 256, expBytes: 40},
+	// RFC 2409 §6.2, the Second Oakley Group.
+	MODP1024: {p: mustPrime(
+		"FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74" +
+			"020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437" +
+			"4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED" +
+			"EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"), len: 128, expBytes: 32},
+}
+
+// modp2048P is group 14's prime (for the tests).
+var modp2048P = modpGroups[MODP2048].p
 
 // Private is one side's private key for one exchange.
 type Private struct {
 	group  uint16
 	ec     *ecdh.PrivateKey
+	modp   modpGroup
 	x, pub *big.Int // MODP
 }
 
@@ -77,15 +107,18 @@ func curve(group uint16) ecdh.Curve {
 }
 
 // Supported reports whether New accepts group.
-func Supported(group uint16) bool { return group == MODP2048 || curve(group) != nil }
+func Supported(group uint16) bool {
+	_, modp := modpGroups[group]
+	return modp || curve(group) != nil
+}
 
 // New makes a fresh private key of group from rand (crypto/rand when nil).
 func New(group uint16, r io.Reader) (*Private, error) {
 	if r == nil {
 		r = rand.Reader
 	}
-	if group == MODP2048 {
-		x := make([]byte, modpExpBytes)
+	if m, ok := modpGroups[group]; ok {
+		x := make([]byte, m.expBytes)
 		if _, err := io.ReadFull(r, x); err != nil {
 			return nil, err
 		}
@@ -105,12 +138,12 @@ func New(group uint16, r io.Reader) (*Private, error) {
 // FromPrivate makes a private key of group from its encoding (a scalar for
 // the curves, a big-endian exponent for MODP); for test vectors.
 func FromPrivate(group uint16, b []byte) (*Private, error) {
-	if group == MODP2048 {
+	if m, ok := modpGroups[group]; ok {
 		x := new(big.Int).SetBytes(b)
 		if x.Sign() == 0 {
 			return nil, errors.New("dh: zero exponent")
 		}
-		return &Private{group: group, x: x, pub: new(big.Int).Exp(big.NewInt(2), x, modp2048P)}, nil
+		return &Private{group: group, modp: m, x: x, pub: new(big.Int).Exp(big.NewInt(2), x, m.p)}, nil
 	}
 	c := curve(group)
 	if c == nil {
@@ -128,8 +161,8 @@ func (p *Private) Group() uint16 { return p.group }
 
 // Public returns the KE payload's data.
 func (p *Private) Public() []byte {
-	if p.group == MODP2048 {
-		return p.pub.FillBytes(make([]byte, modpLen))
+	if p.x != nil {
+		return p.pub.FillBytes(make([]byte, p.modp.len))
 	}
 	b := p.ec.PublicKey().Bytes()
 	if p.group != X25519 {
@@ -141,16 +174,17 @@ func (p *Private) Public() []byte {
 // Shared returns g^ir from the peer's KE data, padded to the group's size
 // as RFC 7296 §2.14 requires.
 func (p *Private) Shared(peer []byte) ([]byte, error) {
-	if p.group == MODP2048 {
-		if len(peer) != modpLen {
+	if p.x != nil {
+		m := p.modp
+		if len(peer) != m.len {
 			return nil, ErrBadPublic
 		}
 		y := new(big.Int).SetBytes(peer)
-		pm1 := new(big.Int).Sub(modp2048P, big.NewInt(1))
+		pm1 := new(big.Int).Sub(m.p, big.NewInt(1))
 		if y.Cmp(big.NewInt(1)) <= 0 || y.Cmp(pm1) >= 0 {
 			return nil, ErrBadPublic
 		}
-		return new(big.Int).Exp(y, p.x, modp2048P).FillBytes(make([]byte, modpLen)), nil
+		return new(big.Int).Exp(y, p.x, m.p).FillBytes(make([]byte, m.len)), nil
 	}
 	if p.group != X25519 {
 		peer = append([]byte{4}, peer...)

@@ -58,17 +58,24 @@ func TestVectors(t *testing.T) {
 	}
 }
 
-// TestMODP2048Prime checks the prime as typed: a safe prime whose top and
-// bottom 64 bits are ones, as RFC 3526 builds it.
-func TestMODP2048Prime(t *testing.T) {
-	q := new(big.Int).Rsh(modp2048P, 1)
-	if modp2048P.BitLen() != 2048 || !modp2048P.ProbablyPrime(20) || !q.ProbablyPrime(20) {
-		t.Fatal("modp2048 prime is not the safe prime of RFC 3526")
+// TestMODPPrimes checks the primes as typed: safe primes of the group's
+// size whose top and bottom 64 bits are ones, as RFC 2409 and RFC 3526
+// build them.
+func TestMODPPrimes(t *testing.T) {
+	ones := new(big.Int).SetUint64(^uint64(0))
+	for group, bits := range map[uint16]int{MODP1024: 1024, MODP2048: 2048} {
+		p := modpGroups[group].p
+		q := new(big.Int).Rsh(p, 1)
+		top := new(big.Int).Rsh(p, uint(bits-64))
+		low := new(big.Int).And(p, ones)
+		if p.BitLen() != bits || modpGroups[group].len*8 != bits || !p.ProbablyPrime(20) || !q.ProbablyPrime(20) || top.Cmp(ones) != 0 || low.Cmp(ones) != 0 {
+			t.Errorf("group %d: the prime is not the %d-bit safe prime of the RFCs", group, bits)
+		}
 	}
 }
 
 func TestAgreement(t *testing.T) {
-	for _, g := range []uint16{MODP2048, ECP256, ECP384, X25519} {
+	for _, g := range []uint16{MODP1024, MODP2048, ECP256, ECP384, X25519} {
 		a, err := New(g, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -99,6 +106,8 @@ func TestRefusesBadPublic(t *testing.T) {
 		{"modp y=p-1", MODP2048, pm1},
 		{"modp y=p", MODP2048, modp2048P.FillBytes(make([]byte, 256))},
 		{"modp short", MODP2048, one[1:]},
+		{"modp1024 y=p-1", MODP1024, new(big.Int).Sub(modpGroups[MODP1024].p, big.NewInt(1)).FillBytes(make([]byte, 128))},
+		{"modp1024 with a modp2048 length", MODP1024, one},
 		{"ecp256 off curve", ECP256, offCurve},
 		{"ecp256 short", ECP256, p256[:63]},
 		{"x25519 zero (low order)", X25519, make([]byte, 32)},

@@ -101,6 +101,17 @@ func (p Proposal) String() string {
 	return strings.Join(names, "-")
 }
 
+// Legacy returns the names of p's legacy algorithms (see Alg.IsLegacy).
+func (p Proposal) Legacy() []string {
+	var names []string
+	for _, a := range p.Algs {
+		if a.IsLegacy() {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
 // HasDH reports whether p names a key exchange group (for ESP: PFS).
 func (p Proposal) HasDH() bool {
 	for _, a := range p.Algs {

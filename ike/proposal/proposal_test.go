@@ -21,10 +21,11 @@ func TestParse(t *testing.T) {
 		{message.ProtoESP, "aes128gcm16-x25519", "aes128gcm16-x25519-noesn"},
 		{message.ProtoESP, "chacha20poly1305-ecp384-esn", "chacha20poly1305-ecp384-esn"},
 		{message.ProtoESP, "aes256-sha256-modp2048", "aes256-sha256-modp2048-noesn"},
-		{message.ProtoIKE, "aes128gcm16-ecp256", ""},     // AEAD needs a prf
-		{message.ProtoIKE, "aes256-x25519", ""},          // no integrity
-		{message.ProtoIKE, "aes256-sha256", ""},          // no group
-		{message.ProtoIKE, "aes256-sha256-modp1024", ""}, // not implemented
+		{message.ProtoIKE, "aes128gcm16-ecp256", ""},                                     // AEAD needs a prf
+		{message.ProtoIKE, "aes256-x25519", ""},                                          // no integrity
+		{message.ProtoIKE, "aes256-sha256", ""},                                          // no group
+		{message.ProtoIKE, "aes256-sha256-modp1024", "aes256-sha256-modp1024-prfsha256"}, // legacy, see TestLegacy
+		{message.ProtoIKE, "aes256-sha256-modp1536", ""},                                 // not implemented
 		{message.ProtoIKE, "aes128gcm16-sha256-prfsha256-x25519", ""},
 		{message.ProtoIKE, "aes256-sha256-x25519-esn", ""},
 		{message.ProtoESP, "aes128gcm16-prfsha256", ""},

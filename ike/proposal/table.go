@@ -23,6 +23,7 @@ const (
 	IntegSHA512 = 14 // AUTH_HMAC_SHA2_512_256
 
 	GroupNone     = 0
+	GroupMODP1024 = 2
 	GroupMODP2048 = 14
 	GroupECP256   = 19
 	GroupECP384   = 20
@@ -60,13 +61,14 @@ var (
 	Integ256   = Alg{"sha256", message.TransINTEG, IntegSHA256, 0}
 	Integ384   = Alg{"sha384", message.TransINTEG, IntegSHA384, 0}
 	Integ512   = Alg{"sha512", message.TransINTEG, IntegSHA512, 0}
+	MODP1024   = Alg{"modp1024", message.TransDH, GroupMODP1024, 0}
 	MODP2048   = Alg{"modp2048", message.TransDH, GroupMODP2048, 0}
 	ECP256     = Alg{"ecp256", message.TransDH, GroupECP256, 0}
 	ECP384     = Alg{"ecp384", message.TransDH, GroupECP384, 0}
 	X25519     = Alg{"x25519", message.TransDH, GroupX25519, 0}
 	ESNOn      = Alg{"esn", message.TransESN, ESN, 0}
 	ESNOff     = Alg{"noesn", message.TransESN, NoESN, 0}
-	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP2048, ECP256, ECP384, X25519, ESNOn, ESNOff}
+	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, ESNOn, ESNOff}
 	aliases    = map[string]Alg{"curve25519": X25519, "aes128gcm": AES128GCM, "aes256gcm": AES256GCM}
 	integToPRF = map[uint16]Alg{IntegSHA256: PRF256, IntegSHA384: PRF384, IntegSHA512: PRF512}
 )
@@ -96,6 +98,12 @@ func ByTransform(t message.Transform) (Alg, bool) {
 	}
 	return Alg{}, false
 }
+
+// IsLegacy reports whether a is an algorithm ipsecd implements only for
+// peers that still ask for it: modp1024 (RFC 2409's group 2, about 80-bit
+// strength; RFC 8247 §2.4: SHOULD NOT). The config offers one only when a
+// preset or an explicit option asks for it, and warns.
+func (a Alg) IsLegacy() bool { return a.Type == message.TransDH && a.ID == GroupMODP1024 }
 
 // IsAEAD reports whether an encryption algorithm also authenticates (no
 // integrity transform goes with it).

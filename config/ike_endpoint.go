@@ -1,0 +1,116 @@
+package config
+
+import (
+	"crypto"
+	"crypto/x509"
+	"path/filepath"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ipsecd/ipsecd/ike"
+)
+
+// endpoint decodes local: or remote: (swanctl's local/remote sections)
+// with the keys known on that side, and reads the certificate and key
+// files they name.
+func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []string) {
+	m, ok := d.fields(n, field, known...)
+	if !ok {
+		return
+	}
+	ep.Auth = ike.AuthPSK
+	if v := m["auth"]; v != nil {
+		if a, ok := d.oneOf(v, join(field, "auth"), "psk", "pubkey"); ok {
+			ep.Auth = ike.AuthClass(a)
+		}
+	}
+	if v := m["id"]; v != nil {
+		ep.ID, _ = d.str(v, join(field, "id"))
+	}
+	if ep.ID == "" && ep.Auth == ike.AuthPSK {
+		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")
+	}
+	path := func(v *yaml.Node, f string) (string, bool) {
+		s, ok := d.str(v, f)
+		switch {
+		case !ok:
+			return "", false
+		case s == "":
+			d.errorf(v, f, "empty path")
+			return "", false
+		case filepath.IsAbs(s):
+			return s, true
+		}
+		return filepath.Join(d.dir, s), true
+	}
+	if v := m["cert"]; v != nil {
+		if p, ok := path(v, join(field, "cert")); ok {
+			ep.Cert = p
+			ep.Certs = d.certFile(v, join(field, "cert"), p)
+		}
+	}
+	if v := m["key"]; v != nil {
+		if p, ok := path(v, join(field, "key")); ok {
+			ep.Key = p
+			ep.PrivateKey = d.privateKeyFile(v, join(field, "key"), p)
+		}
+	}
+	if v := m["cacerts"]; v != nil {
+		items, _ := d.list(v, join(field, "cacerts"))
+		for j, cn := range items {
+			if p, ok := path(cn, index(join(field, "cacerts"), j)); ok {
+				ep.CACerts = append(ep.CACerts, p)
+				ep.CACertList = append(ep.CACertList, d.certFile(cn, index(join(field, "cacerts"), j), p)...)
+			}
+		}
+	}
+	if ep.Auth == ike.AuthPubkey {
+		switch {
+		case slices.Contains(known, "cert") && (m["cert"] == nil || m["key"] == nil):
+			d.errorf(n, field, "auth pubkey needs cert: and key: (the certificate and its private key)")
+		case slices.Contains(known, "cacerts") && m["cacerts"] == nil:
+			d.errorf(n, join(field, "cacerts"), "missing; auth pubkey needs the trust anchors the peer's certificate chains to")
+		}
+	} else {
+		for _, k := range []string{"cert", "key", "cacerts"} {
+			if m[k] != nil {
+				d.errorf(m[k], join(field, k), "only with auth: pubkey")
+			}
+		}
+	}
+}
+
+// certFile reads the PEM certificates of a file, with the bounded reader.
+func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate {
+	data, _, err := readRegular(path, maxPEMFile, "a certificate file")
+	if err != nil {
+		d.errorf(n, field, "%v", err)
+		return nil
+	}
+	cs, err := ike.ParseCertificatesPEM(data)
+	if err != nil {
+		d.errorf(n, field, "%s: %v", path, err)
+		return nil
+	}
+	return cs
+}
+
+// privateKeyFile reads a private key with the bounded reader, zeroes the
+// bytes read, and warns when others can read or change the file. As for
+// key_file, errors do not show the path, which may be a key pasted into
+// the wrong field.
+func (d *decoder) privateKeyFile(n *yaml.Node, field, path string) crypto.Signer {
+	data, fi, ok := d.readKeyFile(n, field, path, maxPEMFile, "a private key file")
+	defer clear(data)
+	if !ok {
+		return nil
+	}
+	k, err := ike.ParsePrivateKeyPEM(data)
+	if err != nil {
+		d.errorf(n, field, "%v", err)
+		return nil
+	}
+	d.warnExposed(path, fi, "key ")
+	return k
+}

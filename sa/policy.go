@@ -1,0 +1,87 @@
+package sa
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// The SPD half of the SAD: the policies of the xfrm interfaces.
+
+// AddPolicy appends p to its interface's policies. A policy with the same
+// direction, if_id and selector is refused with ErrExists.
+func (d *SAD) AddPolicy(p Policy) error {
+	if err := validatePolicy(p); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.table.Load()
+	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
+		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
+	}
+	t := *old
+	f := t.cloneIface(p.IfID)
+	f.addPolicy(p)
+	t.policies = append(slices.Clip(old.policies), p)
+	d.table.Store(&t)
+	return nil
+}
+
+// DeletePolicy removes the policy with p's direction, if_id and selector
+// (its action is ignored). ErrNotFound if there is none.
+func (d *SAD) DeletePolicy(p Policy) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old := d.table.Load()
+	same := func(q Policy) bool { return q.Dir == p.Dir && q.IfID == p.IfID && q.Selector == p.Selector }
+	i := slices.IndexFunc(old.policies, same)
+	if i < 0 {
+		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrNotFound)
+	}
+	t := *old
+	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)
+	f := t.cloneIface(p.IfID)
+	if j := slices.IndexFunc(f.outPol, same); j >= 0 {
+		f.outPol = slices.Delete(f.outPol, j, j+1)
+		f.outAcq = slices.Delete(f.outAcq, j, j+1)
+	}
+	f.inPol = slices.DeleteFunc(f.inPol, same)
+	d.table.Store(&t)
+	return nil
+}
+
+// validatePolicy applies CheckPolicy's rules but the if_id, which may be
+// 0 in a SAD without interfaces.
+func validatePolicy(p Policy) error {
+	return checkPolicy(&p, false).err()
+}
+
+func (f *iface) hasPolicy(p Policy) bool {
+	list := f.outPol
+	if p.Dir == DirIn {
+		list = f.inPol
+	}
+	return slices.ContainsFunc(list, func(q Policy) bool { return q.Selector == p.Selector })
+}
+
+func (f *iface) addPolicy(p Policy) {
+	if p.Dir == DirIn {
+		f.inPol = append(f.inPol, p)
+	} else {
+		f.outPol = append(f.outPol, p)
+		f.outAcq = append(f.outAcq, new(acquireState))
+	}
+}
+
+// firstMatch returns the index of the policy of pols that decides for a
+// packet from src to dst, the first that matches, or -1: no match
+// blocks.
+func firstMatch(pols []Policy, src, dst netip.Addr) int {
+	for i := range pols {
+		if pols[i].Selector.match(src, dst) {
+			return i
+		}
+	}
+	return -1
+}
