@@ -16,11 +16,23 @@ import (
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
-// countQueue is an interface queue that only counts what is written to it.
-type countQueue struct{ packets int }
+// countQueue is an interface queue whose every Read returns batch copies
+// of pkt (with no pkt, os.ErrClosed), and that counts what is written to
+// it. It allocates nothing.
+type countQueue struct {
+	pkt     []byte
+	batch   int
+	packets int
+}
 
 func (q *countQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	return 0, os.ErrClosed
+	if q.pkt == nil {
+		return 0, os.ErrClosed
+	}
+	for i := range q.batch {
+		sizes[i] = copy(bufs[i][offset:], q.pkt)
+	}
+	return q.batch, nil
 }
 
 func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
@@ -28,7 +40,7 @@ func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
 	return len(bufs), nil
 }
 
-func (q *countQueue) BatchSize() int { return 128 }
+func (q *countQueue) BatchSize() int { return max(q.batch, 1) }
 
 // countLink is an xfrmif.Link over one countQueue.
 type countLink struct{ q *countQueue }
@@ -42,8 +54,9 @@ func (l countLink) RemoveRoute(netip.Prefix) error   { return nil }
 func (l countLink) Close() error                     { return nil }
 
 // TestSteadyStateAllocs runs the whole data path for batches of 64 packets
-// (seal from an interface queue, ESP in UDP over loopback, receive, open
-// on one or two goroutines, deliver into the interface) and checks that,
+// (read from an interface queue, seal, ESP in UDP over loopback, receive,
+// open on one or two goroutines, deliver into the interface) through the
+// two workers' read and handle, and checks that,
 // once the workers' buffers exist, a batch allocates nothing. Under -race
 // it checks the path for races instead.
 func TestSteadyStateAllocs(t *testing.T) {
@@ -77,7 +90,14 @@ func steadyState(t *testing.T, workers int) {
 	if err := sad.Replace([]*sa.SA{mk(sa.DirOut), mk(sa.DirIn)}, nil); err != nil {
 		t.Fatal(err)
 	}
-	q := &countQueue{}
+	const batch, size = 64, 1400
+	inner := make([]byte, size)
+	inner[0] = 0x45
+	binary.BigEndian.PutUint16(inner[2:], size)
+	inner[9] = 17
+	copy(inner[12:], []byte{198, 51, 100, 1})
+	copy(inner[16:], []byte{203, 0, 113, 1})
+	q := &countQueue{pkt: inner, batch: batch}
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, countLink{q})
 	if err != nil {
 		t.Fatal(err)
@@ -90,20 +110,7 @@ func steadyState(t *testing.T, workers int) {
 	log.SetOutput(io.Discard)
 	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 
-	const batch, size = 64, 1400
-	inner := make([]byte, size)
-	inner[0] = 0x45
-	binary.BigEndian.PutUint16(inner[2:], size)
-	inner[9] = 17
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
-	bufs := make([][]byte, batch)
-	sizes := make([]int, batch)
-	for i := range bufs {
-		bufs[i] = make([]byte, sa.Headroom+size+sa.Tailroom)
-		sizes[i] = size
-	}
-	send := newSender(e, ifc, 0)
+	tx := newTransmitter(e, ifc, 0, size)
 	r := conn.Readers()[0]
 	recv := newReceiver(e, r)
 	recv.open.start(sad, workers, &e.wg)
@@ -111,20 +118,21 @@ func steadyState(t *testing.T, workers int) {
 	r.SetReadDeadline(time.Now().Add(30 * time.Second))
 
 	round := func() {
-		for i := range bufs {
-			copy(bufs[i][sa.Headroom:], inner)
+		n, err := tx.read()
+		if err != nil || n != batch {
+			t.Fatalf("interface read %d packets (%v), want %d", n, err, batch)
 		}
-		send.handle(bufs, sizes, batch)
+		tx.handle(n)
 		for got := 0; got < batch; {
 			n, err := recv.read()
 			if err != nil {
 				t.Fatal(err)
 			}
-			recv.openAndDeliver(n)
+			recv.handle(n)
 			got += n
 		}
 	}
-	round() // the sender sizes its batch state on its first batch
+	round() // a first round for the sockets' and the SA's first-use state
 	if raceEnabled {
 		// The race detector allocates: run the rounds for the races.
 		for range 21 {
@@ -136,6 +144,9 @@ func steadyState(t *testing.T, workers int) {
 	// One round of ours, one warm-up of AllocsPerRun's, 20 measured.
 	if want := 22 * batch; q.packets != want {
 		t.Errorf("interface got %d packets, want %d", q.packets, want)
+	}
+	if st := ifc.Stats(); st.TxPackets != 22*batch || st.TxBytes != 22*batch*size || st.TxErrors != 0 || st.TxDrops != 0 {
+		t.Errorf("interface tx counters %+v, want %d packets of %d bytes and no errors or drops", st, 22*batch, size)
 	}
 	if workers > 1 && recv.open.splits == 0 {
 		t.Errorf("no batch was opened in parallel")

@@ -105,7 +105,7 @@ func TestEncapMismatch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read (raw %v): %v", raw, err)
 		}
-		w.openAndDeliver(n)
+		w.handle(n)
 	}
 	tests := []struct {
 		name         string
