@@ -14,6 +14,7 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // countQueue is an interface queue whose every Read returns batch copies
@@ -41,17 +42,6 @@ func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
 }
 
 func (q *countQueue) BatchSize() int { return max(q.batch, 1) }
-
-// countLink is an xfrmif.Link over one countQueue.
-type countLink struct{ q *countQueue }
-
-func (l countLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
-func (l countLink) SetMTU(int) error                 { return nil }
-func (l countLink) AddAddress(netip.Prefix) error    { return nil }
-func (l countLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l countLink) AddRoute(netip.Prefix) error      { return nil }
-func (l countLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l countLink) Close() error                     { return nil }
 
 // pipeline is the whole data path of one engine looped back on itself:
 // an interface queue that reads batches of one inner packet, ESP in UDP
@@ -101,7 +91,7 @@ func newPipeline(tb testing.TB, workers, batch, size int) *pipeline {
 	copy(inner[12:], []byte{198, 51, 100, 1})
 	copy(inner[16:], []byte{203, 0, 113, 1})
 	q := &countQueue{pkt: inner, batch: batch}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, countLink{q})
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, xfrmiftest.NewLink(q))
 	if err != nil {
 		tb.Fatal(err)
 	}

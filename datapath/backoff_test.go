@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 var errBroken = errors.New("broken")
@@ -25,16 +25,6 @@ type brokenQueue struct{ reads atomic.Int64 }
 func (q *brokenQueue) Read([][]byte, []int, int) (int, error)  { q.reads.Add(1); return 0, errBroken }
 func (q *brokenQueue) Write(bufs [][]byte, _ int) (int, error) { return len(bufs), nil }
 func (q *brokenQueue) BatchSize() int                          { return 1 }
-
-type brokenLink struct{ q *brokenQueue }
-
-func (l brokenLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
-func (l brokenLink) SetMTU(int) error                 { return nil }
-func (l brokenLink) AddAddress(netip.Prefix) error    { return nil }
-func (l brokenLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l brokenLink) AddRoute(netip.Prefix) error      { return nil }
-func (l brokenLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l brokenLink) Close() error                     { return nil }
 
 // brokenUnderlay has one receiver whose every read fails at once.
 type brokenUnderlay struct{ reads atomic.Int64 }
@@ -61,7 +51,7 @@ func TestLastingReadErrorBacksOff(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	q := &brokenQueue{}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, brokenLink{q})
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, xfrmiftest.NewLink(q))
 	if err != nil {
 		t.Fatal(err)
 	}

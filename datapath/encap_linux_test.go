@@ -13,6 +13,7 @@ import (
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // TestEncapMismatch sends ESP for an ESP-in-UDP SA as raw ESP, and ESP for
@@ -51,7 +52,7 @@ func TestEncapMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &countQueue{}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, countLink{q})
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, xfrmiftest.NewLink(q))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"io"
 	"net/netip"
-	"os"
 	"testing"
 	"time"
 
@@ -16,53 +15,13 @@ import (
 	"github.com/ipsecd/ipsecd/datapath/datapathtest"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
-
-// chanQueue is an xfrmif.Queue fed and drained by the test: Read returns
-// what is sent on in, Write sends what the interface delivers on out.
-type chanQueue struct {
-	in, out chan []byte
-	closed  chan struct{}
-}
-
-func (q *chanQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	select {
-	case p := <-q.in:
-		sizes[0] = copy(bufs[0][offset:], p)
-		return 1, nil
-	case <-q.closed:
-		return 0, os.ErrClosed
-	}
-}
-
-func (q *chanQueue) Write(bufs [][]byte, offset int) (int, error) {
-	for _, b := range bufs {
-		q.out <- bytes.Clone(b[offset:])
-	}
-	return len(bufs), nil
-}
-
-func (q *chanQueue) BatchSize() int { return 1 }
-
-// chanLink is an xfrmif.Link of one chanQueue.
-type chanLink struct{ q *chanQueue }
-
-func newChanLink() chanLink {
-	return chanLink{&chanQueue{in: make(chan []byte, 16), out: make(chan []byte, 16), closed: make(chan struct{})}}
-}
-
-func (l chanLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
-func (l chanLink) SetMTU(int) error                 { return nil }
-func (l chanLink) AddAddress(netip.Prefix) error    { return nil }
-func (l chanLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l chanLink) AddRoute(netip.Prefix) error      { return nil }
-func (l chanLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l chanLink) Close() error                     { close(l.q.closed); return nil }
 
 // side is one engine over one end of a pipe, with one interface.
 type side struct {
 	engine *datapath.Engine
-	link   chanLink
+	queue  *xfrmiftest.ChanQueue
 	sad    *sa.SAD
 }
 
@@ -72,7 +31,7 @@ func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA)
 	if err := sad.Replace([]*sa.SA{s}, nil); err != nil {
 		t.Fatal(err)
 	}
-	link := newChanLink()
+	link, queue := xfrmiftest.NewChanLink()
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, link)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +50,7 @@ func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA)
 		reg.Close()
 		e.Wait()
 	})
-	return side{engine: e, link: link, sad: sad}
+	return side{engine: e, queue: queue, sad: sad}
 }
 
 // TestPipe runs the data path of two engines without a socket: a packet
@@ -126,9 +85,9 @@ func TestPipe(t *testing.T) {
 		inner[i] = byte(i)
 	}
 	for i := range 3 {
-		a.link.q.in <- inner
+		a.queue.In <- inner
 		select {
-		case got := <-b.link.q.out:
+		case got := <-b.queue.Out:
 			if !bytes.Equal(got, inner) {
 				t.Fatalf("packet %d: B delivered % x, want % x", i, got, inner)
 			}
