@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
 	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
@@ -84,12 +84,7 @@ func newPipeline(tb testing.TB, workers, batch, size int) *pipeline {
 	if err := sad.Replace([]*sa.SA{mk(sa.DirOut), mk(sa.DirIn)}, nil); err != nil {
 		tb.Fatal(err)
 	}
-	inner := make([]byte, size)
-	inner[0] = 0x45
-	binary.BigEndian.PutUint16(inner[2:], uint16(size))
-	inner[9] = 17
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
+	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), size)
 	q := &countQueue{pkt: inner, batch: batch}
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, xfrmiftest.NewLink(q))
 	if err != nil {

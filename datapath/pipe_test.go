@@ -3,7 +3,6 @@ package datapath_test
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"io"
 	"net/netip"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/datapath/datapathtest"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/xfrmif"
 	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
@@ -75,15 +75,7 @@ func TestPipe(t *testing.T) {
 	a := newSide(t, ctx, endA, mk(sa.DirOut, addrA.Addr(), addrB.Addr()))
 	b := newSide(t, ctx, endB, mk(sa.DirIn, addrA.Addr(), addrB.Addr()))
 
-	// An IPv4 UDP packet 198.51.100.1 -> 203.0.113.1 with 100 bytes of payload.
-	inner := make([]byte, 128)
-	inner[0], inner[8], inner[9] = 0x45, 64, 17
-	binary.BigEndian.PutUint16(inner[2:], uint16(len(inner)))
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
-	for i := 28; i < len(inner); i++ {
-		inner[i] = byte(i)
-	}
+	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), 128)
 	for i := range 3 {
 		a.queue.In <- inner
 		select {
