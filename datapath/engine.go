@@ -15,7 +15,7 @@ type Engine struct {
 	sad  *sa.SAD
 	reg  *xfrmif.Registry
 	conn Underlay
-	log  *logrus.Entry
+	log  logrus.FieldLogger
 
 	// recvBufSize is the buffer of one received ESP packet: headroom,
 	// the largest datagram the underlay hands up, and slack.
@@ -36,7 +36,7 @@ const recvPacketSize = 65535
 
 // New returns an engine over the given SAD, interface registry and
 // underlay. Nothing runs until Start and StartInterface.
-func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log *logrus.Entry) *Engine {
+func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log logrus.FieldLogger) *Engine {
 	return &Engine{sad: sad, reg: reg, conn: conn, log: log, recvBufSize: sa.Headroom + recvPacketSize + sa.Tailroom}
 }
 
