@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,9 +48,13 @@ func New(t testing.TB, prefix string) *NS {
 	t.Cleanup(func() {
 		// A process left inside (a daemon of a failed test) would
 		// keep the namespace's devices alive after its name is gone.
+		// The test's own process is listed too when Do ran on its
+		// main thread, which the runtime parks rather than ends.
 		if out, err := exec.Command("ip", "netns", "pids", ns.Name).Output(); err == nil {
 			for _, pid := range strings.Fields(string(out)) {
-				exec.Command("kill", "-9", pid).Run()
+				if pid != strconv.Itoa(os.Getpid()) {
+					exec.Command("kill", "-9", pid).Run()
+				}
 			}
 		}
 		if out, err := exec.Command("ip", "netns", "del", ns.Name).CombinedOutput(); err != nil {
