@@ -25,15 +25,28 @@ type side struct {
 	sad    *sa.SAD
 }
 
+// newSide returns a running engine over end with SA s and one interface
+// (if_id 1) of a ChanQueue.
 func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA) side {
 	t.Helper()
-	sad := sa.NewSAD(nil)
-	if err := sad.Replace([]*sa.SA{s}, nil); err != nil {
-		t.Fatal(err)
-	}
 	link, queue := xfrmiftest.NewChanLink()
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1}, link)
 	if err != nil {
+		t.Fatal(err)
+	}
+	e, sad := newEngine(t, end, s, ifc)
+	e.Start(ctx)
+	e.StartInterface(ctx, ifc)
+	return side{engine: e, queue: queue, sad: sad}
+}
+
+// newEngine returns an engine, not yet started, over end with SA s and
+// the interface ifc; the test's end closes end and ifc and waits for the
+// engine.
+func newEngine(t *testing.T, end *datapathtest.End, s *sa.SA, ifc *xfrmif.Interface) (*datapath.Engine, *sa.SAD) {
+	t.Helper()
+	sad := sa.NewSAD(nil)
+	if err := sad.Replace([]*sa.SA{s}, nil); err != nil {
 		t.Fatal(err)
 	}
 	reg := &xfrmif.Registry{}
@@ -43,14 +56,26 @@ func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	e := datapath.New(sad, reg, end, logrus.NewEntry(log))
-	e.Start(ctx)
-	e.StartInterface(ctx, ifc)
 	t.Cleanup(func() {
 		end.Close()
 		reg.Close()
 		e.Wait()
 	})
-	return side{engine: e, queue: queue, sad: sad}
+	return e, sad
+}
+
+// pipeSA returns the SA of the pipe tests: AES-GCM, tunnel mode, ESP in
+// UDP on port 4500, SPI 0x1001, if_id 1, from src to dst.
+func pipeSA(t *testing.T, dir sa.Dir, src, dst netip.Addr) *sa.SA {
+	t.Helper()
+	s, err := sa.New(sa.Config{Src: src, Dst: dst, SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
+		AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: bytes.Repeat([]byte{0x5a}, 20)},
+		Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
+		ReplayWindow: 64}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestPipe runs the data path of two engines without a socket: a packet
@@ -59,21 +84,10 @@ func newSide(t *testing.T, ctx context.Context, end *datapathtest.End, s *sa.SA)
 func TestPipe(t *testing.T) {
 	addrA, addrB := netip.MustParseAddrPort("192.0.2.1:4500"), netip.MustParseAddrPort("192.0.2.2:4500")
 	endA, endB := datapathtest.Pipe(addrA, addrB)
-	key := bytes.Repeat([]byte{0x5a}, 20)
-	mk := func(dir sa.Dir, src, dst netip.Addr) *sa.SA {
-		s, err := sa.New(sa.Config{Src: src, Dst: dst, SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
-			AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: key},
-			Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
-			ReplayWindow: 64}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a := newSide(t, ctx, endA, mk(sa.DirOut, addrA.Addr(), addrB.Addr()))
-	b := newSide(t, ctx, endB, mk(sa.DirIn, addrA.Addr(), addrB.Addr()))
+	a := newSide(t, ctx, endA, pipeSA(t, sa.DirOut, addrA.Addr(), addrB.Addr()))
+	b := newSide(t, ctx, endB, pipeSA(t, sa.DirIn, addrA.Addr(), addrB.Addr()))
 
 	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), 128)
 	for i := range 3 {

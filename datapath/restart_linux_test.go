@@ -3,15 +3,11 @@ package datapath_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/netip"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
-	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/datapath/datapathtest"
 	"github.com/ipsecd/ipsecd/internal/blocktest"
 	"github.com/ipsecd/ipsecd/sa"
@@ -49,35 +45,10 @@ func TestWorkersRestartOnTUN(t *testing.T) {
 
 	addrA, addrB := netip.MustParseAddrPort("203.0.113.1:4500"), netip.MustParseAddrPort("203.0.113.2:4500")
 	endA, endB := datapathtest.Pipe(addrA, addrB)
-	mk := func(dir sa.Dir) *sa.SA {
-		s, err := sa.New(sa.Config{Src: addrA.Addr(), Dst: addrB.Addr(), SPI: 0x1001, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,
-			AEAD:         &sa.Algorithm{Name: sa.AlgGCM, Key: bytes.Repeat([]byte{0x5a}, 20)},
-			Encap:        &sa.Encap{SrcPort: 4500, DstPort: 4500},
-			ReplayWindow: 64}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sadA := sa.NewSAD(nil)
-	if err := sadA.Replace([]*sa.SA{mk(sa.DirOut)}, nil); err != nil {
-		t.Fatal(err)
-	}
-	reg := &xfrmif.Registry{}
-	if err := reg.Add(ifc); err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	a := datapath.New(sadA, reg, endA, logrus.NewEntry(log))
-	t.Cleanup(func() {
-		endA.Close()
-		ifc.Close()
-		a.Wait()
-	})
-	b := newSide(t, ctx, endB, mk(sa.DirIn))
+	a, _ := newEngine(t, endA, pipeSA(t, sa.DirOut, addrA.Addr(), addrB.Addr()), ifc)
+	b := newSide(t, ctx, endB, pipeSA(t, sa.DirIn, addrA.Addr(), addrB.Addr()))
 
 	w := a.StartInterface(ctx, ifc)
 	blocktest.Wait(t, "(*Interface).ReadQueue")
