@@ -9,6 +9,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/datapath/datapathtest"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 )
 
 // TestTrapAcquire is the data-path half of an on-demand tunnel (swanctl's
@@ -40,12 +41,12 @@ func TestTrapAcquire(t *testing.T) {
 		}
 	}, time.Hour)
 	a := newSideSAD(t, ctx, endA, sad)
-	link, ifc := a.link, a.ifc
+	queue, ifc := a.queue, a.ifc
 
-	inner := innerUDP()
+	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), 128)
 	const n = 50
 	for range n {
-		link.q.in <- inner
+		queue.In <- inner
 	}
 	// The worker reads the packets one by one; wait until it counted
 	// them all.
@@ -77,9 +78,9 @@ func TestTrapAcquire(t *testing.T) {
 	if err := sad.Add(pipeSA(t, sa.DirOut, addrA.Addr(), addrB.Addr())); err != nil {
 		t.Fatal(err)
 	}
-	link.q.in <- inner
+	queue.In <- inner
 	select {
-	case got := <-b.link.q.out:
+	case got := <-b.queue.Out:
 		if !bytes.Equal(got, inner) {
 			t.Fatalf("B delivered % x, want % x", got, inner)
 		}

@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -12,15 +11,29 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
-// countQueue is an interface queue that only counts what is written to it.
-type countQueue struct{ packets int }
+// countQueue is an interface queue whose every Read returns batch copies
+// of pkt (with no pkt, os.ErrClosed), and that counts what is written to
+// it. It allocates nothing.
+type countQueue struct {
+	pkt     []byte
+	batch   int
+	packets int
+}
 
 func (q *countQueue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	return 0, os.ErrClosed
+	if q.pkt == nil {
+		return 0, os.ErrClosed
+	}
+	for i := range q.batch {
+		sizes[i] = copy(bufs[i][offset:], q.pkt)
+	}
+	return q.batch, nil
 }
 
 func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
@@ -28,38 +41,32 @@ func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
 	return len(bufs), nil
 }
 
-func (q *countQueue) BatchSize() int { return 128 }
+func (q *countQueue) BatchSize() int { return max(q.batch, 1) }
 
-// countLink is an xfrmif.Link over one countQueue.
-type countLink struct{ q *countQueue }
-
-func (l countLink) Queues() []xfrmif.Queue           { return []xfrmif.Queue{l.q} }
-func (l countLink) SetMTU(int) error                 { return nil }
-func (l countLink) AddAddress(netip.Prefix) error    { return nil }
-func (l countLink) RemoveAddress(netip.Prefix) error { return nil }
-func (l countLink) AddRoute(netip.Prefix) error      { return nil }
-func (l countLink) RemoveRoute(netip.Prefix) error   { return nil }
-func (l countLink) Close() error                     { return nil }
-
-// TestSteadyStateAllocs runs the whole data path for batches of 64 packets
-// (seal from an interface queue, ESP in UDP over loopback, receive, open
-// on one or two goroutines, deliver into the interface) and checks that,
-// once the workers' buffers exist, a batch allocates nothing. Under -race
-// it checks the path for races instead.
-func TestSteadyStateAllocs(t *testing.T) {
-	for _, workers := range []int{1, 2} {
-		t.Run(fmt.Sprintf("inbound-workers=%d", workers), func(t *testing.T) {
-			steadyState(t, workers)
-		})
-	}
+// pipeline is the whole data path of one engine looped back on itself:
+// an interface queue that reads batches of one inner packet, ESP in UDP
+// over loopback, and the interface it delivers into.
+type pipeline struct {
+	q        *countQueue
+	ifc      *xfrmif.Interface
+	counters *sa.Counters
+	recv     *receiver
+	batch    int
+	// round reads a batch from the queue, seals and sends it, then
+	// reads, opens and delivers it, through the two workers' read and
+	// handle.
+	round func()
 }
 
-func steadyState(t *testing.T, workers int) {
+// newPipeline builds a pipeline for batches of batch packets of size
+// bytes, opened on workers goroutines, and runs a first round (for the
+// sockets' and the SA's first-use state).
+func newPipeline(tb testing.TB, workers, batch, size int) *pipeline {
 	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
 	if err != nil {
-		t.Skipf("no underlay here: %v", err)
+		tb.Skipf("no underlay here: %v", err)
 	}
-	defer conn.Close()
+	tb.Cleanup(func() { conn.Close() })
 
 	key := make([]byte, 20)
 	loop := netip.MustParseAddr("127.0.0.1")
@@ -69,62 +76,73 @@ func steadyState(t *testing.T, workers int) {
 			AEAD:  &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: key},
 			Encap: &sa.Encap{SrcPort: conn.Port(), DstPort: conn.Port()}, ReplayWindow: 1024}, counters)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return s
 	}
 	sad := sa.NewSAD(counters)
 	if err := sad.Replace([]*sa.SA{mk(sa.DirOut), mk(sa.DirIn)}, nil); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	q := &countQueue{}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, countLink{q})
+	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), size)
+	q := &countQueue{pkt: inner, batch: batch}
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, xfrmiftest.NewLink(q))
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	reg := &xfrmif.Registry{}
 	if err := reg.Add(ifc); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	e := New(sad, reg, FromConn(conn), logrus.NewEntry(log))
 
-	const batch, size = 64, 1400
-	inner := make([]byte, size)
-	inner[0] = 0x45
-	binary.BigEndian.PutUint16(inner[2:], size)
-	inner[9] = 17
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
-	bufs := make([][]byte, batch)
-	sizes := make([]int, batch)
-	for i := range bufs {
-		bufs[i] = make([]byte, sa.Headroom+size+sa.Tailroom)
-		sizes[i] = size
-	}
-	send := newSender(e, ifc, 0)
+	tx := newTransmitter(e, ifc, 0, size)
 	r := conn.Readers()[0]
 	recv := newReceiver(e, r)
 	recv.open.start(sad, workers, &e.wg)
-	defer recv.open.stop()
-	r.SetReadDeadline(time.Now().Add(30 * time.Second))
+	tb.Cleanup(recv.open.stop)
+	r.SetReadDeadline(time.Now().Add(time.Minute))
 
-	round := func() {
-		for i := range bufs {
-			copy(bufs[i][sa.Headroom:], inner)
+	p := &pipeline{q: q, ifc: ifc, counters: counters, recv: recv, batch: batch}
+	p.round = func() {
+		n, err := tx.read()
+		if err != nil || n != batch {
+			tb.Fatalf("interface read %d packets (%v), want %d", n, err, batch)
 		}
-		send.handle(bufs, sizes, batch)
+		tx.handle(n)
 		for got := 0; got < batch; {
 			n, err := recv.read()
 			if err != nil {
-				t.Fatal(err)
+				tb.Fatal(err)
 			}
-			recv.openAndDeliver(n)
+			recv.handle(n)
 			got += n
 		}
 	}
-	round() // the sender sizes its batch state on its first batch
+	p.round()
+	return p
+}
+
+// TestSteadyStateAllocs runs the whole data path for batches of 64 packets
+// (read from an interface queue, seal, ESP in UDP over loopback, receive,
+// open on one or two goroutines, deliver into the interface) through the
+// two workers' read and handle, and checks that, once the workers' buffers
+// exist, a batch allocates nothing. Under -race it checks the path for
+// races instead.
+func TestSteadyStateAllocs(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("inbound-workers=%d", workers), func(t *testing.T) {
+			steadyState(t, workers)
+		})
+	}
+}
+
+func steadyState(t *testing.T, workers int) {
+	const batch, size = 64, 1400
+	p := newPipeline(t, workers, batch, size)
+	q, ifc, counters, recv, round := p.q, p.ifc, p.counters, p.recv, p.round
 	if raceEnabled {
 		// The race detector allocates: run the rounds for the races.
 		for range 21 {
@@ -137,6 +155,9 @@ func steadyState(t *testing.T, workers int) {
 	if want := 22 * batch; q.packets != want {
 		t.Errorf("interface got %d packets, want %d", q.packets, want)
 	}
+	if st := ifc.Stats(); st.TxPackets != 22*batch || st.TxBytes != 22*batch*size || st.TxErrors != 0 || st.TxDrops != 0 {
+		t.Errorf("interface tx counters %+v, want %d packets of %d bytes and no errors or drops", st, 22*batch, size)
+	}
 	if workers > 1 && recv.open.splits == 0 {
 		t.Errorf("no batch was opened in parallel")
 	}
@@ -145,4 +166,21 @@ func steadyState(t *testing.T, workers int) {
 			t.Errorf("%s = %d, want 0", name, v)
 		}
 	})
+}
+
+// BenchmarkPipeline is one engine's whole data path per batch of 64
+// packets: read from the interface queue, seal, send over loopback,
+// receive, open, deliver.
+func BenchmarkPipeline(b *testing.B) {
+	for _, size := range []int{64, 1400} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			const batch = 64
+			p := newPipeline(b, 1, batch, size)
+			b.ReportAllocs()
+			b.SetBytes(int64(batch * size))
+			for b.Loop() {
+				p.round()
+			}
+		})
+	}
 }

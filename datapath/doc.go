@@ -1,15 +1,24 @@
 // Package datapath moves packets between the xfrm interfaces and the
 // underlay through the SAD: the daemon's forwarding engine.
 //
-//	send:    interface queue ─► SAD.LookupOut(if_id) ─► SA.SealBatch ─► underlay
-//	receive: underlay reader ─► SAD.OpenBatch ─► registry.Lookup(SA.if_id) ─► interface
+//	transmit: interface queue ─► SAD.LookupOut(if_id) ─► SA.SealBatch ─► underlay
+//	receive:  underlay reader ─► SAD.OpenBatch ─► registry.Lookup(SA.if_id) ─► interface
 //
-// Each interface queue has one sending worker and each underlay socket one
-// receiving worker, which may open its batches on several goroutines (see
-// openers) and delivers them in arrival order. A worker owns its buffers
-// and batch state, allocated once when it starts; in steady state nothing
-// is allocated per packet. Packets are sealed and opened in the buffer
-// they were read into, and the order of the packets in a batch is kept, so
-// each flow's order is kept as long as it stays on one queue or socket;
-// inbound packets go to the queue of their flow (flowQueue).
+// Both loops live here, one per file (transmit.go, receive.go), and run
+// the same way (worker.go): each interface queue has one transmitting
+// worker (routineTransmit) and each underlay socket one receiving worker
+// (routineReceive), which may open its batches on several goroutines (see
+// openers) and delivers them in arrival order. The Engine starts them all
+// and Wait waits for them all. A worker owns its buffers and batch state,
+// allocated once when it starts (batchBuffers); in steady state nothing is
+// allocated per packet. A failed read is logged at debug level (an
+// interface queue counts it as a tx error too), and a worker pauses after
+// a run of them rather than spin (backoff). The interfaces and the underlay
+// only move batches: xfrmif.Interface's ReadQueue and WriteQueue, and the
+// Underlay interface, which datapathtest.Pipe fakes.
+//
+// Packets are sealed and opened in the buffer they were read into, and the
+// order of the packets in a batch is kept, so each flow's order is kept as
+// long as it stays on one queue or socket; inbound packets go to the queue
+// of their flow (flowQueue).
 package datapath

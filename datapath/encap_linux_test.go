@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"encoding/binary"
 	"io"
 	"net/netip"
 	"testing"
@@ -10,9 +9,11 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // TestEncapMismatch sends ESP for an ESP-in-UDP SA as raw ESP, and ESP for
@@ -51,7 +52,7 @@ func TestEncapMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := &countQueue{}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, countLink{q})
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1400}, xfrmiftest.NewLink(q))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,29 +74,18 @@ func TestEncapMismatch(t *testing.T) {
 		t.Fatalf("want a UDP and a raw ESP reader, got %d readers", len(conn.Readers()))
 	}
 
-	inner := make([]byte, 100)
-	inner[0] = 0x45
-	binary.BigEndian.PutUint16(inner[2:], uint16(len(inner)))
-	inner[9] = 17
-	copy(inner[12:], []byte{198, 51, 100, 1})
-	copy(inner[16:], []byte{203, 0, 113, 1})
+	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), 100)
 
 	// send seals one packet with s, sends it raw or in UDP, and reads it
 	// back on the socket of that kind into the receive path.
 	send := func(s *sa.SA, raw bool) {
 		t.Helper()
-		buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
-		copy(buf[sa.Headroom:], inner)
-		ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
-		s.SealBatch(ps)
-		if ps[0].Drop != sa.CounterNone {
-			t.Fatalf("seal: %v", ps[0].Drop)
-		}
+		esp := satest.Seal(t, s, inner)
 		peer := netip.AddrPortFrom(loop, conn.Port())
 		if raw {
 			peer = netip.AddrPortFrom(loop, 0)
 		}
-		m := []underlay.Message{{Buf: buf, Off: ps[0].Off, Len: ps[0].Len, Peer: peer, Raw: raw}}
+		m := []underlay.Message{{Buf: esp, Len: len(esp), Peer: peer, Raw: raw}}
 		if err := conn.WriteBatch(m); err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +95,7 @@ func TestEncapMismatch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read (raw %v): %v", raw, err)
 		}
-		w.openAndDeliver(n)
+		w.handle(n)
 	}
 	tests := []struct {
 		name         string

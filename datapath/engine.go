@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -16,7 +15,7 @@ type Engine struct {
 	sad  *sa.SAD
 	reg  *xfrmif.Registry
 	conn Underlay
-	log  *logrus.Entry
+	log  logrus.FieldLogger
 
 	// recvBufSize is the buffer of one received ESP packet: headroom,
 	// the largest datagram the underlay hands up, and slack.
@@ -37,7 +36,7 @@ const recvPacketSize = 65535
 
 // New returns an engine over the given SAD, interface registry and
 // underlay. Nothing runs until Start and StartInterface.
-func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log *logrus.Entry) *Engine {
+func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log logrus.FieldLogger) *Engine {
 	return &Engine{sad: sad, reg: reg, conn: conn, log: log, recvBufSize: sa.Headroom + recvPacketSize + sa.Tailroom}
 }
 
@@ -47,19 +46,16 @@ func New(sad *sa.SAD, reg *xfrmif.Registry, conn Underlay, log *logrus.Entry) *E
 // opens on the reader alone. Call it before Start.
 func (e *Engine) SetInboundWorkers(n int) { e.inboundWorkers = max(n, 1) }
 
-// Start starts one receiving worker per underlay socket. They stop when ctx
-// is done or the underlay is closed.
+// Start starts one receiving worker per underlay socket (routineReceive).
+// They stop when ctx is done or the underlay is closed.
 func (e *Engine) Start(ctx context.Context) {
 	for _, r := range e.conn.Receivers() {
 		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			e.receive(ctx, r)
-		}()
+		go e.routineReceive(ctx, r)
 	}
 }
 
-// Workers are the sending workers of one interface, one per queue.
+// Workers are the transmitting workers of one interface, one per queue.
 type Workers struct {
 	// MTU is the largest packet their buffers hold: the interface's MTU
 	// when they started. An interface whose MTU grows needs new workers.
@@ -75,30 +71,20 @@ func (w *Workers) Stop() {
 	w.wg.Wait()
 }
 
-// StartInterface starts one sending worker per queue of ifc. They stop when
-// ctx is done, Stop is called, or the interface is closed. Their buffers
-// hold packets up to the interface's MTU now: TUN reads split offloaded
-// super-packets into MTU-sized ones, and an interface of 1,000 would
-// otherwise pay 128 buffers of the largest size per queue.
+// StartInterface starts one transmitting worker per queue of ifc
+// (routineTransmit). They stop when ctx is done, Stop is called, or the
+// interface is closed (a queue without a read deadline, such as the
+// netstack's, only then). Their buffers hold packets up to the
+// interface's MTU now: TUN reads split offloaded super-packets into
+// MTU-sized ones, and an interface of 1,000 would otherwise pay 128
+// buffers of the largest size per queue.
 func (e *Engine) StartInterface(ctx context.Context, ifc *xfrmif.Interface) *Workers {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Workers{MTU: ifc.MTU(), cancel: cancel}
 	for q := range ifc.NumQueues() {
 		w.wg.Add(1)
 		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			defer w.wg.Done()
-			s := newSender(e, ifc, q)
-			err := ifc.RunQueue(ctx, q, xfrmif.QueueBuffers{
-				Headroom:   sa.Headroom,
-				Tailroom:   sa.Tailroom,
-				PacketSize: w.MTU,
-			}, s.handle)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				e.log.WithError(err).WithField("interface", ifc.Name()).Warn("queue worker stopped")
-			}
-		}()
+		go e.routineTransmit(ctx, ifc, q, w.MTU, w)
 	}
 	return w
 }

@@ -14,16 +14,22 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // TestWaitWaitsForOpeners: Engine.Wait returns only once every goroutine
-// of the engine has returned, the receivers' opener helpers included, so
-// that a node that stops and then wipes its SAs' keys never races an
-// opener still holding a batch.
+// of the engine has returned, the workers of both loops
+// (routineTransmit, routineReceive) and the receivers' opener helpers
+// (routineOpen), so that a node that stops and then wipes its SAs' keys
+// never races a worker still holding a batch.
 func TestWaitWaitsForOpeners(t *testing.T) {
 	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
 	if err != nil {
 		t.Skipf("no underlay here: %v", err)
+	}
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, Queues: 2}, xfrmiftest.NewIdleLink(2))
+	if err != nil {
+		t.Fatal(err)
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -31,16 +37,23 @@ func TestWaitWaitsForOpeners(t *testing.T) {
 	e.SetInboundWorkers(8)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.Start(ctx)
-	for deadline := time.Now().Add(5 * time.Second); !hasGoroutine("routineOpen"); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no opener helper started")
+	e.StartInterface(ctx, ifc)
+	workers := []string{"routineOpen", "routineReceive", "routineTransmit"}
+	for _, fn := range workers {
+		for deadline := time.Now().Add(5 * time.Second); !hasGoroutine(fn); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s started", fn)
+			}
 		}
 	}
 	cancel()
 	conn.Close()
+	ifc.Close() // an idle link's reads have no deadline: Close ends them
 	e.Wait()
-	if hasGoroutine("routineOpen") {
-		t.Error("an opener helper still runs after Engine.Wait returned")
+	for _, fn := range workers {
+		if hasGoroutine(fn) {
+			t.Errorf("a %s still runs after Engine.Wait returned", fn)
+		}
 	}
 }
 

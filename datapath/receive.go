@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
@@ -10,8 +9,9 @@ import (
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
-// receiver is the worker state of one underlay socket. It is used by one
-// goroutine.
+// receiver is the worker of one underlay socket: it reads ESP packets from
+// the socket, opens them (on several goroutines: openers) and writes those
+// that pass into their interfaces. It is used by one goroutine.
 type receiver struct {
 	e     *Engine
 	r     Receiver
@@ -19,28 +19,33 @@ type receiver struct {
 	msgs  []underlay.Message
 	pkts  []sa.Packet
 	queue []int    // each opened packet's interface queue (flowQueue)
-	out   [][]byte // the packets of one interface, as Write takes them
+	out   [][]byte // the packets of one interface, as WriteQueue takes them
 	open  openers
 }
 
-// newReceiver allocates the buffers of a receiving worker: all it will
-// need, once.
+// newReceiver allocates the buffers of r's worker: all it will need, once.
 func newReceiver(e *Engine, r Receiver) *receiver {
 	batch := r.BatchSize()
-	w := &receiver{
+	return &receiver{
 		e:     e,
 		r:     r,
-		full:  make([][]byte, batch),
+		full:  batchBuffers(batch, e.recvBufSize),
 		msgs:  make([]underlay.Message, batch),
 		pkts:  make([]sa.Packet, batch),
 		queue: make([]int, batch),
 		out:   make([][]byte, 0, batch),
 	}
-	mem := make([]byte, batch*e.recvBufSize)
-	for i := range w.full {
-		w.full[i] = mem[i*e.recvBufSize : (i+1)*e.recvBufSize : (i+1)*e.recvBufSize]
-	}
-	return w
+}
+
+// routineReceive is the worker of r until ctx is done or the underlay is
+// closed, with its opener helpers. It counts itself out of the engine's
+// wait group when it returns.
+func (e *Engine) routineReceive(ctx context.Context, r Receiver) {
+	defer e.wg.Done()
+	w := newReceiver(e, r)
+	w.open.start(e.sad, e.inboundWorkers, &e.wg)
+	defer w.open.stop()
+	run(ctx, w, e.log.WithField("socket", r.String()))
 }
 
 // read reads a batch from the socket into the worker's buffers.
@@ -51,35 +56,13 @@ func (w *receiver) read() (int, error) {
 	return w.r.ReadBatch(w.msgs)
 }
 
-func (e *Engine) receive(ctx context.Context, r Receiver) {
-	w := newReceiver(e, r)
-	w.open.start(e.sad, e.inboundWorkers, &e.wg)
-	defer w.open.stop()
-	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
+func (w *receiver) setReadDeadline(t time.Time) { w.r.SetReadDeadline(t) }
 
-	failures := 0 // in a row
-	for {
-		n, err := w.read()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, underlay.ErrClosed) {
-				return
-			}
-			failures++
-			w.e.log.WithError(err).WithField("socket", r.String()).Debug("underlay read")
-			if failures > 10 {
-				time.Sleep(10 * time.Millisecond) // do not spin on a broken socket
-			}
-			continue
-		}
-		failures = 0
-		w.openAndDeliver(n)
-	}
-}
-
-// openAndDeliver opens the n packets read and writes those that pass into
-// the interface their SA's if_id names. Drops are counted by OpenBatch.
-func (w *receiver) openAndDeliver(n int) {
+// handle opens the n packets read and writes those that pass into the
+// interface their SA's if_id names, each through the queue of its flow.
+// Drops are counted by OpenBatch, and packets for an if_id without an
+// interface as XfrmInNoPols.
+func (w *receiver) handle(n int) {
 	pkts := w.pkts[:n]
 	for i := range pkts {
 		p, m := &pkts[i], &w.msgs[i]

@@ -7,49 +7,49 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 )
 
-// suite is one ESP transform as the config file spells it.
+// suite is one ESP transform of the shared table (satest.Suites), as the
+// config file spells it.
 type suite struct {
-	name string
-	// yaml returns the algorithm keys of a state with fresh key material.
-	yaml func(key []byte) string
-	// keyLen is the total key material: for an AEAD key plus salt, for a
-	// cipher with HMAC the cipher key followed by the 32-byte HMAC key.
+	name   string
 	keyLen int
+	alg    func(key []byte) (aead, enc, auth *sa.Algorithm)
 }
 
-var suites = []suite{
-	{"aes-gcm-128", func(k []byte) string {
-		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 128}`, k)
-	}, 20},
-	{"aes-gcm-256", func(k []byte) string {
-		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 128}`, k)
-	}, 36},
-	{"chacha20-poly1305", func(k []byte) string {
-		return fmt.Sprintf(`aead: {name: "rfc7539esp(chacha20,poly1305)", key: "0x%x", icv_bits: 128}`, k)
-	}, 36},
-	{"aes-cbc-hmac-sha256", func(k []byte) string {
-		return fmt.Sprintf(`enc: {name: "cbc(aes)", key: "0x%x"}
-    auth: {name: "hmac(sha256)", key: "0x%x", trunc_bits: 128}`, k[:16], k[16:])
-	}, 16 + 32},
-	{"null-hmac-sha256", func(k []byte) string {
-		return fmt.Sprintf(`enc: {name: "ecb(cipher_null)"}
-    auth: {name: "hmac(sha256)", key: "0x%x", trunc_bits: 128}`, k)
-	}, 32},
+// yaml returns the algorithm keys of a state keyed with key (keyLen
+// bytes), as docs/config.md spells them.
+func (s suite) yaml(key []byte) string {
+	aead, enc, auth := s.alg(key)
+	if aead != nil {
+		return fmt.Sprintf(`aead: {name: %q, key: "0x%x", icv_bits: %d}`, aead.Name, aead.Key, aead.Bits)
+	}
+	encYAML := fmt.Sprintf(`enc: {name: %q}`, enc.Name)
+	if len(enc.Key) != 0 {
+		encYAML = fmt.Sprintf(`enc: {name: %q, key: "0x%x"}`, enc.Name, enc.Key)
+	}
+	return encYAML + fmt.Sprintf("\n    auth: {name: %q, key: \"0x%x\", trunc_bits: %d}", auth.Name, auth.Key, auth.Bits)
 }
 
-// truncGCMSuites are AES-GCM with a truncated ICV (RFC 4106 §8), kept out
-// of suites (every suite runs TestTunnel's TCP streams): the interop test
-// checks them against an independent implementation.
-var truncGCMSuites = []suite{
-	{"aes-gcm-128-icv64", func(k []byte) string {
-		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 64}`, k)
-	}, 20},
-	{"aes-gcm-128-icv96", func(k []byte) string {
-		return fmt.Sprintf(`aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 96}`, k)
-	}, 20},
+func suitesOf(ss []satest.Suite) []suite {
+	out := make([]suite, len(ss))
+	for i, s := range ss {
+		out[i] = suite{s.Name, s.KeyLen, s.Algorithms}
+	}
+	return out
 }
+
+// suites are every transform the daemon supports; truncGCMSuites, AES-GCM
+// with a truncated ICV (RFC 4106 §8), are kept out of suites (every suite
+// runs TestTunnel's TCP streams): the interop test checks them against an
+// independent implementation.
+var (
+	suites         = suitesOf(satest.Suites)
+	truncGCMSuites = suitesOf(satest.TruncatedGCM)
+)
 
 func suiteByName(name string) suite {
 	for _, s := range append(suites[:len(suites):len(suites)], truncGCMSuites...) {

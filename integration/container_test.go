@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,12 +237,15 @@ type container struct {
 	ns   *netns
 }
 
+// containerSeq numbers the containers of this test process.
+var containerSeq atomic.Int64
+
 // runContainer starts the image in ns with its default command, etc
 // mounted at /etc/ipsecd, and the flags given; it removes the container
 // when the test ends.
 func runContainer(t *testing.T, img string, ns *netns, etc string, flags ...string) *container {
 	t.Helper()
-	c := &container{t: t, name: fmt.Sprintf("ipsecd-t%d-%d", os.Getpid(), nsSeq.Add(1)), ns: ns}
+	c := &container{t: t, name: fmt.Sprintf("ipsecd-t%d-%d", os.Getpid(), containerSeq.Add(1)), ns: ns}
 	args := []string{"run", "--detach", "--name", c.name,
 		"--network", "ns:/run/netns/" + ns.name,
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",

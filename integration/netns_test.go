@@ -10,39 +10,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
+	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
 
-// netns is a network namespace owned by one test.
+// netns is a network namespace owned by one test (netnstest.New: lo up,
+// removed with every process still in it when the test ends).
 type netns struct {
+	*netnstest.NS
 	name string
 }
 
-var nsSeq atomic.Int64
-
-// newNetns creates a namespace with its loopback up and removes it, and
-// every process still in it, when the test ends.
 func newNetns(t *testing.T) *netns {
 	t.Helper()
-	name := fmt.Sprintf("ipsecd-t%d-%d", os.Getpid(), nsSeq.Add(1))
-	mustRun(t, "ip", "netns", "add", name)
-	ns := &netns{name: name}
-	t.Cleanup(func() {
-		// Kill what the test left in the namespace, then remove it.
-		if out, err := exec.Command("ip", "netns", "pids", name).Output(); err == nil {
-			for _, pid := range strings.Fields(string(out)) {
-				exec.Command("kill", "-9", pid).Run()
-			}
-		}
-		exec.Command("ip", "netns", "del", name).Run()
-	})
-	ns.mustRun(t, "ip", "link", "set", "lo", "up")
-	return ns
+	ns := netnstest.New(t, "ipsecd-t")
+	return &netns{NS: ns, name: ns.Name}
 }
 
 // cmd returns a command that runs inside the namespace.

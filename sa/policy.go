@@ -85,3 +85,29 @@ func firstMatch(pols []Policy, src, dst netip.Addr) int {
 	}
 	return -1
 }
+
+// matchPrefix: an invalid prefix matches any address.
+func matchPrefix(p netip.Prefix, a netip.Addr) bool {
+	return !p.IsValid() || p.Contains(a)
+}
+
+func (sel *Selector) match(src, dst netip.Addr) bool {
+	return matchPrefix(sel.Src, src) && matchPrefix(sel.Dst, dst)
+}
+
+// checkIn applies inbound policies to an opened inner packet.
+func checkIn(pols []Policy, pkt []byte) Counter {
+	src, dst, ok := innerAddrs(pkt)
+	if !ok {
+		return XfrmInNoPols
+	}
+	for i := range pols {
+		if pols[i].Selector.match(src, dst) {
+			if pols[i].Action == ActionAllow {
+				return CounterNone
+			}
+			return XfrmInPolBlock
+		}
+	}
+	return XfrmInNoPols
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 )
 
 var testKey = []byte("0123456789abcdefghijklmnopqrstuvwxyzAB")[:36]
@@ -62,21 +63,10 @@ func release(path string) {
 // seal seals n inner packets with s and returns the ESP packets.
 func seal(t *testing.T, s *sa.SA, n int) [][]byte {
 	t.Helper()
+	inner := satest.IPv4UDP(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 40)
 	var out [][]byte
 	for range n {
-		inner := make([]byte, 40)
-		inner[0] = 0x45
-		binary.BigEndian.PutUint16(inner[2:], 40)
-		inner[8], inner[9] = 64, 17
-		copy(inner[12:], []byte{10, 0, 0, 1, 10, 0, 0, 2})
-		buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
-		copy(buf[sa.Headroom:], inner)
-		ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
-		s.SealBatch(ps)
-		if ps[0].Drop != sa.CounterNone {
-			t.Fatalf("seal: %v", ps[0].Drop)
-		}
-		out = append(out, append([]byte(nil), ps[0].Data()...))
+		out = append(out, satest.Seal(t, s, inner))
 	}
 	return out
 }
@@ -84,9 +74,8 @@ func seal(t *testing.T, s *sa.SA, n int) [][]byte {
 func seqOf(esp []byte) uint32 { return binary.BigEndian.Uint32(esp[4:]) }
 
 func openESP(s *sa.SA, esp []byte) sa.Counter {
-	buf := make([]byte, sa.Headroom+len(esp)+sa.Tailroom)
-	copy(buf[sa.Headroom:], esp)
-	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(esp), UDP: true}} // arrived in UDP, as the SA's encap says
+	ps := []sa.Packet{satest.NewPacket(esp)}
+	ps[0].UDP = true // arrived in UDP, as the SA's encap says
 	s.OpenBatch(ps)
 	return ps[0].Drop
 }

@@ -15,14 +15,8 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 )
-
-// suite is one cipher suite of the shared test table: every algorithm
-// family the daemon supports (docs/config.md, states[]).
-type suite struct {
-	name string
-	alg  func(r *rand.Rand) (aead, enc, auth *sa.Algorithm)
-}
 
 func randKey(r *rand.Rand, n int) []byte {
 	b := make([]byte, n)
@@ -32,27 +26,13 @@ func randKey(r *rand.Rand, n int) []byte {
 	return b
 }
 
-var suites = []suite{
-	{"aes-gcm-128", func(r *rand.Rand) (*sa.Algorithm, *sa.Algorithm, *sa.Algorithm) {
-		return &sa.Algorithm{Name: sa.AlgGCM, Key: randKey(r, 16+4), Bits: 128}, nil, nil
-	}},
-	{"aes-gcm-256", func(r *rand.Rand) (*sa.Algorithm, *sa.Algorithm, *sa.Algorithm) {
-		return &sa.Algorithm{Name: sa.AlgGCM, Key: randKey(r, 32+4), Bits: 128}, nil, nil
-	}},
-	{"chacha20-poly1305", func(r *rand.Rand) (*sa.Algorithm, *sa.Algorithm, *sa.Algorithm) {
-		return &sa.Algorithm{Name: sa.AlgChaCha, Key: randKey(r, 32+4), Bits: 128}, nil, nil
-	}},
-	{"aes-cbc-hmac-sha256", func(r *rand.Rand) (*sa.Algorithm, *sa.Algorithm, *sa.Algorithm) {
-		return nil, &sa.Algorithm{Name: sa.AlgCBC, Key: randKey(r, 16)}, &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: randKey(r, 32), Bits: 128}
-	}},
-	{"null-hmac-sha256", func(r *rand.Rand) (*sa.Algorithm, *sa.Algorithm, *sa.Algorithm) {
-		return nil, &sa.Algorithm{Name: sa.AlgNull}, &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: randKey(r, 32), Bits: 128}
-	}},
-}
+// suites is the shared table of cipher suites: every algorithm family
+// the daemon supports.
+var suites = satest.Suites
 
 // pairSpec describes two netstacks joined over loopback UDP.
 type pairSpec struct {
-	suite suite
+	suite satest.Suite
 	mode  sa.Mode
 	// outer are the underlay addresses of a and b; inner their netstack
 	// addresses in tunnel mode (transport mode uses outer).
@@ -120,7 +100,7 @@ func startPair(t testing.TB, spec pairSpec) *testPair {
 		if spec.via != nil {
 			dport = spec.via(i, dst).Port()
 		}
-		aead, enc, auth := spec.suite.alg(r)
+		aead, enc, auth := spec.suite.Algorithms(randKey(r, spec.suite.KeyLen))
 		spi := uint32(0x1000 + i) // i's outbound SA, j's inbound
 		base := sa.Config{
 			Src: src.Addr(), Dst: dst.Addr(), SPI: spi, Mode: spec.mode,

@@ -48,7 +48,7 @@ func TestTraffic(t *testing.T) {
 	}
 	for _, s := range suites {
 		for _, c := range cases {
-			t.Run(s.name+"/"+c.name, func(t *testing.T) {
+			t.Run(s.Name+"/"+c.name, func(t *testing.T) {
 				spec := pairSpec{suite: s, mode: c.mode, outer: c.outer, inner: c.inner}
 				if c.ns {
 					spec.newNet = inNamespace(t, c.outer[:])

@@ -15,7 +15,7 @@ import (
 // netstacks, their data paths and the test's reader) per 64 KiB.
 func BenchmarkStackTCP(b *testing.B) {
 	for _, s := range suites {
-		b.Run(s.name, func(b *testing.B) {
+		b.Run(s.Name, func(b *testing.B) {
 			p := startPair(b, pairSpec{suite: s, mode: sa.ModeTunnel, outer: lo4, inner: doc4})
 			ln, err := p.nets[1].ListenTCP(&net.TCPAddr{Port: 5003})
 			if err != nil {

@@ -12,8 +12,11 @@
 // interfaces (Linux "xfrm interface: use hash to store xfrmi contexts",
 // 2020: a list walk cost a quarter of the throughput at 400 interfaces).
 //
+// An Interface is the queue abstraction only: ReadQueue and WriteQueue move
+// batches through one queue and count them; the loops that read each queue
+// and seal what they read belong to package datapath.
+//
 // Concurrency: Registry and Interface are safe for concurrent use. Each
-// queue of an Interface is read by one goroutine (RunQueue); the data path
-// delivers through WriteQueue, serialised per queue. Write, which picks a
-// free queue itself, serves tests and callers without a flow hash.
+// queue of an Interface is read by one goroutine (ReadQueue); writes
+// (WriteQueue) are serialised per queue.
 package xfrmif

@@ -55,8 +55,8 @@ type Link interface {
 	Close() error
 }
 
-// ErrClosed is returned by Write and configuration methods of a closed
-// Interface.
+// ErrClosed is returned by ReadQueue, WriteQueue and the configuration
+// methods of a closed Interface.
 var ErrClosed = errors.New("xfrmif: interface closed")
 
 // Interface is one xfrm interface. Name, IfID and the number of queues are
@@ -68,8 +68,7 @@ type Interface struct {
 	link   Link
 	queues []Queue
 	shards []statShard  // one per queue, summed by Stats
-	wmu    []paddedLock // one per queue, taken by Write
-	next   atomic.Uint32
+	wmu    []paddedLock // one per queue, taken by WriteQueue
 	mtu    atomic.Int64
 	closed atomic.Bool
 
@@ -247,35 +246,20 @@ func (ifc *Interface) Routes() []netip.Prefix { return ifc.Config().Routes }
 // Link returns the link under the interface.
 func (ifc *Interface) Link() Link { return ifc.link }
 
-// NumQueues is the number of queues, each read by one RunQueue.
+// NumQueues is the number of queues, each read by one goroutine
+// (ReadQueue).
 func (ifc *Interface) NumQueues() int { return len(ifc.queues) }
 
-// Write delivers inbound cleartext packets bufs[i][offset:] out of the
-// interface (to the kernel, for a TUN). offset must be at least
-// tun.MinOffset; the bytes before it are overwritten, and Write may
-// lengthen some bufs[i] within their capacity to coalesce packets (GRO),
-// so spare capacity lets it coalesce. The caller keeps the buffers.
+// WriteQueue delivers inbound cleartext packets bufs[i][offset:] out of
+// the interface (to the kernel, for a TUN) through queue q: the data path
+// writes a flow's packets through one queue, so that they stay in order.
+// offset must be at least MinOffset; the bytes before it are overwritten,
+// and WriteQueue may lengthen some bufs[i] within their capacity to
+// coalesce packets (GRO), so spare capacity lets it coalesce. The caller
+// keeps the buffers. Writes to one queue are serialised.
 //
-// Write picks a queue that no other Write holds, so concurrent Writes do
-// not wait for each other up to the number of queues. The packets are
-// counted as received (rx), or as rx drops if the interface is closed.
-func (ifc *Interface) Write(bufs [][]byte, offset int) (int, error) {
-	n := uint32(len(ifc.queues))
-	start := ifc.next.Add(1) % n
-	for i := range n {
-		q := (start + i) % n
-		if ifc.wmu[q].TryLock() {
-			defer ifc.wmu[q].Unlock()
-			return ifc.writeLocked(int(q), bufs, offset)
-		}
-	}
-	ifc.wmu[start].Lock()
-	defer ifc.wmu[start].Unlock()
-	return ifc.writeLocked(int(start), bufs, offset)
-}
-
-// WriteQueue is Write through queue q, for a caller that keeps to one
-// queue (a worker writing back on the queue it reads).
+// The packets are counted as received (rx), or as rx drops if the
+// interface is closed (ErrClosed).
 func (ifc *Interface) WriteQueue(q int, bufs [][]byte, offset int) (int, error) {
 	ifc.wmu[q].Lock()
 	defer ifc.wmu[q].Unlock()
@@ -287,9 +271,9 @@ func (ifc *Interface) writeLocked(q int, bufs [][]byte, offset int) (int, error)
 	if len(bufs) == 0 {
 		return 0, nil
 	}
-	if offset < tun.MinOffset {
+	if offset < MinOffset {
 		s.rxErrors.Add(uint64(len(bufs)))
-		return 0, fmt.Errorf("xfrmif: %s: write offset %d, want at least %d", ifc.name, offset, tun.MinOffset)
+		return 0, fmt.Errorf("xfrmif: %s: write offset %d, want at least %d", ifc.name, offset, MinOffset)
 	}
 	if ifc.closed.Load() {
 		s.rxDrops.Add(uint64(len(bufs)))
@@ -316,8 +300,8 @@ func (ifc *Interface) writeLocked(q int, bufs [][]byte, offset int) (int, error)
 	return n, nil
 }
 
-// Close removes the link. Writes after Close return ErrClosed and RunQueue
-// returns. Close is idempotent.
+// Close removes the link. Reads and writes after Close return ErrClosed,
+// and so do reads blocked in it. Close is idempotent.
 func (ifc *Interface) Close() error {
 	if ifc.closed.Swap(true) {
 		return nil

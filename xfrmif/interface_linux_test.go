@@ -2,18 +2,17 @@ package xfrmif
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ipsecd/ipsecd/internal/blocktest"
-	"github.com/ipsecd/ipsecd/tun"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
 
@@ -40,9 +39,19 @@ func udp4(src, dst netip.AddrPort, payload []byte) []byte {
 	return p
 }
 
+// queueBuffers returns the buffers and sizes a read of queue q of ifc
+// needs: a batch of them, each holding headroom and a packet of 2,000.
+func queueBuffers(ifc *Interface, q, headroom int) ([][]byte, []int) {
+	bufs := make([][]byte, ifc.QueueBatchSize(q))
+	for i := range bufs {
+		bufs[i] = make([]byte, headroom+2000)
+	}
+	return bufs, make([]int, len(bufs))
+}
+
 // TestCreateTUN creates a 2-queue interface in a namespace, reads routed
-// traffic with RunQueue, writes inbound traffic with Write, and stops the
-// workers by context and by Close.
+// traffic with ReadQueue, writes inbound traffic with WriteQueue, and
+// releases blocked reads by a read deadline and by Close.
 func TestCreateTUN(t *testing.T) {
 	ns := netnstest.New(t, "xfrmif")
 	cfg := Config{
@@ -70,19 +79,24 @@ func TestCreateTUN(t *testing.T) {
 		t.Errorf("IPv6 route missing: %s", out)
 	}
 
-	// Outbound: datagrams routed into the interface come out of RunQueue.
+	// Outbound: datagrams routed into the interface come out of
+	// ReadQueue, on either queue.
 	const headroom = 64
 	got := make(chan []byte, 64)
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, ifc.NumQueues())
 	for q := range ifc.NumQueues() {
 		go func() {
-			done <- ifc.RunQueue(ctx, q, QueueBuffers{Headroom: headroom, Tailroom: 32, PacketSize: 2000},
-				func(bufs [][]byte, sizes []int, n int) {
-					for i := range n {
-						got <- bytes.Clone(bufs[i][headroom : headroom+sizes[i]])
-					}
-				})
+			bufs, sizes := queueBuffers(ifc, q, headroom)
+			for {
+				n, err := ifc.ReadQueue(q, bufs, sizes, headroom)
+				if err != nil {
+					done <- err
+					return
+				}
+				for i := range n {
+					got <- bytes.Clone(bufs[i][headroom : headroom+sizes[i]])
+				}
+			}
 		}()
 	}
 	dst := netip.MustParseAddrPort("198.51.100.9:7")
@@ -110,8 +124,8 @@ func TestCreateTUN(t *testing.T) {
 	for i := range 3 {
 		bufs = append(bufs, append(make([]byte, headroom), udp4(src, local, fmt.Appendf(nil, "in %d", i))...))
 	}
-	if _, err := ifc.Write(bufs, headroom); err != nil {
-		t.Fatalf("Write: %v", err)
+	if _, err := ifc.WriteQueue(1, bufs, headroom); err != nil {
+		t.Fatalf("WriteQueue: %v", err)
 	}
 	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 100)
@@ -129,26 +143,35 @@ func TestCreateTUN(t *testing.T) {
 		t.Errorf("Stats = %+v, want 3 rx and at least 5 tx packets", st)
 	}
 
-	// Cancelling the context releases the blocked reads.
-	cancel()
+	// A read deadline in the past releases the blocked reads (the data
+	// path's workers stop so); the zero time clears it.
+	blocktest.Wait(t, "(*Interface).ReadQueue")
+	for q := range ifc.NumQueues() {
+		if err := ifc.SetReadDeadline(q, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for range ifc.NumQueues() {
 		select {
 		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("RunQueue after cancel = %v, want context.Canceled", err)
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("ReadQueue after a past deadline = %v, want os.ErrDeadlineExceeded", err)
 			}
 		case <-time.After(2 * time.Second):
-			t.Fatal("RunQueue did not return after cancel")
+			t.Fatal("ReadQueue did not return after a past deadline")
 		}
 	}
-	// Close stops a running RunQueue too.
+	// Close releases a blocked read too.
+	ifc.SetReadDeadline(0, time.Time{})
 	go func() {
-		done <- ifc.RunQueue(context.Background(), 0, QueueBuffers{Headroom: tun.MinOffset, PacketSize: 1500}, func([][]byte, []int, int) {})
+		bufs, sizes := queueBuffers(ifc, 0, headroom)
+		_, err := ifc.ReadQueue(0, bufs, sizes, headroom)
+		done <- err
 	}()
-	blocktest.Wait(t, "(*Interface).RunQueue")
+	blocktest.Wait(t, "(*Interface).ReadQueue")
 	select {
 	case err := <-done:
-		t.Fatalf("RunQueue returned %v before Close, want it blocked", err)
+		t.Fatalf("ReadQueue returned %v before Close, want it blocked", err)
 	default:
 	}
 	if err := ifc.Close(); err != nil {
@@ -156,11 +179,11 @@ func TestCreateTUN(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("RunQueue after Close = %v, want nil", err)
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("ReadQueue after Close = %v, want ErrClosed", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("RunQueue did not return after Close")
+		t.Fatal("ReadQueue did not return after Close")
 	}
 	if out := ns.IP(t, "link", "show"); strings.Contains(out, "ipsec1") {
 		t.Errorf("ipsec1 still exists after Close: %s", out)
@@ -228,8 +251,11 @@ func TestSyncTUN(t *testing.T) {
 	closed := time.Since(start)
 	t.Logf("%d interfaces (2 addresses, 2 routes each): start %v (%v each), reload removing %d %v, close %v (%v each)",
 		n, started, started/time.Duration(n), n/10, reloaded, closed, closed/time.Duration(len(next)))
-	if !raceEnabled && started > 5*time.Second*time.Duration(n)/1000 {
-		t.Errorf("start took %v, want under %v", started, 5*time.Second*time.Duration(n)/1000)
+	// A guard against start-up that grows out of shape (quadratic work),
+	// not a speed target: 2-3 s for 1,000 alone, ~10 s with the rest of
+	// the suite on two shared cores. The target lives in bench.
+	if limit := 30 * time.Second * time.Duration(n) / 1000; !raceEnabled && started > limit {
+		t.Errorf("start took %v, want under %v", started, limit)
 	}
 	if out := ns.IP(t, "link", "show"); strings.Count(out, "ipsec") != 0 {
 		t.Errorf("interfaces left after Close")

@@ -1,110 +1,68 @@
 package xfrmif
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/ipsecd/ipsecd/tun"
 )
 
-// QueueBuffers sizes the buffers RunQueue reads into. Each packet starts
-// Headroom bytes into its buffer and may grow by Tailroom bytes at its end,
-// so ESP can be sealed in place (outer headers in front, trailer and ICV
-// behind).
-type QueueBuffers struct {
-	// Headroom is the offset packets are read at; at least tun.MinOffset.
-	Headroom int
-	// Tailroom is the room after the largest packet.
-	Tailroom int
-	// PacketSize is the largest packet a buffer holds; 0 means
-	// tun.MaxPacketSize. With offloads on, reads are split into packets
-	// no larger than the MTU, so the MTU (plus the room an MTU increase
-	// on reload may need) is enough and saves memory: 128 buffers of 64
-	// KiB are 8 MiB per queue.
-	PacketSize int
-}
+// ErrNoDeadline is returned by SetReadDeadline for a queue that has no
+// file to set a deadline on (a netstack link, a test double): only Close
+// releases its blocked reads.
+var ErrNoDeadline = errors.New("xfrmif: queue has no read deadline")
 
-// RunQueue reads queue q in batches until the interface is closed (it
-// returns nil) or ctx is done (it returns ctx.Err()). For each batch it
-// calls handle with the buffers, the packet sizes and the count: packet i
-// is bufs[i][Headroom:Headroom+sizes[i]], which handle may change in place,
-// within the buffer's capacity, but must not keep after it returns; the
-// buffers are allocated once and reused. handle runs on RunQueue's
-// goroutine, one batch at a time. Packets are counted as tx; failed reads
-// as tx errors.
+// QueueBatchSize is the largest batch queue q's Read returns: ReadQueue
+// wants at least that many buffers.
+func (ifc *Interface) QueueBatchSize(q int) int { return max(ifc.queues[q].BatchSize(), 1) }
+
+// ReadQueue reads a batch of packets from queue q, as Queue.Read: packet i
+// is bufs[i][offset:offset+sizes[i]]. offset must be at least MinOffset
+// (the TUN reads its virtio-net header in front of the packet), and each
+// buffer must hold offset plus the interface's MTU (MaxPacketSize with
+// offloads off). What it reads is counted as tx. A failed read is counted
+// as one tx error, and n packets may still have been read before it (a bad
+// super-packet, or more segments than buffers). Once the interface is
+// closed it returns an error matching ErrClosed; after a read deadline
+// (SetReadDeadline), one matching os.ErrDeadlineExceeded.
 //
-// One RunQueue per queue at a time.
-func (ifc *Interface) RunQueue(ctx context.Context, q int, sz QueueBuffers, handle func(bufs [][]byte, sizes []int, n int)) error {
-	if q < 0 || q >= len(ifc.queues) {
-		return fmt.Errorf("xfrmif: %s: queue %d of %d", ifc.name, q, len(ifc.queues))
+// One goroutine reads a queue at a time; it keeps the buffers.
+func (ifc *Interface) ReadQueue(q int, bufs [][]byte, sizes []int, offset int) (int, error) {
+	if offset < MinOffset {
+		return 0, fmt.Errorf("xfrmif: %s: read offset %d, want at least %d", ifc.name, offset, MinOffset)
 	}
-	if sz.Headroom < tun.MinOffset {
-		return fmt.Errorf("xfrmif: %s: headroom %d, want at least %d", ifc.name, sz.Headroom, tun.MinOffset)
-	}
-	if sz.PacketSize == 0 {
-		sz.PacketSize = tun.MaxPacketSize
-	}
-	queue := ifc.queues[q]
 	s := &ifc.shards[q]
-
-	// A read blocks in the poller: a deadline in the past releases it
-	// when ctx is done. Links without files are released by Close.
-	var file *os.File
-	if f, ok := queue.(interface{ File() *os.File }); ok {
-		file = f.File()
-	}
-	if file != nil {
-		file.SetReadDeadline(time.Time{})
-		stop := context.AfterFunc(ctx, func() { file.SetReadDeadline(time.Unix(1, 0)) })
-		defer stop()
-	}
-
-	batch := max(queue.BatchSize(), 1)
-	size := sz.Headroom + sz.PacketSize + sz.Tailroom
-	mem := make([]byte, batch*size)
-	full := make([][]byte, batch)
-	for i := range full {
-		full[i] = mem[i*size : (i+1)*size : (i+1)*size]
-	}
-	bufs := make([][]byte, batch)
-	sizes := make([]int, batch)
-	failures := 0 // in a row
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
+	n, err := ifc.queues[q].Read(bufs, sizes, offset)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrClosed) || ifc.closed.Load():
+			return 0, ErrClosed
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return 0, err
 		}
-		copy(bufs, full) // handle may have resliced them
-		n, err := queue.Read(bufs, sizes, sz.Headroom)
-		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrClosed) || ifc.closed.Load():
-				return nil
-			case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
-				return ctx.Err()
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				continue
-			}
-			// A bad super-packet (or too many segments for the batch):
-			// count it and go on; n packets may still be valid.
-			s.txErrors.Add(1)
-			if failures++; failures > 16 {
-				time.Sleep(time.Millisecond) // do not spin on a lasting error
-			}
-			if n <= 0 {
-				continue
-			}
-		} else {
-			failures = 0
-		}
+		s.txErrors.Add(1)
+		err = fmt.Errorf("xfrmif: %s: read queue %d: %w", ifc.name, q, err)
+	}
+	if n > 0 {
 		var bytes uint64
-		for _, sz := range sizes[:n] {
-			bytes += uint64(sz)
+		for _, size := range sizes[:n] {
+			bytes += uint64(size)
 		}
 		s.txPackets.Add(uint64(n))
 		s.txBytes.Add(bytes)
-		handle(bufs, sizes, n)
 	}
+	return n, err
+}
+
+// SetReadDeadline makes a blocked or later ReadQueue of queue q return an
+// error matching os.ErrDeadlineExceeded once t has passed; the zero time
+// removes the deadline. A read blocks in the poller, where only a
+// deadline (or Close) releases it. Queues without a file (a netstack link,
+// a test double) return ErrNoDeadline: Close releases them.
+func (ifc *Interface) SetReadDeadline(q int, t time.Time) error {
+	f, ok := ifc.queues[q].(interface{ File() *os.File })
+	if !ok {
+		return ErrNoDeadline
+	}
+	return f.File().SetReadDeadline(t)
 }

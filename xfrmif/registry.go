@@ -33,7 +33,8 @@ type Registry struct {
 
 // Lookup returns the interface with if_id ifID, or nil. Safe from any
 // goroutine at any time; the interface returned may be closed by a
-// concurrent Remove, after which its Write returns ErrClosed.
+// concurrent Remove, after which its ReadQueue and WriteQueue return
+// ErrClosed.
 func (r *Registry) Lookup(ifID uint32) *Interface {
 	t := r.table.Load()
 	if t == nil {

@@ -1,7 +1,6 @@
 package xfrmif
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/internal/blocktest"
 )
 
 func TestRegistryAddLookupRemove(t *testing.T) {
@@ -285,47 +286,44 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestRunQueueAndWrite(t *testing.T) {
+// TestReadQueueAndWriteQueue: ReadQueue reads a queue at an offset and
+// counts what it read as tx; WriteQueue writes through a queue and counts
+// rx, from many goroutines at once; both refuse an offset without room
+// for the TUN's header, and return ErrClosed after Close, a blocked read
+// included.
+func TestReadQueueAndWriteQueue(t *testing.T) {
 	l := newFakeLink(2)
 	ifc, err := NewInterface(Config{Name: "ipsec1", IfID: 1, Queues: 2}, l)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan string, 8)
-	done := make(chan error, 1)
-	go func() {
-		done <- ifc.RunQueue(context.Background(), 1, QueueBuffers{Headroom: 64, Tailroom: 32, PacketSize: 1500},
-			func(bufs [][]byte, sizes []int, n int) {
-				for i := range n {
-					if cap(bufs[i])-64-sizes[i] < 32 {
-						t.Errorf("tailroom %d, want >= 32", cap(bufs[i])-64-sizes[i])
-					}
-					got <- string(bufs[i][64 : 64+sizes[i]])
-				}
-				bufs[0] = bufs[0][:1] // RunQueue must undo this
-			})
-	}()
+	if got := ifc.QueueBatchSize(1); got != 4 {
+		t.Errorf("QueueBatchSize(1) = %d, want the fake queue's 4", got)
+	}
+	bufs := [][]byte{make([]byte, 64+1500), make([]byte, 64+1500), make([]byte, 64+1500), make([]byte, 64+1500)}
+	sizes := make([]int, len(bufs))
 	q1 := l.queues[1].(*fakeQueue)
-	q1.in <- []byte("one")
-	q1.in <- []byte("two")
 	for _, want := range []string{"one", "two"} {
-		select {
-		case s := <-got:
-			if s != want {
-				t.Errorf("handled %q, want %q", s, want)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("no packet handled")
+		q1.in <- []byte(want)
+		n, err := ifc.ReadQueue(1, bufs, sizes, 64)
+		if err != nil || n != 1 {
+			t.Fatalf("ReadQueue = %d, %v, want 1 packet", n, err)
+		}
+		if got := string(bufs[0][64 : 64+sizes[0]]); got != want {
+			t.Errorf("read %q, want %q", got, want)
 		}
 	}
+	if _, err := ifc.ReadQueue(1, bufs, sizes, MinOffset-1); err == nil {
+		t.Errorf("ReadQueue at offset %d succeeded, want an error (offset < MinOffset)", MinOffset-1)
+	}
 
-	// Concurrent writes spread over the queues and are all counted.
+	// Concurrent writes through both queues are all counted.
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
 			for range 100 {
 				buf := append(make([]byte, 16), fmt.Sprint("w", w)...)
-				if _, err := ifc.Write([][]byte{buf, buf}, 16); err != nil {
+				if _, err := ifc.WriteQueue(w%2, [][]byte{buf, buf}, 16); err != nil {
 					t.Error(err)
 					return
 				}
@@ -337,22 +335,31 @@ func TestRunQueueAndWrite(t *testing.T) {
 	if st.RxPackets != 800 || st.TxPackets != 2 || st.TxBytes != 6 {
 		t.Errorf("Stats = %+v, want 800 rx and 2 tx packets (6 bytes)", st)
 	}
-	if _, err := ifc.Write([][]byte{make([]byte, 20)}, 4); err == nil {
-		t.Error("Write at offset 4 succeeded, want an error (offset < tun.MinOffset)")
+	if _, err := ifc.WriteQueue(0, [][]byte{make([]byte, 20)}, 4); err == nil {
+		t.Error("WriteQueue at offset 4 succeeded, want an error (offset < MinOffset)")
 	}
 
+	done := make(chan error, 1)
+	go func() {
+		_, err := ifc.ReadQueue(0, bufs, sizes, 64)
+		done <- err
+	}()
+	blocktest.Wait(t, "(*fakeQueue).Read")
 	if err := ifc.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-done:
-		if err != nil {
-			t.Errorf("RunQueue after Close = %v, want nil", err)
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("blocked ReadQueue after Close = %v, want ErrClosed", err)
 		}
 	case <-time.After(2 * time.Second):
-		t.Fatal("RunQueue did not return after Close")
+		t.Fatal("a blocked ReadQueue did not return after Close")
 	}
-	if _, err := ifc.Write([][]byte{make([]byte, 20)}, 10); !errors.Is(err, ErrClosed) {
-		t.Errorf("Write after Close = %v, want ErrClosed", err)
+	if _, err := ifc.WriteQueue(0, [][]byte{make([]byte, 20)}, 10); !errors.Is(err, ErrClosed) {
+		t.Errorf("WriteQueue after Close = %v, want ErrClosed", err)
+	}
+	if st := ifc.Stats(); st.TxErrors != 0 {
+		t.Errorf("TxErrors = %d after a read ended by Close, want 0", st.TxErrors)
 	}
 }

@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // Stats are an interface's counters, as `ip -s link` shows them. rx is
 // what comes out of the interface to the host (opened ESP, delivered by
-// Write); tx is what the host sends into it (read by RunQueue, to be
+// WriteQueue); tx is what the host sends into it (read by ReadQueue, to be
 // sealed).
 type Stats struct {
 	RxPackets, RxBytes, RxErrors, RxDrops uint64
@@ -73,7 +73,7 @@ func (ifc *Interface) CountTxDrops(q, n int) { ifc.shards[q].txDrops.Add(uint64(
 func (ifc *Interface) CountTxErrors(q, n int) { ifc.shards[q].txErrors.Add(uint64(n)) }
 
 // CountRxDrops counts n inbound packets for this interface dropped before
-// Write (inner policy check failed, no room).
+// WriteQueue (inner policy check failed, no room).
 func (ifc *Interface) CountRxDrops(q, n int) {
 	ifc.shards[q%len(ifc.shards)].rxDrops.Add(uint64(n))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/seqstate"
 )
 
@@ -104,23 +105,10 @@ func TestStateAddReserves(t *testing.T) {
 		if got, want := s.Stats().Seq, uint64(run*seqstate.ESNBlock); got != want {
 			t.Errorf("run %d: state add's SA continues after %d, want %d", run, got, want)
 		}
-		sealInner(t, s)
+		// The first batch of an outbound SA writes its first
+		// reservation.
+		satest.Seal(t, s, satest.IPv4UDP(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 40))
 		n.stop()
 		n.sad.Replace(nil, nil)
-	}
-}
-
-// sealInner seals one small inner IPv4 packet with s: the first batch of
-// an outbound SA writes its first reservation.
-func sealInner(t *testing.T, s *sa.SA) {
-	t.Helper()
-	inner := make([]byte, 40)
-	inner[0], inner[3], inner[8], inner[9] = 0x45, 40, 64, 17
-	buf := make([]byte, sa.Headroom+len(inner)+sa.Tailroom)
-	copy(buf[sa.Headroom:], inner)
-	ps := []sa.Packet{{Buf: buf, Off: sa.Headroom, Len: len(inner)}}
-	s.SealBatch(ps)
-	if ps[0].Drop != sa.CounterNone {
-		t.Fatalf("seal: %v", ps[0].Drop)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,8 +26,8 @@ type NS struct {
 }
 
 // New creates a fresh network namespace named after prefix, with lo up, and
-// removes it when the test ends. It skips the test unless run as root with
-// the ip command available.
+// removes it, and kills every process still in it, when the test ends. It
+// skips the test unless run as root with the ip command available.
 func New(t testing.TB, prefix string) *NS {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -45,6 +46,17 @@ func New(t testing.TB, prefix string) *NS {
 		t.Fatalf("ip netns add %s: %v: %s", ns.Name, err, out)
 	}
 	t.Cleanup(func() {
+		// A process left inside (a daemon of a failed test) would
+		// keep the namespace's devices alive after its name is gone.
+		// The test's own process is listed too when Do ran on its
+		// main thread, which the runtime parks rather than ends.
+		if out, err := exec.Command("ip", "netns", "pids", ns.Name).Output(); err == nil {
+			for _, pid := range strings.Fields(string(out)) {
+				if pid != strconv.Itoa(os.Getpid()) {
+					exec.Command("kill", "-9", pid).Run()
+				}
+			}
+		}
 		if out, err := exec.Command("ip", "netns", "del", ns.Name).CombinedOutput(); err != nil {
 			t.Errorf("ip netns del %s: %v: %s", ns.Name, err, out)
 		}

@@ -1,0 +1,138 @@
+package datapath
+
+import (
+	"context"
+	"time"
+
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// A TUN reads its virtio-net header in front of the packet and writes it
+// there: the headroom left for ESP must hold it.
+const _ = uint(sa.Headroom - xfrmif.MinOffset)
+
+// transmitter is the worker of one interface queue: it reads cleartext
+// packets from the queue, seals them with their SAs and sends the ESP
+// packets through the underlay. It is used by one goroutine.
+type transmitter struct {
+	e   *Engine
+	ifc *xfrmif.Interface
+	q   int
+
+	full  [][]byte // every packet's whole buffer, allocated once
+	bufs  [][]byte // what the queue reads into: full, resliced
+	sizes []int
+	pkts  []sa.Packet
+	msgs  []underlay.Message
+}
+
+// newTransmitter allocates the buffers of queue q's worker: all it will
+// need, once. Each holds a packet of up to packetSize bytes at sa.Headroom,
+// with sa.Tailroom behind it, so that it is sealed in place.
+func newTransmitter(e *Engine, ifc *xfrmif.Interface, q, packetSize int) *transmitter {
+	batch := ifc.QueueBatchSize(q)
+	if packetSize <= 0 {
+		packetSize = xfrmif.MaxPacketSize
+	}
+	return &transmitter{
+		e:     e,
+		ifc:   ifc,
+		q:     q,
+		full:  batchBuffers(batch, sa.Headroom+packetSize+sa.Tailroom),
+		bufs:  make([][]byte, batch),
+		sizes: make([]int, batch),
+		pkts:  make([]sa.Packet, batch),
+		msgs:  make([]underlay.Message, 0, batch),
+	}
+}
+
+// routineTransmit is the worker of queue q of ifc until ctx is done or
+// the interface is closed; its buffers hold packets up to packetSize.
+// It counts itself out of both wait groups when it returns.
+func (e *Engine) routineTransmit(ctx context.Context, ifc *xfrmif.Interface, q, packetSize int, ifcWorkers *Workers) {
+	defer e.wg.Done()
+	defer ifcWorkers.wg.Done()
+	w := newTransmitter(e, ifc, q, packetSize)
+	run(ctx, w, e.log.WithField("interface", ifc.Name()).WithField("queue", q))
+}
+
+// read reads a batch from the queue (counted there as tx).
+func (w *transmitter) read() (int, error) {
+	copy(w.bufs, w.full) // the queue may have resliced them
+	return w.ifc.ReadQueue(w.q, w.bufs, w.sizes, sa.Headroom)
+}
+
+// setReadDeadline sets the queue's deadline; a queue without one (a
+// netstack link) is released by the interface's Close instead.
+func (w *transmitter) setReadDeadline(t time.Time) { w.ifc.SetReadDeadline(w.q, t) }
+
+// handle seals the n packets read and sends them: packet i is
+// w.bufs[i][sa.Headroom:sa.Headroom+w.sizes[i]]. Runs of packets with one
+// SA are sealed in one SealBatch. Packets without an SA are dropped:
+// LookupOut counts them (fail closed: nothing leaves in clear), and so are
+// those the SA refuses; both are tx drops of the queue. A failed send is
+// one tx error (the underlay counts each message it could not send).
+func (w *transmitter) handle(n int) {
+	pkts := w.pkts[:n]
+	ifID := w.ifc.IfID()
+	dropped := 0
+	for i := range pkts {
+		p := &pkts[i]
+		p.Buf, p.Off, p.Len = w.bufs[i], sa.Headroom, w.sizes[i]
+		p.SA, p.Drop = w.e.sad.LookupOut(ifID, p.Data())
+		if p.SA == nil {
+			dropped++
+		}
+	}
+
+	// Seal runs of packets that share an SA; usually the whole batch.
+	for i := 0; i < n; {
+		s := pkts[i].SA
+		j := i + 1
+		for j < n && pkts[j].SA == s {
+			j++
+		}
+		if s != nil {
+			s.SealBatch(pkts[i:j])
+		}
+		i = j
+	}
+
+	msgs := w.msgs[:0]
+	for i := range pkts {
+		p := &pkts[i]
+		if p.SA == nil {
+			continue
+		}
+		if p.Drop != sa.CounterNone {
+			dropped++
+			continue
+		}
+		msgs = append(msgs, underlay.Message{
+			Buf:   p.Buf,
+			Off:   p.Off,
+			Len:   p.Len,
+			Peer:  p.SA.Peer(),
+			Local: p.SA.Src(),
+			Raw:   p.SA.RawESP(),
+		})
+	}
+	if dropped != 0 {
+		w.ifc.CountTxDrops(w.q, dropped)
+	}
+	if len(msgs) != 0 {
+		if err := w.e.conn.WriteBatch(msgs); err != nil {
+			// The daemon reports the underlay's count of unsent
+			// messages as XfrmOutError.
+			w.ifc.CountTxErrors(w.q, 1)
+			w.e.log.WithError(err).Debug("underlay write")
+		}
+	}
+	// Drop references to the buffers and SAs until the next batch.
+	clear(msgs)
+	for i := range pkts {
+		pkts[i].Buf, pkts[i].SA = nil, nil
+	}
+}
