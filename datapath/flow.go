@@ -1,6 +1,10 @@
 package datapath
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
+)
 
 // flowQueue picks the interface queue an inbound cleartext packet is
 // written to: the same queue for every packet of a flow, in both
@@ -13,42 +17,43 @@ import "encoding/binary"
 // The hash is symmetric (addresses and ports are combined with XOR), so
 // a flow and its reverse land on one queue.
 func flowQueue(pkt []byte, queues int) int {
-	if queues <= 1 || len(pkt) < 1 {
+	if queues <= 1 {
 		return 0
 	}
 	var h uint32
-	var proto byte
+	var proto uint8
 	var l4 []byte
-	switch pkt[0] >> 4 {
+	switch iphdr.Version(pkt) {
 	case 4:
-		if len(pkt) < 20 {
+		ip := iphdr.IPv4(pkt)
+		if len(ip) < iphdr.IPv4MinLen {
 			return 0
 		}
-		h = binary.BigEndian.Uint32(pkt[12:16]) ^ binary.BigEndian.Uint32(pkt[16:20])
-		proto = pkt[9]
-		ihl := int(pkt[0]&0x0f) * 4
-		fragmented := binary.BigEndian.Uint16(pkt[6:8])&0x3fff != 0
-		if !fragmented && ihl >= 20 && len(pkt) >= ihl+4 {
-			l4 = pkt[ihl:]
+		a := ip.Addrs()
+		h = binary.BigEndian.Uint32(a[0:4]) ^ binary.BigEndian.Uint32(a[4:8])
+		proto = ip.Protocol()
+		// Only the first fragment has the ports, so no fragment uses them:
+		// the fragments of one datagram stay together.
+		if ip.IsValid() && !ip.IsFragment() {
+			l4 = ip.Payload()
 		}
 	case 6:
-		if len(pkt) < 40 {
+		ip := iphdr.IPv6(pkt)
+		if !ip.IsValid() {
 			return 0
 		}
-		for i := 8; i < 40; i += 4 {
-			h ^= binary.BigEndian.Uint32(pkt[i : i+4])
+		a := ip.Addrs()
+		for i := 0; i < len(a); i += 4 {
+			h ^= binary.BigEndian.Uint32(a[i : i+4])
 		}
-		proto = pkt[6]
-		if len(pkt) >= 44 {
-			l4 = pkt[40:]
-		}
+		proto, l4 = ip.NextHeader(), ip.Payload()
 	default:
 		return 0
 	}
 	switch proto {
-	case 6, 17, 132: // TCP, UDP, SCTP: ports
-		if l4 != nil {
-			h ^= uint32(binary.BigEndian.Uint16(l4[0:2]) ^ binary.BigEndian.Uint16(l4[2:4]))
+	case iphdr.ProtocolTCP, iphdr.ProtocolUDP, iphdr.ProtocolSCTP:
+		if sport, dport, ok := iphdr.Ports(l4); ok {
+			h ^= uint32(sport ^ dport)
 		}
 	}
 	h ^= uint32(proto)

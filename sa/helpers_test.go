@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 )
 
 func unhex(s string) []byte {
@@ -92,7 +94,7 @@ func ipv4Packet(n int) []byte {
 	p[9] = 17
 	copy(p[12:], []byte{192, 0, 2, 1})
 	copy(p[16:], []byte{203, 0, 113, 1})
-	binary.BigEndian.PutUint16(p[10:], ipv4Checksum(p[:20]))
+	iphdr.IPv4(p).UpdateChecksum()
 	binary.BigEndian.PutUint16(p[24:], uint16(8+n))
 	for i := 28; i < len(p); i++ {
 		p[i] = byte(i)

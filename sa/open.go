@@ -3,6 +3,7 @@ package sa
 import (
 	"net/netip"
 
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/sa/esp"
 	"github.com/ipsecd/ipsecd/sa/replay"
 )
@@ -212,9 +213,9 @@ func (s *SA) decapsulate(p *Packet) Counter {
 		return XfrmInStateMismatch
 	}
 	v4 := src.Is4()
-	hl, maxLen := ipv6HeaderLen, 0xffff // the IPv6 payload length
+	hl, maxLen := iphdr.IPv6Len, 0xffff // the IPv6 payload length
 	if v4 {
-		hl, maxLen = ipv4MinHeaderLen, 0xffff-ipv4MinHeaderLen // the IPv4 total length
+		hl, maxLen = iphdr.IPv4MinLen, 0xffff-iphdr.IPv4MinLen // the IPv4 total length
 	}
 	if p.Len > maxLen || !transportPayload(!v4, p.Proto, data) {
 		return XfrmInStateModeError
@@ -223,10 +224,10 @@ func (s *SA) decapsulate(p *Packet) Counter {
 		return XfrmInBufferError
 	}
 	h := p.Buf[p.Off-hl : p.Off]
-	if hl == ipv4MinHeaderLen {
-		writeIPv4Header(h, src, dst, p.Proto, p.Len)
+	if v4 {
+		iphdr.IPv4(h).Encode(src, dst, p.Proto, rebuiltTTL, p.Len)
 	} else {
-		writeIPv6Header(h, src, dst, p.Proto, p.Len)
+		iphdr.IPv6(h).Encode(src, dst, p.Proto, rebuiltTTL, p.Len)
 	}
 	p.Off -= hl
 	p.Len += hl

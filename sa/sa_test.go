@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/sa/esp"
 )
 
@@ -171,7 +172,7 @@ func roundTrip(t *testing.T, out, in *SA, mode Mode, pkt []byte) {
 	if src != in.cfg.Src || dst != in.cfg.Dst {
 		t.Errorf("rebuilt header %v -> %v, want %v -> %v", src, dst, in.cfg.Src, in.cfg.Dst)
 	}
-	if got[0]>>4 == 4 && ipv4Checksum(got[:20]) != 0 {
+	if iphdr.Version(got) == 4 && !iphdr.IPv4(got).ChecksumValid() {
 		t.Errorf("rebuilt IPv4 header checksum is wrong: %x", got[:20])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/sa/esp"
 )
 
@@ -155,7 +156,7 @@ func (s *SA) prepareSeal(p *Packet) Counter {
 	} else {
 		// The peer rebuilds the header in the SA's family, so a packet of
 		// the other family could only arrive as garbage.
-		if len(data) == 0 || (data[0]>>4 == 4) != s.cfg.Src.Is4() {
+		if (iphdr.Version(data) == 4) != s.cfg.Src.Is4() {
 			return XfrmOutStateModeError
 		}
 		hl, proto, ok := transportHeader(data)

@@ -4,12 +4,21 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 )
 
 // Builders of transport-mode datagrams, from the outer addresses of pair's
 // SAs (outer4a -> outer4b, outer6a -> outer6b), as transport mode sends them.
 
 const (
+	protoTCP     = iphdr.ProtocolTCP
+	protoUDP     = iphdr.ProtocolUDP
+	ipv6HopByHop = iphdr.IPv6HopByHop
+	ipv6Routing  = iphdr.IPv6Routing
+	ipv6Fragment = iphdr.IPv6Fragment
+	ipv6DestOpts = iphdr.IPv6DestOpts
+
 	protoICMP   = 1
 	protoICMPv6 = 58
 	protoNone   = 59  // IPv6 no next header
@@ -27,7 +36,7 @@ func v4(proto uint8, payload []byte) []byte {
 	p[9] = proto
 	copy(p[12:], outer4a.AsSlice())
 	copy(p[16:], outer4b.AsSlice())
-	binary.BigEndian.PutUint16(p[10:], ipv4Checksum(p[:20]))
+	iphdr.IPv4(p).UpdateChecksum()
 	copy(p[20:], payload)
 	return p
 }
@@ -36,8 +45,7 @@ func v4(proto uint8, payload []byte) []byte {
 func v4Flags(d []byte, w uint16) []byte {
 	d = bytes.Clone(d)
 	binary.BigEndian.PutUint16(d[6:], w)
-	d[10], d[11] = 0, 0
-	binary.BigEndian.PutUint16(d[10:], ipv4Checksum(d[:20]))
+	iphdr.IPv4(d).UpdateChecksum()
 	return d
 }
 
@@ -271,7 +279,7 @@ func TestTransportRoundTrip(t *testing.T) {
 					}
 				} else {
 					if got[9] != tt.proto || int(binary.BigEndian.Uint16(got[2:])) != len(got) ||
-						binary.BigEndian.Uint32(got[4:]) != 0 || ipv4Checksum(got[:20]) != 0 {
+						binary.BigEndian.Uint32(got[4:]) != 0 || !iphdr.IPv4(got).ChecksumValid() {
 						t.Errorf("%s: rebuilt IPv4 header %x: want protocol %d, total length %d, id/flags/offset 0, checksum right",
 							su.name, got[:20], tt.proto, len(got))
 					}

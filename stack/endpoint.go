@@ -10,6 +10,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gvstack "gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 )
 
 const (
@@ -315,11 +317,8 @@ func (e *endpoint) Write(bufs [][]byte, offset int) (int, error) {
 	n := 0
 	for _, b := range bufs {
 		p := b[offset:]
-		if len(p) == 0 {
-			continue
-		}
 		var proto tcpip.NetworkProtocolNumber
-		switch p[0] >> 4 {
+		switch iphdr.Version(p) {
 		case 4:
 			proto = header.IPv4ProtocolNumber
 		case 6:

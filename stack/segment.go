@@ -1,12 +1,11 @@
 package stack
 
 import (
-	"encoding/binary"
-
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	gvstack "gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 )
 
 // maxHeaderLen is the most header bytes (IP with options or extension
@@ -48,7 +47,7 @@ type segmenter struct {
 	hdr    [maxHeaderLen]byte
 	seq    uint32
 	id     uint16
-	flags  header.TCPFlags
+	flags  uint8
 	srcDst uint16 // checksum of the pseudo-header's addresses and protocol
 }
 
@@ -67,7 +66,7 @@ func (s *segmenter) start(pkt *gvstack.PacketBuffer) bool {
 	l3 := len(pkt.NetworkHeader().Slice())
 	l4 := len(pkt.TransportHeader().Slice())
 	size := pkt.Size()
-	if l3+l4 > maxHeaderLen || l4 < header.TCPMinimumSize || l3+l4 > size {
+	if l3+l4 > maxHeaderLen || l4 < iphdr.TCPMinLen || l3+l4 > size {
 		*s = segmenter{}
 		return false
 	}
@@ -81,20 +80,26 @@ func (s *segmenter) start(pkt *gvstack.PacketBuffer) bool {
 	}
 	s.read(s.hdr[:s.hdrLen])
 	h := s.hdr[:s.hdrLen]
+	var addrs []byte
 	if s.v4 {
-		ip := header.IPv4(h)
-		if ip.HeaderLength() != uint8(l3) {
+		ip := iphdr.IPv4(h)
+		if !ip.IsValid() || ip.HeaderLen() != l3 {
 			*s = segmenter{}
 			return false
 		}
 		s.id = ip.ID()
-		s.srcDst = checksum.Checksum(h[12:20], 0)
+		addrs = ip.Addrs()
 	} else {
-		s.srcDst = checksum.Checksum(h[8:40], 0)
+		ip := iphdr.IPv6(h)
+		if !ip.IsValid() || l3 < iphdr.IPv6Len {
+			*s = segmenter{}
+			return false
+		}
+		addrs = ip.Addrs()
 	}
-	s.srcDst = checksum.Combine(s.srcDst, uint16(header.TCPProtocolNumber))
-	tcp := header.TCP(h[l3:])
-	s.seq = tcp.SequenceNumber()
+	s.srcDst = checksum.Combine(checksum.Checksum(addrs, 0), iphdr.ProtocolTCP)
+	tcp := iphdr.TCP(h[l3:])
+	s.seq = tcp.Seq()
 	s.flags = tcp.Flags()
 	return true
 }
@@ -140,24 +145,23 @@ func (s *segmenter) next(dst []byte) (n int, ok bool) {
 
 	ip := dst[:s.l3Len]
 	if s.v4 {
-		h := header.IPv4(ip)
-		h.SetTotalLength(uint16(n))
+		h := iphdr.IPv4(ip)
+		h.SetTotalLen(n)
 		h.SetID(s.id + uint16(s.seg))
-		h.SetChecksum(0)
-		h.SetChecksum(^h.CalculateChecksum())
+		h.UpdateChecksum()
 	} else {
-		binary.BigEndian.PutUint16(ip[4:6], uint16(n-header.IPv6MinimumSize))
+		iphdr.IPv6(ip).SetPayloadLen(n - iphdr.IPv6Len)
 	}
-	tcp := header.TCP(dst[s.l3Len:n])
-	tcp.SetSequenceNumber(s.seq + uint32(s.seg*s.mss))
+	tcp := iphdr.TCP(dst[s.l3Len:n])
+	tcp.SetSeq(s.seq + uint32(s.seg*s.mss))
 	flags := s.flags
 	if !last {
-		flags &^= header.TCPFlagFin | header.TCPFlagPsh
+		flags &^= iphdr.TCPFlagFin | iphdr.TCPFlagPsh
 	}
 	if s.seg > 0 {
-		flags &^= header.TCPFlagCwr
+		flags &^= iphdr.TCPFlagCwr
 	}
-	tcp.SetFlags(uint8(flags))
+	tcp.SetFlags(flags)
 	tcp.SetChecksum(0)
 	xsum := checksum.Combine(s.srcDst, uint16(len(tcp)))
 	tcp.SetChecksum(^checksum.Checksum(tcp, xsum))

@@ -1,5 +1,7 @@
 package underlay
 
+import "github.com/ipsecd/ipsecd/internal/iphdr"
+
 // Datagram kinds found on the ESP-in-UDP port (RFC 3948 §2.2, §2.3).
 type kind uint8
 
@@ -40,12 +42,9 @@ func classifyRaw(b []byte) kind {
 // -1 if the header is malformed. Raw IPv4 sockets on Linux deliver the IP
 // header in front of the payload; its length is IHL*4 (20 to 60 bytes).
 func ipv4Payload(b []byte) int {
-	if len(b) < 20 || b[0]>>4 != 4 {
+	h := iphdr.IPv4(b)
+	if !h.IsValid() {
 		return -1
 	}
-	ihl := int(b[0]&0x0f) * 4
-	if ihl < 20 || ihl > len(b) {
-		return -1
-	}
-	return ihl
+	return h.HeaderLen()
 }

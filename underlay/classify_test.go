@@ -92,3 +92,16 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkIPv4Payload(b *testing.B) {
+	pkt := make([]byte, 1400)
+	pkt[0] = 0x45
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		n += ipv4Payload(pkt)
+	}
+	if n < 0 {
+		b.Fatal("refused")
+	}
+}
