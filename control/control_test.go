@@ -179,7 +179,7 @@ func TestWireFormat(t *testing.T) {
 		{`{}`, `{"ok":false,"error":"invalid request: missing \"cmd\"","code":"invalid"}`},
 		{`{"cmd":"state.get"}`, `{"ok":false,"error":"invalid request: missing \"id\"","code":"invalid"}`},
 		{`{"cmd":"state.get","id":{"dir":"in","spi":"zz","dst":"192.0.2.2"}}`, `{"ok":false,"error":"invalid request: spi \"zz\": want 0x100..0xffffffff","code":"invalid"}`},
-		{`{"cmd":"state.delete","id":{"dir":"in","spi":"0x9","dst":"192.0.2.2"}}`, `{"ok":false,"error":"state dir in dst 192.0.2.2 spi 0x00000009: not found","code":"not_found"}`},
+		{`{"cmd":"state.delete","id":{"dir":"in","spi":"0x9","dst":"192.0.2.2"}}`, `{"ok":false,"error":"state spi 0x00000009 dir in dst 192.0.2.2: not found","code":"not_found"}`},
 		{`{"cmd":"state.add","state":{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x2000","dir":"in","mode":"tunnel","if_id":1,"aead":{"name":"rfc4106(gcm(aes))","key":"0x00"}}}`,
 			`{"ok":false,"error":"invalid request: aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 1","code":"invalid"}`},
 		{`{"cmd":"policy.add","policy":{"dir":"up","if_id":1}}`, `{"ok":false,"error":"invalid request: dir \"up\": want in or out","code":"invalid"}`},

@@ -57,15 +57,23 @@ type Backend interface {
 	Interfaces() []InterfaceInfo
 }
 
-// StateID names one SA as ip xfrm does: direction, destination and SPI.
+// StateID names one SA as ip xfrm does, by SPI and outer destination,
+// with its direction where an inbound and an outbound SA share those two
+// (Dir 0 means either: the Backend refuses it with ErrInvalid when both
+// exist).
 type StateID struct {
 	Dir sa.Dir
 	SPI uint32
 	Dst netip.Addr
 }
 
+// String names the SA as every message of the daemon does:
+// "spi 0x00001001 dir out dst 192.0.2.2" (dir left out when 0).
 func (id StateID) String() string {
-	return fmt.Sprintf("dir %s dst %s spi 0x%08x", id.Dir, id.Dst, id.SPI)
+	if id.Dir == 0 {
+		return fmt.Sprintf("spi 0x%08x dst %s", id.SPI, id.Dst)
+	}
+	return fmt.Sprintf("spi 0x%08x dir %s dst %s", id.SPI, id.Dir, id.Dst)
 }
 
 // StateInfo is one SA with its counters. In JSON it is the state as the
@@ -133,9 +141,9 @@ type Response struct {
 	Code   string          `json:"code,omitempty"` // not_found, exists, invalid, internal
 }
 
-// StateIDSpec is StateID in JSON.
+// StateIDSpec is StateID in JSON; an empty dir is either direction.
 type StateIDSpec struct {
-	Dir string     `json:"dir"`
+	Dir string     `json:"dir,omitempty"`
 	SPI string     `json:"spi"`
 	Dst netip.Addr `json:"dst"`
 }
@@ -212,13 +220,17 @@ func ParseSPI(s string) (uint32, error) {
 
 // NewStateIDSpec converts id for the wire.
 func NewStateIDSpec(id StateID) *StateIDSpec {
-	return &StateIDSpec{Dir: id.Dir.String(), SPI: FormatSPI(id.SPI), Dst: id.Dst}
+	s := &StateIDSpec{SPI: FormatSPI(id.SPI), Dst: id.Dst}
+	if id.Dir != 0 {
+		s.Dir = id.Dir.String()
+	}
+	return s
 }
 
 // StateID converts s back.
 func (s *StateIDSpec) StateID() (StateID, error) {
 	var id StateID
-	if id.Dir = config.ParseDir(s.Dir); id.Dir == 0 {
+	if id.Dir = config.ParseDir(s.Dir); id.Dir == 0 && s.Dir != "" {
 		return id, fmt.Errorf("dir %q: want in or out", s.Dir)
 	}
 	spi, err := ParseSPI(s.SPI)

@@ -360,9 +360,10 @@ func (s *SA) Stats() Stats {
 	return st
 }
 
-// String names the SA for logs, without keys.
+// String names the SA for logs, without keys, as every message names an
+// SA (spi, dir, dst) and then its source and if_id.
 func (s *SA) String() string {
-	return fmt.Sprintf("%s spi 0x%08x %v->%v if_id %d", s.cfg.Dir, s.cfg.SPI, s.cfg.Src, s.cfg.Dst, s.cfg.IfID)
+	return fmt.Sprintf("spi 0x%08x dir %s dst %v src %v if_id %d", s.cfg.SPI, s.cfg.Dir, s.cfg.Dst, s.cfg.Src, s.cfg.IfID)
 }
 
 // covers reports whether the outbound SA may seal a packet from src to dst:

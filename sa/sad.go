@@ -270,7 +270,7 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 		}
 		f := get(p.IfID)
 		if f.hasPolicy(p) {
-			return fmt.Errorf("policy %d (%s if_id %d %v -> %v): %w", i, p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
+			return fmt.Errorf("policy %d (dir %s if_id %d %v): %w", i, p.Dir, p.IfID, p.Selector, ErrExists)
 		}
 		f.addPolicy(p)
 	}
@@ -390,7 +390,7 @@ func (d *SAD) Delete(dir Dir, spi uint32, dst netip.Addr) error {
 	list := old.bySPI(dir)[shardOf(spi)].lookup(spi)
 	i := slices.IndexFunc(list, func(s *SA) bool { return s.matchDst(dst) })
 	if i < 0 {
-		return fmt.Errorf("state %s spi 0x%08x dst %v: %w", dir, spi, dst, ErrNotFound)
+		return fmt.Errorf("state spi 0x%08x dir %s dst %v: %w", spi, dir, dst, ErrNotFound)
 	}
 	victim := list[i]
 	t := *old
@@ -463,7 +463,7 @@ func (d *SAD) AddPolicy(p Policy) error {
 	defer d.mu.Unlock()
 	old := d.table.Load()
 	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
+		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrExists)
 	}
 	t := *old
 	f := t.cloneIface(p.IfID)
@@ -482,7 +482,7 @@ func (d *SAD) DeletePolicy(p Policy) error {
 	same := func(q Policy) bool { return q.Dir == p.Dir && q.IfID == p.IfID && q.Selector == p.Selector }
 	i := slices.IndexFunc(old.policies, same)
 	if i < 0 {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrNotFound)
+		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrNotFound)
 	}
 	t := *old
 	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)

@@ -55,12 +55,30 @@ func (b *backend) States(keys bool) []control.StateInfo {
 }
 
 func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, error) {
+	s, err := b.find(id)
+	if err != nil {
+		return control.StateInfo{}, err
+	}
+	return stateInfo(s, keys), nil
+}
+
+// find returns the SA id names. Without a direction, id is SPI and
+// destination as ip xfrm names a state; an inbound and an outbound SA
+// that share both need the direction to tell them apart.
+func (b *backend) find(id control.StateID) (*sa.SA, error) {
+	var found []*sa.SA
 	for _, s := range b.sad.States() {
-		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
-			return stateInfo(s, keys), nil
+		if (id.Dir == 0 || s.Dir() == id.Dir) && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
+			found = append(found, s)
 		}
 	}
-	return control.StateInfo{}, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%w: state %s: names an inbound and an outbound SA; give its dir", control.ErrInvalid, id)
 }
 
 // AddState installs an SA on a running interface (`ipsecd state add`),
@@ -92,7 +110,11 @@ func (b *backend) AddState(c sa.Config) error {
 }
 
 func (b *backend) DeleteState(id control.StateID) error {
-	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: id.Dir, SPI: id.SPI, Dst: id.Dst}))
+	s, err := b.find(id)
+	if err != nil {
+		return err
+	}
+	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: s.Dir(), SPI: s.SPI(), Dst: s.Dst()}))
 }
 
 func (b *backend) Policies() []sa.Policy { return b.sad.Policies() }
@@ -161,12 +183,20 @@ func mapSAError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sa.ErrExists):
-		return fmt.Errorf("%w: %v", control.ErrExists, err)
+		return coded{control.ErrExists, err}
 	case errors.Is(err, sa.ErrNotFound):
-		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
+		return coded{control.ErrNotFound, err}
 	case errors.Is(err, ipnode.ErrInvalid):
 		// The node's message starts with ErrInvalid's text.
 		return fmt.Errorf("%w: %v", control.ErrInvalid, strings.TrimPrefix(err.Error(), ipnode.ErrInvalid.Error()+": "))
 	}
 	return fmt.Errorf("%w: %v", control.ErrInvalid, err)
 }
+
+// coded gives err, whose message already ends in the same words ("state
+// ...: already exists"), the control socket's sentinel without repeating
+// them ("already exists: state ...: already exists").
+type coded struct{ code, err error }
+
+func (c coded) Error() string   { return c.err.Error() }
+func (c coded) Unwrap() []error { return []error{c.code, c.err} }

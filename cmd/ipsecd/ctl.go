@@ -99,7 +99,9 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 		return listing(cf, stdout, control.Request{Cmd: "state.list", Keys: *keys},
 			func(c *control.Client) ([]control.StateInfo, error) { return c.States(*keys) }, writeState)
 	case "get", "delete":
-		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR --dir in|out [flags]", stderr)
+		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR [--dir in|out] [flags]\n"+
+			"An SA is named as ip xfrm names it, by SPI and outer destination; --dir tells apart an inbound\n"+
+			"and an outbound SA that share both.", stderr)
 		cf := addCtlFlags(fs)
 		var keys *bool
 		if verb == "get" {
@@ -107,7 +109,7 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 		}
 		spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
 		dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
-		dir := fs.String("dir", "", "in or out")
+		dir := fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -138,8 +140,8 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 
 func stateID(spi, dst, dir string) (control.StateID, error) {
 	var id control.StateID
-	if spi == "" || dst == "" || dir == "" {
-		return id, usagef("--spi, --dst and --dir are required")
+	if spi == "" || dst == "" {
+		return id, usagef("--spi and --dst are required")
 	}
 	s, err := control.ParseSPI(spi)
 	if err != nil {
@@ -149,7 +151,7 @@ func stateID(spi, dst, dir string) (control.StateID, error) {
 	if err != nil {
 		return id, usagef("--dst %q: want an IP address", dst)
 	}
-	if id.Dir = config.ParseDir(dir); id.Dir == 0 {
+	if id.Dir = config.ParseDir(dir); id.Dir == 0 && dir != "" {
 		return id, usagef("--dir %q: want in or out", dir)
 	}
 	id.SPI, id.Dst = s, a.Unmap()
@@ -177,7 +179,7 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	auth := fs.String("auth", "", "integrity `ALG`: hmac(sha256)")
 	authKey := fs.String("auth-key", "", "integrity `KEY`")
 	trunc := fs.Int("trunc-bits", 0, "integrity ICV length in `bits` (default 128)")
-	encap := fs.String("encap", "", "ESP in UDP: espinudp:`SPORT:DPORT` (omit for raw ESP)")
+	encap := fs.String("encap", "", "ESP in UDP as `espinudp:SPORT:DPORT` (the ports default to 4500; omit for raw ESP)")
 	window := fs.Int("replay-window", -1, "anti-replay window in packets, 0 disables (default 64 in, 0 out)")
 	esn := fs.Bool("esn", false, "extended sequence numbers")
 	selSrc := fs.String("sel-src", "", "only inner packets from `PREFIX`")

@@ -56,7 +56,7 @@ var errReported = errors.New("reported")
 type command func(args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"run":       func(args []string, _, _ io.Writer) error { return exitCode(runDaemon(args)) },
+	"run":       cmdRun,
 	"demo":      func(args []string, _, _ io.Writer) error { return exitCode(runDemo(args)) },
 	"check":     cmdCheck,
 	"state":     cmdState,

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/control/controltest"
+	ipnode "github.com/ipsecd/ipsecd/node"
+)
+
+// ctlNode is a daemon's node without TUN devices or underlay (an
+// interface ipsec1, if_id 1, over an idle link) serving its real backend
+// on a real control socket, and the command line that talks to it.
+type ctlNode struct {
+	t    *testing.T
+	n    *node
+	sock string
+}
+
+func newCtlNode(t *testing.T) *ctlNode {
+	t.Helper()
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	n := testNode(t, log, false, ipnode.Config{EphemeralKeys: true})
+	addInterface(t, n, "ipsec1", 1, 1)
+	srv := controltest.Start(t, (*backend)(n))
+	return &ctlNode{t: t, n: n, sock: srv.Path()}
+}
+
+// ipsecd runs the command line against the node's socket (--control is
+// added) and fails the test unless it exits with want. It returns stdout
+// and stderr.
+func (c *ctlNode) ipsecd(want int, args ...string) (string, string) {
+	c.t.Helper()
+	args = append(args, "--control", c.sock)
+	var o, e bytes.Buffer
+	if code := run(args, &o, &e); code != want {
+		c.t.Fatalf("ipsecd %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, o.String(), e.String())
+	}
+	return o.String(), e.String()
+}
+
+// addSA adds an SA 192.0.2.1 -> 192.0.2.2 (out) or back (in) with a fresh
+// key and the extra flags.
+func (c *ctlNode) addSA(spi, dir string, extra ...string) {
+	c.t.Helper()
+	src, dst := "192.0.2.1", "192.0.2.2"
+	if dir == "in" {
+		src, dst = dst, src
+	}
+	key := filepath.Join(c.t.TempDir(), "key")
+	var o bytes.Buffer
+	if code := run([]string{"genkey", "--alg", "rfc4106(gcm(aes))"}, &o, io.Discard); code != 0 {
+		c.t.Fatal("genkey failed")
+	}
+	if err := os.WriteFile(key, o.Bytes(), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	c.ipsecd(0, append([]string{"state", "add", "--src", src, "--dst", dst, "--spi", spi, "--dir", dir, "--mode", "tunnel",
+		"--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", "@" + key, "--encap", "espinudp:4500:4500"}, extra...)...)
+}
+
+// TestStateNamedOneWay: `state get` and `state delete` name an SA the
+// same way, as ip xfrm does (SPI and destination; the direction only
+// where an inbound and an outbound SA share both), and their errors name
+// it in the same words as every other message ("spi 0x... dir ... dst
+// ..."), each word once.
+func TestStateNamedOneWay(t *testing.T) {
+	c := newCtlNode(t)
+	c.addSA("0x1001", "out")
+	got, _ := c.ipsecd(0, "state", "get", "--spi", "0x1001", "--dst", "192.0.2.2")
+	if !strings.Contains(got, "proto esp spi 0x00001001 dir out") {
+		t.Errorf("state get by SPI and dst:\n%s", got)
+	}
+	_, errGet := c.ipsecd(1, "state", "get", "--spi", "0x1009", "--dst", "192.0.2.2", "--dir", "out")
+	_, errDel := c.ipsecd(1, "state", "delete", "--spi", "0x1009", "--dst", "192.0.2.2", "--dir", "out")
+	const name = "state spi 0x00001009 dir out dst 192.0.2.2: not found"
+	if !strings.HasSuffix(strings.TrimSpace(errGet), ": "+name) || !strings.HasSuffix(strings.TrimSpace(errDel), ": "+name) {
+		t.Errorf("a missing SA:\nget:    %s\ndelete: %s\nwant both to end in %q", errGet, errDel, name)
+	}
+	// The same SPI and dst inbound too (the peer's address is ours
+	// here): then the direction is needed.
+	c.ipsecd(0, "state", "add", "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1001", "--dir", "in", "--mode", "tunnel",
+		"--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", "0x"+strings.Repeat("5a", 20), "--encap", "espinudp")
+	if _, e := c.ipsecd(1, "state", "delete", "--spi", "0x1001", "--dst", "192.0.2.2"); !strings.Contains(e, "names an inbound and an outbound SA; give its dir") {
+		t.Errorf("ambiguous delete: %s", e)
+	}
+	c.ipsecd(0, "state", "delete", "--spi", "0x1001", "--dst", "192.0.2.2", "--dir", "in")
+	c.ipsecd(0, "state", "delete", "--spi", "0x1001", "--dst", "192.0.2.2")
+	if out, _ := c.ipsecd(0, "state", "list"); out != "" {
+		t.Errorf("state list after deleting both:\n%s", out)
+	}
+}
+
+// TestErrorsSayItOnce: an error of the control socket does not repeat its
+// sentinel's words ("already exists: state ...: already exists").
+func TestErrorsSayItOnce(t *testing.T) {
+	c := newCtlNode(t)
+	c.addSA("0x1001", "out")
+	_, e := c.ipsecd(1, "state", "add", "--src", "192.0.2.1", "--dst", "192.0.2.2", "--spi", "0x1001", "--dir", "out", "--mode", "tunnel",
+		"--if-id", "1", "--aead", "rfc4106(gcm(aes))", "--key", "0x"+strings.Repeat("5b", 20), "--encap", "espinudp")
+	_, e2 := c.ipsecd(1, "policy", "delete", "--dir", "out", "--if-id", "1")
+	c.ipsecd(0, "policy", "add", "--dir", "out", "--if-id", "1")
+	_, e3 := c.ipsecd(1, "policy", "add", "--dir", "out", "--if-id", "1")
+	for _, tt := range []struct{ out, words string }{{e, "already exists"}, {e2, "not found"}, {e3, "already exists"}} {
+		if n := strings.Count(tt.out, tt.words); n != 1 {
+			t.Errorf("%q appears %d times, want once: %s", tt.words, n, tt.out)
+		}
+	}
+}
+
+// TestStateAddHelpShowsEncap: `state add -h` shows --encap's real syntax.
+func TestStateAddHelpShowsEncap(t *testing.T) {
+	var o, e bytes.Buffer
+	if code := run([]string{"state", "add", "-h"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(e.String(), "-encap espinudp:SPORT:DPORT\n") {
+		t.Errorf("state add -h does not show --encap espinudp:SPORT:DPORT:\n%s", e.String())
+	}
+}
