@@ -62,7 +62,7 @@ func checkState(c *sa.Config, report reporter) {
 		report("dst", fmt.Sprintf("%s is %s but src %s is %s", c.Dst, family(c.Dst), c.Src, family(c.Src)))
 	}
 	if c.SPI < MinSPI {
-		report("spi", fmt.Sprintf("%#x is reserved; want 0x100..0xffffffff", c.SPI))
+		report("spi", fmt.Sprintf("0x%08x is reserved; want 0x100..0xffffffff", c.SPI))
 	}
 	if c.Dir != sa.DirIn && c.Dir != sa.DirOut {
 		report("dir", "missing; want in or out")

@@ -205,7 +205,7 @@ func (c *Config) GoString() string { return c.String() }
 // FormatState describes an SA on one line in ip xfrm words, without keys.
 func FormatState(c *sa.Config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "src %s dst %s spi %#08x dir %s mode %s if_id %d", c.Src, c.Dst, c.SPI, c.Dir, c.Mode, c.IfID)
+	fmt.Fprintf(&b, "src %s dst %s spi 0x%08x dir %s mode %s if_id %d", c.Src, c.Dst, c.SPI, c.Dir, c.Mode, c.IfID)
 	if c.AEAD != nil {
 		fmt.Fprintf(&b, " aead %s %d", c.AEAD.Name, c.AEAD.Bits)
 	}

@@ -225,7 +225,7 @@ func TestParseErrors(t *testing.T) {
 		{"spi too big", "spi: 0x00001001", "spi: 0x100000000",
 			[]string{"f.yaml:18: states[0].spi: 0x100000000 is out of range"}},
 		{"spi missing", "    spi: 0x00001001\n", "",
-			[]string{"f.yaml:16: states[0].spi: 0x0 is reserved"}},
+			[]string{"f.yaml:16: states[0].spi: 0x00000000 is reserved"}},
 		{"duplicate spi", "spi: 0x2001\n    dir: in", "spi: 0x1001\n    dir: in", nil},
 		{"dir", "dir: out", "dir: fwd", []string{`f.yaml:19: states[0].dir: want in or out, got "fwd"`}},
 		{"mode", "mode: tunnel", "mode: beet", []string{`f.yaml:20: states[0].mode: want tunnel or transport, got "beet"`}},
@@ -447,7 +447,7 @@ func TestCheckState(t *testing.T) {
 	s.AEAD = &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: make([]byte, 17), Bits: 128}
 	s.SPI = 1
 	err = CheckState(&s)
-	want := "spi: 0x1 is reserved; want 0x100..0xffffffff\naead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"
+	want := "spi: 0x00000001 is reserved; want 0x100..0xffffffff\naead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 17"
 	if err == nil || err.Error() != want {
 		t.Errorf("CheckState = %v, want %s", err, want)
 	}

@@ -15,7 +15,10 @@
 // {"ok":false,"error":"what is wrong","code":"not_found"}. A connection may
 // carry any number of requests, answered in order. States and policies use
 // the field names of the config file (package config), so that what
-// `ipsecd state list --json` prints reads like the file.
+// `ipsecd state list --json` prints reads like the file. Every name in the
+// JSON is snake_case, and an SPI is always the string "0x%08x" (as ip xfrm
+// writes it; a request may also give it in decimal). stats answers one
+// object keyed by counter name, in /proc/net/xfrm_stat order.
 //
 // Only root and the socket's owner (the uid the daemon runs as) are
 // served, whatever the socket's mode: the kernel's record of who connected

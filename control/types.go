@@ -83,14 +83,16 @@ type StateInfo struct {
 	Stats  StateStats
 }
 
-// StateStats are the counters and flags of one SA, named as ip -s xfrm
-// state names them.
+// StateStats are the counters and flags of one SA, as ip -s xfrm state
+// shows them. In JSON, as everywhere in the control socket's JSON, the
+// names are snake_case; the drop counters say "dropped" so that none is
+// taken for the state's replay_window (its size).
 type StateStats struct {
 	Bytes           uint64 `json:"bytes"`
 	Packets         uint64 `json:"packets"`
-	ReplayWindow    uint64 `json:"replay-window"`    // dropped: left of the window
-	Replay          uint64 `json:"replay"`           // dropped: seen before
-	IntegrityFailed uint64 `json:"integrity-failed"` // dropped: ICV mismatch
+	ReplayWindow    uint64 `json:"replay_window_dropped"` // dropped: left of the window
+	Replay          uint64 `json:"replay_dropped"`        // dropped: seen before
+	IntegrityFailed uint64 `json:"integrity_failed"`      // dropped: ICV mismatch
 	// Seq is the last sequence number sent (out) or the highest accepted
 	// (in), with ESN the full 64 bits.
 	Seq         uint64 `json:"seq"`

@@ -109,8 +109,8 @@ func TestMetrics(t *testing.T) {
 	inject(t, p.b, false, underlayA4, unknown)
 	inject(t, p.b, false, underlayA4, forged)
 
-	out := []string{"spi", "0x1001", "dir", "out", "dst", underlayB4}
-	in := []string{"spi", "0x2001", "dir", "in", "dst", underlayA4}
+	out := []string{"spi", "0x00001001", "dir", "out", "dst", underlayB4}
+	in := []string{"spi", "0x00002001", "dir", "in", "dst", underlayA4}
 	integrity := promtest.Series("ipsecd_sa_errors_total", append(in, "kind", "integrity_failed")...)
 	var body string
 	var got map[string]float64

@@ -161,7 +161,7 @@ func cloneConfig(c Config) Config {
 
 func validate(c *Config) error {
 	if c.SPI < 256 {
-		return fieldErr("spi", "0x%x is reserved (RFC 4303 §2.1); want 256 or more", c.SPI)
+		return fieldErr("spi", "0x%08x is reserved (RFC 4303 §2.1); want 256 or more", c.SPI)
 	}
 	if c.Dir != DirIn && c.Dir != DirOut {
 		return fieldErr("dir", "want in or out")

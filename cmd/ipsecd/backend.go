@@ -8,6 +8,7 @@ import (
 	"github.com/ipsecd/ipsecd/control"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
 )
 
 // backend is the node as the control socket sees it.
@@ -135,7 +136,10 @@ func (b *backend) DeletePolicy(p sa.Policy) error {
 // messages it fails to send as XfrmOutError, as in Linux; the underlay's
 // own counters follow under ipsecd's names.
 func (b *backend) Stats() []control.Counter {
-	u := b.conn.Counters()
+	var u underlay.Counters // none before the underlay opens
+	if b.conn != nil {
+		u = b.conn.Counters()
+	}
 	var out []control.Counter
 	b.counters.Each(func(name string, v uint64) {
 		switch name {

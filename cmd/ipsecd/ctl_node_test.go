@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -123,5 +125,73 @@ func TestStateAddHelpShowsEncap(t *testing.T) {
 	}
 	if !strings.Contains(e.String(), "-encap espinudp:SPORT:DPORT\n") {
 		t.Errorf("state add -h does not show --encap espinudp:SPORT:DPORT:\n%s", e.String())
+	}
+}
+
+// snakeCase is a JSON name of the control socket's style.
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+// checkJSONNames walks v (decoded JSON) and reports every object key that
+// is not snake_case, and every "spi" that is not written 0x%08x. The
+// objects under "stats" of `ipsecd stats` are keyed by counter name
+// (XfrmInError), which is data, not a name of the format: skip says so.
+func checkJSONNames(t *testing.T, what string, v any, skipKeys bool) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if !skipKeys && !snakeCase.MatchString(k) {
+				t.Errorf("%s: key %q is not snake_case", what, k)
+			}
+			if k == "spi" {
+				if s, _ := x.(string); !regexp.MustCompile(`^0x[0-9a-f]{8}$`).MatchString(s) {
+					t.Errorf("%s: spi %v is not written 0x%%08x", what, x)
+				}
+			}
+			checkJSONNames(t, what+"."+k, x, false)
+		}
+	case []any:
+		for _, x := range v {
+			checkJSONNames(t, what, x, false)
+		}
+	}
+}
+
+// TestJSONOneStyle: every --json output of the control commands names its
+// fields in snake_case, writes the SPI as 0x%08x, and `stats --json` is
+// one object keyed by counter name, in /proc/net/xfrm_stat order.
+func TestJSONOneStyle(t *testing.T) {
+	c := newCtlNode(t)
+	c.addSA("0x1001", "out", "--soft-bytes", "1000", "--hard-add-seconds", "60")
+	c.addSA("4097", "in", "--sel-src", "10.0.0.0/24")
+	c.ipsecd(0, "policy", "add", "--dir", "out", "--if-id", "1", "--dst", "10.1.0.0/24")
+	for _, args := range [][]string{
+		{"state", "list", "--json"},
+		{"state", "get", "--spi", "0x1001", "--dst", "192.0.2.2", "--json"},
+		{"policy", "list", "--json"},
+		{"interface", "list", "--json"},
+		{"stats", "--json"},
+	} {
+		out, _ := c.ipsecd(0, args...)
+		var v any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("%s: %v\n%s", args, err, out)
+		}
+		checkJSONNames(t, strings.Join(args, " "), v, args[0] == "stats")
+	}
+	out, _ := c.ipsecd(0, "stats", "--json")
+	var counters map[string]uint64
+	if err := json.Unmarshal([]byte(out), &counters); err != nil {
+		t.Fatalf("stats --json is not an object of counters: %v\n%s", err, out)
+	}
+	if _, ok := counters["XfrmInNoStates"]; !ok || len(counters) < 20 {
+		t.Errorf("stats --json: %d counters, XfrmInNoStates missing or too few:\n%s", len(counters), out)
+	}
+	if i, j := strings.Index(out, `"XfrmInError"`), strings.Index(out, `"XfrmOutError"`); i < 0 || j < i {
+		t.Errorf("stats --json is not in /proc/net/xfrm_stat order:\n%s", out)
+	}
+	text, _ := c.ipsecd(0, "state", "list")
+	if !strings.Contains(text, "spi 0x00001001") || !strings.Contains(text, "spi 0x00001001 dir in") {
+		t.Errorf("state list does not write the SPIs 0x%%08x:\n%s", text)
 	}
 }

@@ -200,9 +200,9 @@ func TestMetricsScrape(t *testing.T) {
 	h := metricsHandler(n, false)
 	body := scrapeMetrics(t, h, "/metrics")
 	got, fams := promtest.Samples(t, body)
-	saOut := []string{"spi", "0x1001", "dir", "out", "dst", "198.51.100.2"}
-	saIn := []string{"spi", "0x1001", "dir", "in", "dst", "198.51.100.1"}
-	saOther := []string{"spi", "0x1001", "dir", "out", "dst", "198.51.100.4"}
+	saOut := []string{"spi", "0x00001001", "dir", "out", "dst", "198.51.100.2"}
+	saIn := []string{"spi", "0x00001001", "dir", "in", "dst", "198.51.100.1"}
+	saOther := []string{"spi", "0x00001001", "dir", "out", "dst", "198.51.100.4"}
 	with := func(base []string, kv ...string) []string { return append(append([]string{}, base...), kv...) }
 	want := map[string]float64{
 		promtest.Series("ipsecd_sa_packets_total", saOut...):                                                 40,
