@@ -165,7 +165,7 @@ func TestWireFormat(t *testing.T) {
 		`"aead":{"name":"rfc4106(gcm(aes))","icv_bits":128},"encap":{"type":"espinudp","sport":4500,"dport":4500},` +
 		`"replay_window":64,"esn":true,"lifetime":{"hard_bytes":1073741824,"soft_add_seconds":3600,"hard_add_seconds":7200},` +
 		`"selector":{"src":"10.0.0.0/24"},` +
-		`"stats":{"bytes":0,"packets":0,"replay_window_dropped":0,"replay_dropped":0,"integrity_failed":0,"seq":0}}]}`
+		`"stats":{"bytes":0,"packets":0,"replay_window_dropped":0,"replay_dropped":0,"integrity_failed":0,"seq":0,"added":"0001-01-01T00:00:00Z"}}]}`
 	if got != want {
 		t.Errorf("state.list:\n got %s\nwant %s", got, want)
 	}

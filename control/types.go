@@ -98,6 +98,47 @@ type StateStats struct {
 	Seq         uint64 `json:"seq"`
 	SoftExpired bool   `json:"soft_expired,omitempty"`
 	HardExpired bool   `json:"hard_expired,omitempty"`
+	// Added is when the SA was installed; LastUsed the second in which
+	// it last counted a packet (nil: never), as ip -s xfrm state's add
+	// and use times.
+	Added    time.Time  `json:"added"`
+	LastUsed *time.Time `json:"last_used,omitempty"`
+	// LifetimeLeft is what is left of each limit the SA has (nil when
+	// it has none).
+	LifetimeLeft *LifetimeLeft `json:"lifetime_left,omitempty"`
+}
+
+// LifetimeLeft is what is left of an SA's limits: bytes and packets
+// until each limit, and seconds until each add-time limit (0 once
+// passed). A limit the SA does not have is absent (nil).
+type LifetimeLeft struct {
+	SoftBytes      *uint64 `json:"soft_bytes,omitempty"`
+	HardBytes      *uint64 `json:"hard_bytes,omitempty"`
+	SoftPackets    *uint64 `json:"soft_packets,omitempty"`
+	HardPackets    *uint64 `json:"hard_packets,omitempty"`
+	SoftAddSeconds *uint64 `json:"soft_add_seconds,omitempty"`
+	HardAddSeconds *uint64 `json:"hard_add_seconds,omitempty"`
+}
+
+// NewLifetimeLeft works out what is left of lt at now for an SA added
+// at added that has counted bytes and packets; nil when lt sets no limit.
+func NewLifetimeLeft(lt sa.Lifetime, added, now time.Time, bytes, packets uint64) *LifetimeLeft {
+	if lt == (sa.Lifetime{}) {
+		return nil
+	}
+	left := func(limit, used uint64) *uint64 {
+		if limit == 0 {
+			return nil
+		}
+		v := limit - min(used, limit)
+		return &v
+	}
+	age := uint64(max(now.Sub(added), 0) / time.Second)
+	return &LifetimeLeft{
+		SoftBytes: left(lt.SoftBytes, bytes), HardBytes: left(lt.HardBytes, bytes),
+		SoftPackets: left(lt.SoftPackets, packets), HardPackets: left(lt.HardPackets, packets),
+		SoftAddSeconds: left(uint64(lt.SoftAdd/time.Second), age), HardAddSeconds: left(uint64(lt.HardAdd/time.Second), age),
+	}
 }
 
 // Counter is one global counter.

@@ -84,6 +84,15 @@ type SA struct {
 	replay          atomic.Uint64 // duplicate
 	integrityFailed atomic.Uint64
 
+	// lifetime holds the limits: cfg.Lifetime at first, replaced whole by
+	// SetLifetime (ip xfrm state update), so that a batch reads one
+	// consistent set with one atomic load.
+	lifetime atomic.Pointer[Lifetime]
+	// lastUsed is when the ticker last saw packets counted (unix ns; 0:
+	// never), usedPackets the packet count it saw then (noteUse).
+	lastUsed    atomic.Int64
+	usedPackets atomic.Uint64
+
 	hardExpired atomic.Bool
 	softFired   atomic.Bool
 	hardFired   atomic.Bool
@@ -114,6 +123,9 @@ type Stats struct {
 	Seq                      uint64
 	SoftExpired, HardExpired bool
 	Added                    time.Time
+	// LastUsed is the second in which the SA was last seen counting
+	// packets (noteUse); zero if never.
+	LastUsed time.Time
 }
 
 // New checks cfg and makes an SA from it. counters receives the SA's drops;
@@ -135,6 +147,7 @@ func New(cfg Config, counters *Counters) (*SA, error) {
 		counters = new(Counters)
 	}
 	s := &SA{cfg: cfg, t: t, counters: counters, added: time.Now(), esn: cfg.ESN}
+	s.lifetime.Store(&cfg.Lifetime)
 	if cfg.Dir == DirIn {
 		s.window.Init(cfg.ReplayWindow, cfg.ESN)
 	}
@@ -187,21 +200,8 @@ func validate(c *Config) error {
 	if c.Encap != nil && (c.Encap.SrcPort == 0 || c.Encap.DstPort == 0) {
 		return fieldErr("encap", "sport and dport must be non-zero")
 	}
-	l := c.Lifetime
-	for _, p := range []struct {
-		name       string
-		soft, hard uint64
-	}{
-		{"bytes", l.SoftBytes, l.HardBytes},
-		{"packets", l.SoftPackets, l.HardPackets},
-		{"add_seconds", uint64(max(l.SoftAdd, 0)), uint64(max(l.HardAdd, 0))},
-	} {
-		if p.hard != 0 && p.soft > p.hard {
-			return fieldErr("lifetime soft_"+p.name, "%d exceeds hard_%s %d", p.soft, p.name, p.hard)
-		}
-	}
-	if l.SoftAdd < 0 || l.HardAdd < 0 {
-		return fieldErr("lifetime", "negative add time")
+	if err := validateLifetime(c.Lifetime); err != nil {
+		return err
 	}
 	if err := validateSelector("sel", c.Selector); err != nil {
 		return err
@@ -287,10 +287,13 @@ func (s *SA) Config() Config {
 				*a = &cp
 			}
 		}
+		c.Lifetime = s.Lifetime()
 		return cloneConfig(c)
 	}
 	defer s.exit()
-	return cloneConfig(s.cfg)
+	c := cloneConfig(s.cfg)
+	c.Lifetime = s.Lifetime()
+	return c
 }
 
 // SPI returns the SA's SPI.
@@ -355,6 +358,9 @@ func (s *SA) Stats() Stats {
 		SoftExpired:     s.softFired.Load(),
 		HardExpired:     s.hardExpired.Load(),
 		Added:           s.added,
+	}
+	if ns := s.lastUsed.Load(); ns != 0 {
+		st.LastUsed = time.Unix(0, ns)
 	}
 	st.Seq = s.Top()
 	return st

@@ -192,10 +192,15 @@ func (d *SAD) SetEventHandler(fn func(Event)) {
 }
 
 // Tick applies the add-time lifetimes at now: soft and hard expiry events
-// and stopping hard-expired SAs (RemoveExpired then removes them). The
-// daemon calls it every second; it costs O(number of SAs).
+// and stopping hard-expired SAs (RemoveExpired then removes them). It also
+// dates the SAs' last use (Stats.LastUsed) to now for those that counted
+// packets since the last Tick, so that the data path never reads a clock.
+// The daemon calls it every second; it costs O(number of SAs).
 func (d *SAD) Tick(now time.Time) {
-	d.table.Load().each(func(s *SA) { s.tick(now) })
+	d.table.Load().each(func(s *SA) {
+		s.noteUse(now)
+		s.tick(now)
+	})
 }
 
 // LookupIn returns the inbound SA with spi and outer destination dst (an

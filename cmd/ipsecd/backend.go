@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ipsecd/ipsecd/control"
 	ipnode "github.com/ipsecd/ipsecd/node"
@@ -30,7 +31,7 @@ func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 			}
 		}
 	}
-	return control.StateInfo{
+	info := control.StateInfo{
 		Config: c,
 		Stats: control.StateStats{
 			Bytes:           st.Bytes,
@@ -41,8 +42,15 @@ func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 			Seq:             st.Seq,
 			SoftExpired:     st.SoftExpired,
 			HardExpired:     st.HardExpired,
+			Added:           st.Added.Round(0),
+			LifetimeLeft:    control.NewLifetimeLeft(c.Lifetime, st.Added, time.Now(), st.Bytes, st.Packets),
 		},
 	}
+	if !st.LastUsed.IsZero() {
+		used := st.LastUsed.Round(0)
+		info.Stats.LastUsed = &used
+	}
+	return info
 }
 
 // States returns every SA; the server strips the keys unless asked.

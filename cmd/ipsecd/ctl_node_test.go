@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -193,5 +194,74 @@ func TestJSONOneStyle(t *testing.T) {
 	text, _ := c.ipsecd(0, "state", "list")
 	if !strings.Contains(text, "spi 0x00001001") || !strings.Contains(text, "spi 0x00001001 dir in") {
 		t.Errorf("state list does not write the SPIs 0x%%08x:\n%s", text)
+	}
+}
+
+// stateStatsJSON is the stats object of `state get --json`.
+type stateStatsJSON struct {
+	Stats struct {
+		Packets      uint64             `json:"packets"`
+		Added        time.Time          `json:"added"`
+		LastUsed     *time.Time         `json:"last_used"`
+		LifetimeLeft map[string]*uint64 `json:"lifetime_left"`
+	} `json:"stats"`
+}
+
+func (c *ctlNode) getJSON(args ...string) stateStatsJSON {
+	c.t.Helper()
+	out, _ := c.ipsecd(0, append([]string{"state", "get", "--json"}, args...)...)
+	var st stateStatsJSON
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		c.t.Fatalf("%v\n%s", err, out)
+	}
+	return st
+}
+
+// TestStateTimes: `state get` and `state list` show when an SA was added
+// and last used (as ip -s xfrm state's add and use times) and what is
+// left of its limits, in text and JSON. The use time comes from the
+// node's ticker (SAD.Tick), which the test calls itself rather than
+// waiting for the next second.
+func TestStateTimes(t *testing.T) {
+	c := newCtlNode(t)
+	before := time.Now().Add(-time.Second)
+	c.addSA("0x1001", "out", "--soft-packets", "10", "--hard-add-seconds", "600")
+	st := c.getJSON("--spi", "0x1001", "--dst", "192.0.2.2")
+	if st.Stats.Added.Before(before) || st.Stats.Added.After(time.Now()) {
+		t.Errorf("added %v, want about now", st.Stats.Added)
+	}
+	if st.Stats.LastUsed != nil {
+		t.Errorf("an SA never used: last_used %v, want none", st.Stats.LastUsed)
+	}
+	l := st.Stats.LifetimeLeft
+	if l["soft_packets"] == nil || *l["soft_packets"] != 10 || l["hard_add_seconds"] == nil || *l["hard_add_seconds"] < 590 ||
+		*l["hard_add_seconds"] > 600 || l["hard_packets"] != nil {
+		t.Errorf("lifetime_left %v, want soft_packets 10, hard_add_seconds about 600, no hard_packets", l)
+	}
+	text, _ := c.ipsecd(0, "state", "list")
+	if !strings.Contains(text, "\t  add "+st.Stats.Added.Local().Format(time.DateTime)+" use -\n") {
+		t.Errorf("state list lacks the add and use times:\n%s", text)
+	}
+
+	s := c.n.sad.States()[0]
+	sealInner(t, s)
+	sealInner(t, s)
+	used := time.Now()
+	c.n.sad.Tick(used)
+	st = c.getJSON("--spi", "0x1001", "--dst", "192.0.2.2")
+	if st.Stats.LastUsed == nil || st.Stats.LastUsed.Before(used.Add(-time.Second)) {
+		t.Errorf("after two packets and a tick: last_used %v, want about %v", st.Stats.LastUsed, used)
+	}
+	if l := st.Stats.LifetimeLeft; l["soft_packets"] == nil || *l["soft_packets"] != 8 {
+		t.Errorf("after two packets: lifetime_left.soft_packets %v, want 8", l["soft_packets"])
+	}
+	text, _ = c.ipsecd(0, "state", "get", "--spi", "0x1001", "--dst", "192.0.2.2")
+	for _, want := range []string{
+		" use " + st.Stats.LastUsed.Local().Format(time.DateTime) + "\n",
+		"\tlifetime left:\n\t  limit: soft (INF)(bytes), hard (INF)(bytes)\n\t  limit: soft 8(packets), hard (INF)(packets)\n\t  expire add: soft (INF)(sec), hard ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("state get lacks %q:\n%s", want, text)
+		}
 	}
 }
