@@ -162,7 +162,7 @@ func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {
 func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
 	out := make([]xfrmif.Config, len(cfg.Interfaces))
 	for i, c := range cfg.Interfaces {
-		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues, Table: c.Table}
+		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues, Table: c.Table, TxQueueLen: c.TxQueueLen}
 	}
 	return out
 }
