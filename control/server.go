@@ -312,6 +312,10 @@ var handlers = map[string]handler{
 	"policy.list":    (*Server).policyList,
 	"policy.add":     (*Server).policyAdd,
 	"policy.delete":  (*Server).policyDelete,
+	"state.flush":    (*Server).stateFlush,
+	"state.count":    (*Server).stateCount,
+	"state.update":   (*Server).stateUpdate,
+	"reload":         (*Server).reload,
 	"stats":          (*Server).stats,
 	"interface.list": (*Server).interfaceList,
 }

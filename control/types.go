@@ -55,6 +55,7 @@ type Backend interface {
 	// Stats returns the global counters in /proc/net/xfrm_stat order.
 	Stats() []Counter
 	Interfaces() []InterfaceInfo
+	Maintainer // ops.go
 }
 
 // StateID names one SA as ip xfrm does, by SPI and outer destination,
@@ -174,6 +175,8 @@ type Request struct {
 	ID     *StateIDSpec `json:"id,omitempty"`
 	State  *StateSpec   `json:"state,omitempty"`
 	Policy *PolicySpec  `json:"policy,omitempty"`
+	// Lifetime is state.update's new limits.
+	Lifetime *LifetimeSpec `json:"lifetime,omitempty"`
 }
 
 // Response is one line the server answers.

@@ -103,3 +103,35 @@ func (n *Node) DeletePolicy(p sa.Policy) error {
 	delete(n.policyOwners, idOf(p))
 	return nil
 }
+
+// FlushStates removes every SA, whoever owns it, as `ip xfrm state
+// flush` does, and returns how many it removed. Policies stay. The keys
+// of the removed SAs stay used: a new SA needs fresh ones.
+func (n *Node) FlushStates() (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	removed := len(n.sad.States())
+	if err := n.sad.Replace(nil, n.sad.Policies()); err != nil {
+		return 0, err
+	}
+	clear(n.owners)
+	return removed, nil
+}
+
+// UpdateLifetime sets the limits of the SA id names, in place, whoever
+// owns it (`ip xfrm state update`; sa.SA.SetLifetime says what changes).
+// sa.ErrNotFound when there is none; an impossible lifetime wraps
+// ErrInvalid. A reload sets a file's SA back to the file's limits.
+func (n *Node) UpdateLifetime(id StateID, l sa.Lifetime) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.sad.States() {
+		if idOfSA(s) == id {
+			if err := s.SetLifetime(l); err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+}

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
@@ -84,11 +83,17 @@ func subcommand(noun string, args []string, stderr io.Writer, verbs ...string) (
 }
 
 func cmdState(args []string, stdout, stderr io.Writer) error {
-	verb, args, err := subcommand("state", args, stderr, "list", "get", "add", "delete")
+	verb, args, err := subcommand("state", args, stderr, "list", "get", "add", "delete", "update", "flush", "count")
 	if err != nil {
 		return err
 	}
 	switch verb {
+	case "update":
+		return stateUpdate(args, stdout, stderr)
+	case "flush":
+		return stateFlush(args, stdout, stderr)
+	case "count":
+		return stateCount(args, stdout, stderr)
 	case "list":
 		fs := newFlags("state list", "state list [--keys] [--json] [--control PATH | --config FILE]", stderr)
 		cf := addCtlFlags(fs)
@@ -184,12 +189,7 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	esn := fs.Bool("esn", false, "extended sequence numbers")
 	selSrc := fs.String("sel-src", "", "only inner packets from `PREFIX`")
 	selDst := fs.String("sel-dst", "", "only inner packets to `PREFIX`")
-	softBytes := fs.Uint64("soft-bytes", 0, "soft limit in bytes (0: none)")
-	hardBytes := fs.Uint64("hard-bytes", 0, "hard limit in bytes (0: none)")
-	softPackets := fs.Uint64("soft-packets", 0, "soft limit in packets (0: none)")
-	hardPackets := fs.Uint64("hard-packets", 0, "hard limit in packets (0: none)")
-	softAdd := fs.Uint64("soft-add-seconds", 0, "soft limit in seconds since added (0: none)")
-	hardAdd := fs.Uint64("hard-add-seconds", 0, "hard limit in seconds since added (0: none)")
+	life := addLifetimeFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -280,12 +280,11 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 		return p
 	}
 	c.Selector = sa.Selector{Src: pfx("sel-src", *selSrc), Dst: pfx("sel-dst", *selDst)}
-	const maxSeconds = math.MaxInt64 / uint64(time.Second)
-	if *softAdd > maxSeconds || *hardAdd > maxSeconds {
-		bad = append(bad, "lifetime seconds out of range")
+	lt, err := life.lifetime(sa.Lifetime{})
+	if err != nil {
+		bad = append(bad, err.Error())
 	}
-	c.Lifetime = sa.Lifetime{SoftBytes: *softBytes, HardBytes: *hardBytes, SoftPackets: *softPackets,
-		HardPackets: *hardPackets, SoftAdd: time.Duration(*softAdd) * time.Second, HardAdd: time.Duration(*hardAdd) * time.Second}
+	c.Lifetime = lt
 	if bad == nil {
 		if err := config.CheckState(&c); err != nil {
 			bad = append(bad, strings.Split(err.Error(), "\n")...)

@@ -65,14 +65,7 @@ func runDaemon(path string) int {
 	for sig := range sigs {
 		switch sig {
 		case syscall.SIGHUP:
-			old := n.runningConfig()
-			n.reload(path)
-			if now := n.runningConfig(); now != old {
-				// Applied: the old file's keys are no longer needed
-				// (the SAs hold copies of their own).
-				logConfigWarnings(log.WithField("config", path), now)
-				old.WipeKeys()
-			}
+			n.reload(path) // it logs what changed, or why not
 		default:
 			log.WithField("signal", sig.String()).Info("stopping")
 			if err := n.stop(); err != nil {

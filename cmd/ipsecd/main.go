@@ -21,15 +21,17 @@ commands:
   run    --config FILE        run the daemon; SIGHUP reloads FILE, SIGTERM/SIGINT stop it
   demo                        run a self-contained demonstration
   check  --config FILE        validate FILE; print "FILE:LINE: field: what is wrong" per error
-  state  list|get|add|delete  SAs, like ip xfrm state
+  state  list|get|add|delete|update|flush|count
+                              SAs, like ip xfrm state
   policy list|add|delete      policies, like ip xfrm policy
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
+  reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats, health) reach the daemon
+The control commands (state, policy, interface, stats, health, reload) reach the daemon
 through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
 (its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
 
@@ -64,6 +66,7 @@ var commands = map[string]command{
 	"interface": cmdInterface,
 	"stats":     cmdStats,
 	"health":    cmdHealth,
+	"reload":    cmdReload,
 	"genkey":    cmdGenkey,
 }
 

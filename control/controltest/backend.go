@@ -21,6 +21,9 @@ type Backend struct {
 	// before the server starts.
 	Counters []control.Counter
 	Ifaces   []control.InterfaceInfo
+	// ReloadResult and ReloadErr are what Reload returns.
+	ReloadResult control.ReloadResult
+	ReloadErr    error
 
 	// mu guards states, policies.
 	mu       sync.Mutex
@@ -163,6 +166,32 @@ func (b *Backend) Stats() []control.Counter {
 func (b *Backend) Interfaces() []control.InterfaceInfo {
 	return append([]control.InterfaceInfo(nil), b.Ifaces...)
 }
+
+// FlushStates removes every state.
+func (b *Backend) FlushStates() (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.states)
+	clear(b.states)
+	return n, nil
+}
+
+// UpdateState sets a state's lifetime.
+func (b *Backend) UpdateState(id control.StateID, l sa.Lifetime) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, err := b.resolveLocked(id)
+	if err != nil {
+		return err
+	}
+	si := b.states[id]
+	si.Config.Lifetime = l
+	b.states[id] = si
+	return nil
+}
+
+// Reload returns ReloadResult and ReloadErr.
+func (b *Backend) Reload() (control.ReloadResult, error) { return b.ReloadResult, b.ReloadErr }
 
 // Start serves b on a control socket in a fresh short temporary directory
 // (unix socket paths are limited to 107 bytes, which t.TempDir can exceed)

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// The maintenance commands, as ip xfrm and swanctl have them: state
+// update, flush and count, and reload. Each is one function that declares
+// its flags and runs.
+
+// lifetimeFlags are the lifetime flags of state add and state update.
+type lifetimeFlags struct {
+	fs                                         *flag.FlagSet
+	softBytes, hardBytes, softPackets, hardPkt *uint64
+	softAdd, hardAdd                           *uint64
+}
+
+func addLifetimeFlags(fs *flag.FlagSet) *lifetimeFlags {
+	return &lifetimeFlags{
+		fs:          fs,
+		softBytes:   fs.Uint64("soft-bytes", 0, "soft limit in bytes (0: none)"),
+		hardBytes:   fs.Uint64("hard-bytes", 0, "hard limit in bytes (0: none)"),
+		softPackets: fs.Uint64("soft-packets", 0, "soft limit in packets (0: none)"),
+		hardPkt:     fs.Uint64("hard-packets", 0, "hard limit in packets (0: none)"),
+		softAdd:     fs.Uint64("soft-add-seconds", 0, "soft limit in seconds since added (0: none)"),
+		hardAdd:     fs.Uint64("hard-add-seconds", 0, "hard limit in seconds since added (0: none)"),
+	}
+}
+
+// lifetime returns base with the limits given on the command line in
+// place of its own.
+func (f *lifetimeFlags) lifetime(base sa.Lifetime) (sa.Lifetime, error) {
+	const maxSeconds = math.MaxInt64 / uint64(time.Second)
+	if *f.softAdd > maxSeconds || *f.hardAdd > maxSeconds {
+		return base, fmt.Errorf("lifetime seconds out of range; want at most %d", maxSeconds)
+	}
+	for _, o := range []struct {
+		name string
+		dst  *uint64
+		v    uint64
+	}{{"soft-bytes", &base.SoftBytes, *f.softBytes}, {"hard-bytes", &base.HardBytes, *f.hardBytes},
+		{"soft-packets", &base.SoftPackets, *f.softPackets}, {"hard-packets", &base.HardPackets, *f.hardPkt}} {
+		if isSet(f.fs, o.name) {
+			*o.dst = o.v
+		}
+	}
+	if isSet(f.fs, "soft-add-seconds") {
+		base.SoftAdd = time.Duration(*f.softAdd) * time.Second
+	}
+	if isSet(f.fs, "hard-add-seconds") {
+		base.HardAdd = time.Duration(*f.hardAdd) * time.Second
+	}
+	return base, nil
+}
+
+// any reports whether any lifetime flag was given.
+func (f *lifetimeFlags) any() bool {
+	for _, n := range []string{"soft-bytes", "hard-bytes", "soft-packets", "hard-packets", "soft-add-seconds", "hard-add-seconds"} {
+		if isSet(f.fs, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// stateUpdate is `ipsecd state update`: new limits for a running SA, in
+// place, as ip xfrm state update. The limits not given stay as they are.
+func stateUpdate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("state update", "state update --spi SPI --dst ADDR [--dir in|out] [lifetime flags] [flags]\n"+
+		"Changes the SA's limits in place (keys, sequence numbers and counters stay); limits not given stay.\n"+
+		"A reload sets an SA of the config file back to the file's limits.", stderr)
+	cf := addCtlFlags(fs)
+	spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
+	dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
+	dir := fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)")
+	life := addLifetimeFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	id, err := stateID(*spi, *dst, *dir)
+	if err != nil {
+		return err
+	}
+	if !life.any() {
+		return usagef("give at least one lifetime flag (--soft-bytes, --hard-packets, ...)")
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.GetState(id, false)
+	if err != nil {
+		return err
+	}
+	l, err := life.lifetime(st.Config.Lifetime)
+	if err != nil {
+		return &usageError{err.Error()}
+	}
+	id.Dir = st.Config.Dir // the SA found, not another that appeared since
+	return c.UpdateState(id, l)
+}
+
+// stateFlush is `ipsecd state flush`: every SA removed, as ip xfrm state
+// flush.
+func stateFlush(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("state flush", "state flush [--json] [--control PATH | --config FILE]\n"+
+		"Removes every SA, whoever installed it (the config file's too, until a reload with fresh keys).", stderr)
+	cf := addCtlFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cf.json {
+		return cf.printJSON(stdout, c, control.Request{Cmd: "state.flush"})
+	}
+	n, err := c.FlushStates()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "flushed %d SAs\n", n)
+	return err
+}
+
+// stateCount is `ipsecd state count`, as ip xfrm state count.
+func stateCount(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("state count", "state count [--json] [--control PATH | --config FILE]", stderr)
+	cf := addCtlFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cf.json {
+		return cf.printJSON(stdout, c, control.Request{Cmd: "state.count"})
+	}
+	n, err := c.CountStates()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "SAD count %d (in %d, out %d)\n", n.Count, n.In, n.Out)
+	return err
+}
+
+// cmdReload is `ipsecd reload`: what SIGHUP does, with the answer. It
+// prints what changed, or the file's errors (FILE:LINE: field: message)
+// and exits 1; the running config then stays.
+func cmdReload(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("reload", "reload [--json] [--control PATH | --config FILE]\n"+
+		"Applies the running daemon's config file, as SIGHUP does, and prints what changed or why not.", stderr)
+	cf := addCtlFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cf.json {
+		return cf.printJSON(stdout, c, control.Request{Cmd: "reload"})
+	}
+	r, err := c.Reload()
+	if err != nil {
+		return fmt.Errorf("refused, the running config stays:\n%s", err)
+	}
+	fmt.Fprintf(stdout, "%s: reloaded: interfaces added %d removed %d reconfigured %d replaced %d\n",
+		r.File, r.InterfacesAdded, r.InterfacesRemoved, r.InterfacesReconfigured, r.InterfacesReplaced)
+	fmt.Fprintf(stdout, "  states added %d removed %d kept %d taken %d updated %d\n",
+		r.StatesAdded, r.StatesRemoved, r.StatesKept, r.StatesTaken, r.StatesUpdated)
+	fmt.Fprintf(stdout, "  policies added %d removed %d kept %d taken %d\n", r.PoliciesAdded, r.PoliciesRemoved, r.PoliciesKept, r.PoliciesTaken)
+	for _, w := range r.Warnings {
+		fmt.Fprintln(stdout, "warning: "+strings.TrimSpace(w))
+	}
+	return nil
+}
