@@ -279,12 +279,12 @@ func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *
 	res = control.ReloadResult{File: cfg.File, Warnings: res.Warnings,
 		InterfacesAdded: len(ifs.Added), InterfacesRemoved: len(ifs.Removed), InterfacesReconfigured: len(ifs.Reconfigured),
 		InterfacesReplaced: len(ifs.Replaced),
-		StatesAdded: ch.StatesAdded, StatesRemoved: ch.StatesRemoved, StatesKept: ch.StatesKept, StatesTaken: ch.StatesTaken,
+		StatesAdded:        ch.StatesAdded, StatesRemoved: ch.StatesRemoved, StatesKept: ch.StatesKept, StatesTaken: ch.StatesTaken,
 		StatesUpdated: ch.StatesUpdated, PoliciesAdded: ch.PoliciesAdded, PoliciesRemoved: ch.PoliciesRemoved,
 		PoliciesKept: ch.PoliciesKept, PoliciesTaken: ch.PoliciesTaken}
 	log.WithFields(logrus.Fields{
 		"added": res.InterfacesAdded, "removed": res.InterfacesRemoved, "reconfigured": res.InterfacesReconfigured,
-		"replaced": res.InterfacesReplaced,
+		"replaced":     res.InterfacesReplaced,
 		"states_added": ch.StatesAdded, "states_removed": ch.StatesRemoved, "states_kept": ch.StatesKept, "states_taken": ch.StatesTaken,
 		"states_updated": ch.StatesUpdated,
 		"policies_added": ch.PoliciesAdded, "policies_removed": ch.PoliciesRemoved, "policies_kept": ch.PoliciesKept,
