@@ -60,6 +60,11 @@ func (s *Server) serveConn(c net.Conn) {
 		// A last line without a newline before EOF is still a request,
 		// as `printf '{"cmd":"ping"}' | socat - UNIX:...` sends it.
 		if line := bytes.TrimSpace(buf); len(line) > 0 {
+			if isMonitor(line) {
+				// The connection is the monitor's from here on.
+				s.stream(c, w)
+				return
+			}
 			if answer(s.handle(line)) != nil {
 				return
 			}
@@ -135,3 +140,12 @@ func errorResponse(err error) Response {
 }
 
 func invalid(err error) error { return fmt.Errorf("%w: %v", ErrInvalid, err) }
+
+// isMonitor reports whether line is a monitor request, which turns its
+// connection into an event stream rather than getting one answer.
+func isMonitor(line []byte) bool {
+	var req struct {
+		Cmd string `json:"cmd"`
+	}
+	return json.Unmarshal(line, &req) == nil && req.Cmd == "monitor"
+}

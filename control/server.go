@@ -82,6 +82,9 @@ type Server struct {
 	IdleTimeout    time.Duration
 	RequestTimeout time.Duration
 	WriteTimeout   time.Duration
+	// Events is what the monitor command streams (monitor.go); nil
+	// refuses it. Set it before Serve.
+	Events *Monitor
 
 	backend Backend
 	log     logrus.FieldLogger
@@ -304,18 +307,20 @@ type handler func(s *Server, req *Request) (any, error)
 // handlers live in the file of their concept (states.go, policies.go,
 // stats.go).
 var handlers = map[string]handler{
-	"ping":           func(*Server, *Request) (any, error) { return "pong", nil },
-	"state.list":     (*Server).stateList,
-	"state.get":      (*Server).stateGet,
-	"state.add":      (*Server).stateAdd,
-	"state.delete":   (*Server).stateDelete,
-	"policy.list":    (*Server).policyList,
-	"policy.add":     (*Server).policyAdd,
-	"policy.delete":  (*Server).policyDelete,
-	"state.flush":    (*Server).stateFlush,
-	"state.count":    (*Server).stateCount,
-	"state.update":   (*Server).stateUpdate,
-	"reload":         (*Server).reload,
+	"ping":          func(*Server, *Request) (any, error) { return "pong", nil },
+	"state.list":    (*Server).stateList,
+	"state.get":     (*Server).stateGet,
+	"state.add":     (*Server).stateAdd,
+	"state.delete":  (*Server).stateDelete,
+	"policy.list":   (*Server).policyList,
+	"policy.add":    (*Server).policyAdd,
+	"policy.delete": (*Server).policyDelete,
+	"state.flush":   (*Server).stateFlush,
+	"state.count":   (*Server).stateCount,
+	"state.update":  (*Server).stateUpdate,
+	"reload":        (*Server).reload,
+	// "monitor" turns its connection into an event stream (conn.go,
+	// monitor.go) rather than getting one answer here.
 	"stats":          (*Server).stats,
 	"interface.list": (*Server).interfaceList,
 }

@@ -43,6 +43,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 	defer c.ClearKeys()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if err := n.checkNewLocked(&c); err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 func (n *Node) DeleteState(id StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "deleted")
 	var victim *sa.SA
 	for _, s := range n.sad.States() {
 		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
@@ -82,6 +84,7 @@ func (n *Node) DeleteState(id StateID) error {
 func (n *Node) AddPolicy(owner Owner, p sa.Policy) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if n.reg.Lookup(p.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", ErrInvalid, p.IfID)
 	}
@@ -97,6 +100,7 @@ func (n *Node) AddPolicy(owner Owner, p sa.Policy) error {
 func (n *Node) DeletePolicy(p sa.Policy) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if err := n.sad.DeletePolicy(p); err != nil {
 		return err
 	}
@@ -110,6 +114,7 @@ func (n *Node) DeletePolicy(p sa.Policy) error {
 func (n *Node) FlushStates() (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "flushed")
 	removed := len(n.sad.States())
 	if err := n.sad.Replace(nil, n.sad.Policies()); err != nil {
 		return 0, err
@@ -129,6 +134,9 @@ func (n *Node) UpdateLifetime(id StateID, l sa.Lifetime) error {
 		if idOfSA(s) == id {
 			if err := s.SetLifetime(l); err != nil {
 				return fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			if n.events != nil {
+				n.events(Event{Kind: EventStateUpdated, SA: s})
 			}
 			return nil
 		}

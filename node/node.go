@@ -58,6 +58,11 @@ type Config struct {
 	// NewSA makes the Node's SAs; nil means sa.New. Tests set it to see
 	// the SAs that were made.
 	NewSA func(sa.Config, *sa.Counters) (*sa.SA, error)
+	// Events receives every change of the SAs, policies and interfaces
+	// (events.go), for ipsecd monitor; nil: none. It is called with the
+	// Node's lock held, in the order of the changes, and must not block
+	// or call the Node.
+	Events func(Event)
 }
 
 // Node is a running ESP endpoint: see the package doc for what it owns.
@@ -70,7 +75,8 @@ type Node struct {
 	engine   *datapath.Engine // nil before Start; guarded by mu
 	rawESP   bool
 	newSA    func(sa.Config, *sa.Counters) (*sa.SA, error)
-	cfg      Config // for Start
+	events   func(Event) // Config.Events; nil: none
+	cfg      Config      // for Start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -127,6 +133,7 @@ func New(cfg Config) (_ *Node, err error) {
 		counters:     cfg.Counters,
 		reg:          &xfrmif.Registry{},
 		newSA:        cfg.NewSA,
+		events:       cfg.Events,
 		keys:         config.KeyOwners{},
 		owners:       map[*sa.SA]Owner{},
 		policyOwners: map[policyID]Owner{},

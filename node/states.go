@@ -175,6 +175,7 @@ type Change struct {
 func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "reload")
 	var ch Change
 	mine := make(map[*sa.SA]bool, len(b.States))
 	for _, s := range b.States {
@@ -236,6 +237,9 @@ func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 			continue
 		}
 		ch.StatesUpdated++
+		if n.events != nil {
+			n.events(Event{Kind: EventStateUpdated, SA: lc.sa})
+		}
 	}
 	for _, s := range b.old {
 		delete(n.owners, s)

@@ -32,16 +32,20 @@ func addCtlFlags(fs *flag.FlagSet) *ctlFlags {
 	return f
 }
 
-// dial connects to the daemon: --control if given, else the config file's
-// control key, else the default.
-func (f *ctlFlags) dial() (*control.Client, error) {
-	path := f.control
+// path is the daemon's control socket: --control if given, else the
+// config file's control key, else the default.
+func (f *ctlFlags) path() (string, error) {
 	if f.config != "" && !isSet(f.fs, "control") {
-		p, err := config.ControlPath(f.config)
-		if err != nil {
-			return nil, err
-		}
-		path = p
+		return config.ControlPath(f.config)
+	}
+	return f.control, nil
+}
+
+// dial connects to the daemon (path).
+func (f *ctlFlags) dial() (*control.Client, error) {
+	path, err := f.path()
+	if err != nil {
+		return nil, err
 	}
 	return control.Dial(path)
 }

@@ -24,6 +24,7 @@ type ctlNode struct {
 	t    *testing.T
 	n    *node
 	sock string
+	stop func() // closes the control socket (monitorNode)
 }
 
 func newCtlNode(t *testing.T) *ctlNode {

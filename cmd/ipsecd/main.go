@@ -28,10 +28,11 @@ commands:
   stats                       global counters, as /proc/net/xfrm_stat
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
+  monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats, health, reload) reach the daemon
+The control commands (state, policy, interface, stats, health, reload, monitor) reach the daemon
 through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
 (its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
 
@@ -67,6 +68,7 @@ var commands = map[string]command{
 	"stats":     cmdStats,
 	"health":    cmdHealth,
 	"reload":    cmdReload,
+	"monitor":   cmdMonitor,
 	"genkey":    cmdGenkey,
 }
 

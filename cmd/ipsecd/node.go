@@ -37,6 +37,7 @@ type node struct {
 	guards  *guards // fail-closed guard routes (guards.go)
 	started bool    // startNode succeeded; a failed start keeps the guards it found
 	ctl     *control.Server
+	events  *control.Monitor // what ipsecd monitor streams
 	metrics *http.Server
 	// metricsAddr is where metrics listens (the port chosen, for ":0").
 	metricsAddr net.Addr
@@ -55,7 +56,7 @@ func (n *node) attach(core *ipnode.Node) {
 
 // startNode brings a config up. On failure it removes what it made.
 func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
-	n = &node{log: log, cfg: cfg}
+	n = &node{log: log, cfg: cfg, events: &control.Monitor{}}
 	// Inbound work spreads over as many workers as the widest interface
 	// has queues; more than there are CPUs gains nothing.
 	queues := 1
@@ -67,6 +68,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
+		Events:         func(ev ipnode.Event) { n.events.Publish(monitorEvent(ev)) },
 	})
 	if err != nil {
 		return n, err
@@ -111,6 +113,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	if err != nil {
 		return n, err
 	}
+	n.ctl.Events = n.events
 	go n.ctl.Serve()
 
 	if cfg.Metrics != "" {

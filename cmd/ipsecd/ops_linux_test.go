@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -147,8 +148,56 @@ func TestStateCountUpdateFlushAndReload(t *testing.T) {
 	if out, _ := d.ipsecd(0, "state", "count", "--json"); !strings.Contains(out, `"count": 2`) {
 		t.Errorf("state count --json after the refused reload: %s", out)
 	}
+	// A monitor of the real daemon sees the flush.
+	mon := exec.Command(ipsecdBinary(t), "monitor", "--json", "--control", d.sock)
+	monOut, err := mon.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mon.Process.Kill(); mon.Wait() }()
+	events := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(monOut)
+		for sc.Scan() {
+			events <- sc.Text()
+		}
+	}()
+	// The monitor subscribes before its first event; an SA added and
+	// deleted until it reports one shows that it listens.
+	for i := 0; ; i++ {
+		d.ipsecd(0, "state", "update", "--spi", "0x1001", "--dst", "192.0.2.2", "--hard-packets", fmt.Sprint(600+i))
+		select {
+		case ev := <-events:
+			if !strings.Contains(ev, `"type":"state_updated"`) {
+				t.Errorf("monitor: %s", ev)
+			}
+		case <-time.After(100 * time.Millisecond):
+			if i < 50 {
+				continue
+			}
+			t.Fatal("ipsecd monitor reports nothing after 5 s")
+		}
+		break
+	}
 	if out, _ := d.ipsecd(0, "state", "flush"); out != "flushed 2 SAs\n" {
 		t.Errorf("state flush: %q", out)
+	}
+	for deleted := 0; deleted < 2; {
+		select {
+		case ev := <-events:
+			if strings.Contains(ev, `"type":"state_updated"`) {
+				continue // a late one of the loop above
+			}
+			deleted++
+			if !strings.Contains(ev, `"type":"state_deleted"`) || !strings.Contains(ev, `"reason":"flushed"`) {
+				t.Errorf("monitor after the flush: %s", ev)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("ipsecd monitor did not report the flush within 5 s")
+		}
 	}
 	if out, _ := d.ipsecd(0, "state", "count"); out != "SAD count 0 (in 0, out 0)\n" {
 		t.Errorf("state count after flush: %q", out)
