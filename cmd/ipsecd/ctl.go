@@ -116,13 +116,11 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 		if verb == "get" {
 			keys = fs.Bool("keys", false, "also print the keys")
 		}
-		spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
-		dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
-		dir := fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)")
+		idf := addStateIDFlags(fs)
 		if err := parse(fs, args); err != nil {
 			return err
 		}
-		id, err := stateID(*spi, *dst, *dir)
+		id, err := idf.id()
 		if err != nil {
 			return err
 		}
@@ -146,6 +144,19 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 	}
 	return stateAdd(args, stdout, stderr)
 }
+
+// stateIDFlags name an SA as ip xfrm does (state get, delete, update).
+type stateIDFlags struct{ spi, dst, dir *string }
+
+func addStateIDFlags(fs *flag.FlagSet) stateIDFlags {
+	return stateIDFlags{
+		spi: fs.String("spi", "", "the SA's `SPI` (0x... or decimal)"),
+		dst: fs.String("dst", "", "the SA's outer destination `ADDR`"),
+		dir: fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)"),
+	}
+}
+
+func (f stateIDFlags) id() (control.StateID, error) { return stateID(*f.spi, *f.dst, *f.dir) }
 
 func stateID(spi, dst, dir string) (control.StateID, error) {
 	var id control.StateID
@@ -430,10 +441,20 @@ func cmdInterface(args []string, stdout, stderr io.Writer) error {
 	return listing(cf, stdout, control.Request{Cmd: "interface.list"}, (*control.Client).Interfaces, writeInterface)
 }
 
-// listing runs a read-only control command: with --json it prints the
-// daemon's answer to req as it is, otherwise it fetches the items and
-// writes each one with write.
+// listing runs a control command that answers a list: ask, writing each
+// item with write.
 func listing[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch func(*control.Client) ([]T, error), write func(io.Writer, *T)) error {
+	return ask(cf, stdout, req, fetch, func(w io.Writer, items []T) {
+		for i := range items {
+			write(w, &items[i])
+		}
+	})
+}
+
+// ask runs one control command: with --json it prints the daemon's
+// answer to req as it is, otherwise it fetches the result and writes it
+// with write.
+func ask[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch func(*control.Client) (T, error), write func(io.Writer, T)) error {
 	c, err := cf.dial()
 	if err != nil {
 		return err
@@ -442,12 +463,10 @@ func listing[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch f
 	if cf.json {
 		return cf.printJSON(stdout, c, req)
 	}
-	items, err := fetch(c)
+	v, err := fetch(c)
 	if err != nil {
 		return err
 	}
-	for i := range items {
-		write(stdout, &items[i])
-	}
+	write(stdout, v)
 	return nil
 }

@@ -78,14 +78,12 @@ func stateUpdate(args []string, stdout, stderr io.Writer) error {
 		"Changes the SA's limits in place (keys, sequence numbers and counters stay); limits not given stay.\n"+
 		"A reload sets an SA of the config file back to the file's limits.", stderr)
 	cf := addCtlFlags(fs)
-	spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
-	dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
-	dir := fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)")
+	idf := addStateIDFlags(fs)
 	life := addLifetimeFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	id, err := stateID(*spi, *dst, *dir)
+	id, err := idf.id()
 	if err != nil {
 		return err
 	}
@@ -118,20 +116,8 @@ func stateFlush(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if cf.json {
-		return cf.printJSON(stdout, c, control.Request{Cmd: "state.flush"})
-	}
-	n, err := c.FlushStates()
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "flushed %d SAs\n", n)
-	return err
+	return ask(cf, stdout, control.Request{Cmd: "state.flush"}, (*control.Client).FlushStates,
+		func(w io.Writer, n int) { fmt.Fprintf(w, "flushed %d SAs\n", n) })
 }
 
 // stateCount is `ipsecd state count`, as ip xfrm state count.
@@ -141,20 +127,10 @@ func stateCount(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if cf.json {
-		return cf.printJSON(stdout, c, control.Request{Cmd: "state.count"})
-	}
-	n, err := c.CountStates()
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(stdout, "SAD count %d (in %d, out %d)\n", n.Count, n.In, n.Out)
-	return err
+	return ask(cf, stdout, control.Request{Cmd: "state.count"}, (*control.Client).CountStates,
+		func(w io.Writer, n control.StateCount) {
+			fmt.Fprintf(w, "SAD count %d (in %d, out %d)\n", n.Count, n.In, n.Out)
+		})
 }
 
 // cmdReload is `ipsecd reload`: what SIGHUP does, with the answer. It
@@ -167,25 +143,24 @@ func cmdReload(args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, err := cf.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if cf.json {
-		return cf.printJSON(stdout, c, control.Request{Cmd: "reload"})
-	}
-	r, err := c.Reload()
-	if err != nil {
-		return fmt.Errorf("refused, the running config stays:\n%s", err)
-	}
-	fmt.Fprintf(stdout, "%s: reloaded: interfaces added %d removed %d reconfigured %d replaced %d\n",
+	return ask(cf, stdout, control.Request{Cmd: "reload"},
+		func(c *control.Client) (control.ReloadResult, error) {
+			r, err := c.Reload()
+			if err != nil {
+				return r, fmt.Errorf("refused, the running config stays:\n%s", err)
+			}
+			return r, nil
+		}, writeReload)
+}
+
+// writeReload prints what a reload changed.
+func writeReload(w io.Writer, r control.ReloadResult) {
+	fmt.Fprintf(w, "%s: reloaded: interfaces added %d removed %d reconfigured %d replaced %d\n",
 		r.File, r.InterfacesAdded, r.InterfacesRemoved, r.InterfacesReconfigured, r.InterfacesReplaced)
-	fmt.Fprintf(stdout, "  states added %d removed %d kept %d taken %d updated %d\n",
+	fmt.Fprintf(w, "  states added %d removed %d kept %d taken %d updated %d\n",
 		r.StatesAdded, r.StatesRemoved, r.StatesKept, r.StatesTaken, r.StatesUpdated)
-	fmt.Fprintf(stdout, "  policies added %d removed %d kept %d taken %d\n", r.PoliciesAdded, r.PoliciesRemoved, r.PoliciesKept, r.PoliciesTaken)
-	for _, w := range r.Warnings {
-		fmt.Fprintln(stdout, "warning: "+strings.TrimSpace(w))
+	fmt.Fprintf(w, "  policies added %d removed %d kept %d taken %d\n", r.PoliciesAdded, r.PoliciesRemoved, r.PoliciesKept, r.PoliciesTaken)
+	for _, warning := range r.Warnings {
+		fmt.Fprintln(w, "warning: "+strings.TrimSpace(warning))
 	}
-	return nil
 }

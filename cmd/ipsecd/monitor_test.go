@@ -51,6 +51,7 @@ func monitorNode(t *testing.T) *ctlNode {
 // returns a function that waits up to 5 s for its next line.
 func (c *ctlNode) monitorCLI(args ...string) func() string {
 	c.t.Helper()
+	subscribed := c.n.events.Clients() + 1
 	pr, pw := io.Pipe()
 	exited := make(chan int, 1)
 	go func() {
@@ -74,7 +75,7 @@ func (c *ctlNode) monitorCLI(args ...string) func() string {
 			c.t.Error("ipsecd monitor still runs 5 s after the daemon closed")
 		}
 	})
-	for deadline := time.Now().Add(5 * time.Second); c.n.events.Clients() == 0; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); c.n.events.Clients() < subscribed; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			c.t.Fatal("ipsecd monitor did not subscribe within 5 s")
 		}
