@@ -150,14 +150,15 @@ type Counter struct {
 
 // InterfaceInfo is one xfrm interface with its counters.
 type InterfaceInfo struct {
-	Name      string         `json:"name"`
-	IfID      uint32         `json:"if_id"`
-	MTU       int            `json:"mtu"`
-	Queues    int            `json:"queues"`
-	Addresses []netip.Prefix `json:"addresses"`
-	Routes    []netip.Prefix `json:"routes"`
-	RX        LinkStats      `json:"rx"`
-	TX        LinkStats      `json:"tx"`
+	Name       string         `json:"name"`
+	IfID       uint32         `json:"if_id"`
+	MTU        int            `json:"mtu"`
+	Queues     int            `json:"queues"`
+	TxQueueLen int            `json:"txqueuelen"`
+	Addresses  []netip.Prefix `json:"addresses"`
+	Routes     []netip.Prefix `json:"routes"`
+	RX         LinkStats      `json:"rx"`
+	TX         LinkStats      `json:"tx"`
 }
 
 // LinkStats are one direction's counters of an interface.

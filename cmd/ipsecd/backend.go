@@ -180,7 +180,7 @@ func (b *backend) Interfaces() []control.InterfaceInfo {
 	for i, ifc := range ifcs {
 		st := ifc.Stats()
 		out[i] = control.InterfaceInfo{
-			Name: ifc.Name(), IfID: ifc.IfID(), MTU: ifc.MTU(), Queues: ifc.NumQueues(),
+			Name: ifc.Name(), IfID: ifc.IfID(), MTU: ifc.MTU(), Queues: ifc.NumQueues(), TxQueueLen: ifc.Config().TxQueueLen,
 			Addresses: ifc.Addresses(), Routes: ifc.Routes(),
 			RX: control.LinkStats{Packets: st.RxPackets, Bytes: st.RxBytes, Errors: st.RxErrors, Drops: st.RxDrops},
 			TX: control.LinkStats{Packets: st.TxPackets, Bytes: st.TxBytes, Errors: st.TxErrors, Drops: st.TxDrops},

@@ -192,6 +192,9 @@ func TestJSONOneStyle(t *testing.T) {
 	if i, j := strings.Index(out, `"XfrmInError"`), strings.Index(out, `"XfrmOutError"`); i < 0 || j < i {
 		t.Errorf("stats --json is not in /proc/net/xfrm_stat order:\n%s", out)
 	}
+	if ifs, _ := c.ipsecd(0, "interface", "list"); !strings.HasPrefix(ifs, "ipsec1: if_id 0x1 mtu 1400 queues 1 qlen 1000\n") {
+		t.Errorf("interface list does not show the txqueuelen:\n%s", ifs)
+	}
 	text, _ := c.ipsecd(0, "state", "list")
 	if !strings.Contains(text, "spi 0x00001001") || !strings.Contains(text, "spi 0x00001001 dir in") {
 		t.Errorf("state list does not write the SPIs 0x%%08x:\n%s", text)

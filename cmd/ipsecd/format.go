@@ -107,7 +107,7 @@ func writePolicy(w io.Writer, p *sa.Policy) {
 
 // writeInterface prints an interface the way `ip -s link` does.
 func writeInterface(w io.Writer, ifc *control.InterfaceInfo) {
-	fmt.Fprintf(w, "%s: if_id %#x mtu %d queues %d\n", ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues)
+	fmt.Fprintf(w, "%s: if_id %#x mtu %d queues %d qlen %d\n", ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.TxQueueLen)
 	for _, a := range ifc.Addresses {
 		family := "inet"
 		if a.Addr().Is6() {
