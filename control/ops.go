@@ -2,8 +2,6 @@ package control
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -98,22 +96,6 @@ func (s *Server) reload(*Request) (any, error) {
 		return nil, err
 	}
 	return res, nil
-}
-
-// lifetime converts l to sa.Lifetime.
-func (l *LifetimeSpec) lifetime() (sa.Lifetime, error) {
-	const maxSeconds = uint64(1<<63-1) / uint64(time.Second)
-	if l.SoftAddSeconds > maxSeconds || l.HardAddSeconds > maxSeconds {
-		return sa.Lifetime{}, fmt.Errorf("lifetime: seconds out of range")
-	}
-	return sa.Lifetime{SoftBytes: l.SoftBytes, HardBytes: l.HardBytes, SoftPackets: l.SoftPackets, HardPackets: l.HardPackets,
-		SoftAdd: time.Duration(l.SoftAddSeconds) * time.Second, HardAdd: time.Duration(l.HardAddSeconds) * time.Second}, nil
-}
-
-// NewLifetimeSpec converts l for the wire.
-func NewLifetimeSpec(l sa.Lifetime) *LifetimeSpec {
-	return &LifetimeSpec{SoftBytes: l.SoftBytes, HardBytes: l.HardBytes, SoftPackets: l.SoftPackets, HardPackets: l.HardPackets,
-		SoftAddSeconds: uint64(l.SoftAdd / time.Second), HardAddSeconds: uint64(l.HardAdd / time.Second)}
 }
 
 // FlushStates removes every SA and returns how many there were.
