@@ -32,9 +32,10 @@ commands:
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats, health, reload, monitor) reach the daemon
-through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
-(its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
+The control commands (state, policy, interface, stats, health, reload,
+monitor) reach the daemon through --control PATH (default
+/run/ipsecd/ipsecd.sock) or --config FILE (its control key), and take
+--json. Run "ipsecd COMMAND -h" for its flags.
 
 exit status: 0 ok, 1 failure or invalid config, 2 usage error
 `
