@@ -14,15 +14,17 @@ const (
 	DefaultControl = "/run/ipsecd/ipsecd.sock"
 	// DefaultStateDir keeps the sequence reservations of static keys
 	// (package seqstate).
-	DefaultStateDir = "/var/lib/ipsecd"
-	DefaultLogLevel = "info"
-	DefaultLogFmt   = "text"
-	DefaultMTU      = 1400
-	DefaultQueues   = 1
-	MaxQueues       = 64
-	MinMTU          = xfrmif.MinMTU  // the interface's limits are xfrmif's
-	MinMTU6         = xfrmif.MinMTU6 // (with IPv6 addresses or routes)
-	MaxMTU          = xfrmif.MaxMTU
+	DefaultStateDir   = "/var/lib/ipsecd"
+	DefaultLogLevel   = "info"
+	DefaultLogFmt     = "text"
+	DefaultMTU        = 1400
+	DefaultQueues     = 1
+	DefaultTxQueueLen = xfrmif.DefaultTxQueueLen // the interface's limits are xfrmif's
+	MaxTxQueueLen     = xfrmif.MaxTxQueueLen
+	MaxQueues         = 64
+	MinMTU            = xfrmif.MinMTU  // the interface's limits are xfrmif's
+	MinMTU6           = xfrmif.MinMTU6 // (with IPv6 addresses or routes)
+	MaxMTU            = xfrmif.MaxMTU
 )
 
 // DefaultUDP is the underlay's ESP-in-UDP address when the file names none.
@@ -78,14 +80,15 @@ type FailClosed struct {
 
 // Interface is one xfrm interface.
 type Interface struct {
-	Name      string
-	IfID      uint32
-	MTU       int
-	Addresses []netip.Prefix // the interface's own addresses, with prefix length
-	Routes    []netip.Prefix // routed into the interface; masked
-	Queues    int            // TUN queues, each with a worker
-	Table     uint32         // routing table of Routes (and their guards); 0 is main
-	Line      int            // where it is in the file
+	Name       string
+	IfID       uint32
+	MTU        int
+	Addresses  []netip.Prefix // the interface's own addresses, with prefix length
+	Routes     []netip.Prefix // routed into the interface; masked
+	Queues     int            // TUN queues, each with a worker
+	Table      uint32         // routing table of Routes (and their guards); 0 is main
+	TxQueueLen int            // the TUN's transmit queue, in packets
+	Line       int            // where it is in the file
 }
 
 // State is one SA of the file. The embedded sa.Config is what sa.New takes.
@@ -182,8 +185,8 @@ func (c *Config) String() string {
 	fmt.Fprintf(&b, "underlay: {udp: %s, raw_esp: %t, mark: %#x}\n", c.Underlay.UDP, c.Underlay.RawESP, c.Underlay.Mark)
 	fmt.Fprintf(&b, "fail_closed: {keep_on_stop: %t}\n", c.FailClosed.KeepOnStop)
 	for _, ifc := range c.Interfaces {
-		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d addresses %v routes %v",
-			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.Addresses, ifc.Routes)
+		fmt.Fprintf(&b, "interface %s if_id %d mtu %d queues %d txqueuelen %d addresses %v routes %v",
+			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.TxQueueLen, ifc.Addresses, ifc.Routes)
 		if ifc.Table != 0 {
 			fmt.Fprintf(&b, " table %d", ifc.Table)
 		}
@@ -205,7 +208,7 @@ func (c *Config) GoString() string { return c.String() }
 // FormatState describes an SA on one line in ip xfrm words, without keys.
 func FormatState(c *sa.Config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "src %s dst %s spi %#08x dir %s mode %s if_id %d", c.Src, c.Dst, c.SPI, c.Dir, c.Mode, c.IfID)
+	fmt.Fprintf(&b, "src %s dst %s spi %#x dir %s mode %s if_id %d", c.Src, c.Dst, c.SPI, c.Dir, c.Mode, c.IfID)
 	if c.AEAD != nil {
 		fmt.Fprintf(&b, " aead %s %d", c.AEAD.Name, c.AEAD.Bits)
 	}

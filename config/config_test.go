@@ -94,7 +94,7 @@ func TestParseGood(t *testing.T) {
 		Metrics:  "127.0.0.1:9578",
 		Underlay: Underlay{UDP: netip.MustParseAddrPort("192.0.2.1:4500"), RawESP: true, Mark: 0x100},
 		Interfaces: []Interface{{
-			Name: "ipsec1", IfID: 1, MTU: 1420, Queues: 4, Line: 9,
+			Name: "ipsec1", IfID: 1, MTU: 1420, Queues: 4, TxQueueLen: 1000, Line: 9,
 			Addresses: []netip.Prefix{netip.MustParsePrefix("10.10.0.1/24"), netip.MustParsePrefix("2001:db8:1::1/64")},
 			Routes:    []netip.Prefix{netip.MustParsePrefix("10.20.0.0/24"), netip.MustParsePrefix("2001:db8:2::/64")},
 		}},
@@ -293,6 +293,8 @@ func TestParseErrors(t *testing.T) {
 		{"mtu range", "mtu: 1420", "mtu: 100", []string{`f.yaml:11: interfaces[0].mtu: 100 is out of range; want 576..65535`}},
 		{"mtu ipv6", "mtu: 1420", "mtu: 1000", []string{`f.yaml:11: interfaces[0].mtu: 1000 is below 1280, the minimum for IPv6`}},
 		{"queues", "queues: 4", "queues: 65", []string{`f.yaml:14: interfaces[0].queues: 65 is out of range; want 1..64`}},
+		{"txqueuelen 0", "queues: 4", "queues: 4\n    txqueuelen: 0", []string{`f.yaml:15: interfaces[0].txqueuelen: 0 is out of range; want 1..65535`}},
+		{"txqueuelen too long", "queues: 4", "queues: 4\n    txqueuelen: 65536", []string{`f.yaml:15: interfaces[0].txqueuelen: 65536 is out of range; want 1..65535`}},
 		{"log level", "level: debug", "level: loud", []string{`f.yaml:1: log.level: want panic, fatal, error, warn, info, debug or trace, got "loud"`}},
 		{"log format", "format: json", "format: xml", []string{`f.yaml:1: log.format: want text or json, got "xml"`}},
 		{"underlay udp", "udp: 192.0.2.1:4500", "udp: 192.0.2.1", []string{`f.yaml:5: underlay.udp: want address:port (0.0.0.0:4500), got "192.0.2.1"`}},
@@ -318,7 +320,7 @@ func TestParseErrors(t *testing.T) {
 			if tt.name == "duplicate spi" {
 				text = strings.Replace(text, "dst: 192.0.2.1\n", "dst: 192.0.2.2\n", 1)
 				text = strings.Replace(text, "dir: in\n", "dir: out\n", 1)
-				tt.want = []string{"f.yaml:29: states[1].spi: states[0] already has dir out, dst 192.0.2.2 and spi 0x00001001"}
+				tt.want = []string{"f.yaml:29: states[1].spi: states[0] already has dir out, dst 192.0.2.2 and spi 0x1001"}
 			}
 			c, err := Parse("f.yaml", []byte(text))
 			if err == nil {
@@ -430,7 +432,7 @@ func TestRedacted(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(c.String(), "spi 0x00001001") {
+	if !strings.Contains(c.String(), "spi 0x1001") {
 		t.Errorf("String() lacks the SPI:\n%s", c)
 	}
 }
@@ -630,7 +632,7 @@ func TestInboundSPIUnique(t *testing.T) {
 	head := "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
 	k1, k2 := strings.Repeat("a1", 20), strings.Repeat("b2", 20)
 	_, err := Parse("f.yaml", []byte(head+state("192.0.2.2", "in", k1)+state("192.0.2.3", "in", k2)))
-	want := "f.yaml:6: states[1].spi: states[0] already has dir in and spi 0x00001001 (inbound SAs are found by SPI alone"
+	want := "f.yaml:6: states[1].spi: states[0] already has dir in and spi 0x1001 (inbound SAs are found by SPI alone"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("two inbound states, one SPI: %v, want %q", err, want)
 	}

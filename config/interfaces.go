@@ -19,11 +19,11 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 	routes := map[netip.Prefix]string{}
 	for i, it := range items {
 		f := index("interfaces", i)
-		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues", "table")
+		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues", "table", "txqueuelen")
 		if !ok {
 			continue
 		}
-		ifc := Interface{MTU: DefaultMTU, Queues: DefaultQueues, Line: it.Line}
+		ifc := Interface{MTU: DefaultMTU, Queues: DefaultQueues, TxQueueLen: DefaultTxQueueLen, Line: it.Line}
 		good := true
 		if v := m["name"]; v == nil {
 			d.errorf(it, join(f, "name"), "missing")
@@ -60,6 +60,10 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 		if v := m["queues"]; v != nil {
 			q, _ := d.uint(v, join(f, "queues"), 1, MaxQueues)
 			ifc.Queues = int(q)
+		}
+		if v := m["txqueuelen"]; v != nil {
+			q, _ := d.uint(v, join(f, "txqueuelen"), 1, MaxTxQueueLen)
+			ifc.TxQueueLen = int(q)
 		}
 		if v := m["addresses"]; v != nil {
 			ifc.Addresses = d.prefixes(v, join(f, "addresses"), true)

@@ -129,9 +129,9 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		}
 		if prev, dup := seen[id]; dup {
 			if s.Dir == sa.DirIn {
-				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir in and spi %#08x (inbound SAs are found by SPI alone, whatever their dst)", prev, s.SPI)
+				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir in and spi %#x (inbound SAs are found by SPI alone, whatever their dst)", prev, s.SPI)
 			} else {
-				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir %s, dst %s and spi %#08x", prev, s.Dir, s.Dst, s.SPI)
+				d.errorf(fn.nodes["spi"], join(base, "spi"), "%s already has dir %s, dst %s and spi %#x", prev, s.Dir, s.Dst, s.SPI)
 			}
 			continue
 		}

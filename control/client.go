@@ -236,9 +236,9 @@ func (c *Client) DeletePolicy(p sa.Policy) error {
 	return c.call(Request{Cmd: "policy.delete", Policy: &spec}, nil)
 }
 
-// Stats returns the global counters.
+// Stats returns the global counters in /proc/net/xfrm_stat order.
 func (c *Client) Stats() ([]Counter, error) {
-	var out []Counter
+	var out Counters
 	err := c.call(Request{Cmd: "stats"}, &out)
 	return out, err
 }

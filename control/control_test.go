@@ -142,7 +142,7 @@ func TestRoundTrip(t *testing.T) {
 
 // TestWireFormat pins the JSON a script sees.
 func TestWireFormat(t *testing.T) {
-	b := &controltest.Backend{}
+	b := &controltest.Backend{Counters: []control.Counter{{Name: "XfrmInError", Value: 1}, {Name: "XfrmInBufferError", Value: 0}}}
 	b.AddState(gcmState(0x1001, sa.DirIn))
 	srv := controltest.Start(t, b)
 	conn, err := net.Dial("unix", srv.Path())
@@ -161,11 +161,11 @@ func TestWireFormat(t *testing.T) {
 		return strings.TrimSpace(resp)
 	}
 	got := ask(`{"cmd":"state.list"}`)
-	want := `{"ok":true,"result":[{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x00001001","dir":"in","mode":"tunnel","if_id":1,` +
+	want := `{"ok":true,"result":[{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x1001","dir":"in","mode":"tunnel","if_id":1,` +
 		`"aead":{"name":"rfc4106(gcm(aes))","icv_bits":128},"encap":{"type":"espinudp","sport":4500,"dport":4500},` +
 		`"replay_window":64,"esn":true,"lifetime":{"hard_bytes":1073741824,"soft_add_seconds":3600,"hard_add_seconds":7200},` +
 		`"selector":{"src":"10.0.0.0/24"},` +
-		`"stats":{"bytes":0,"packets":0,"replay-window":0,"replay":0,"integrity-failed":0,"seq":0}}]}`
+		`"stats":{"bytes":0,"packets":0,"replay_window_dropped":0,"replay_dropped":0,"integrity_failed":0,"seq":0,"added":"0001-01-01T00:00:00Z"}}]}`
 	if got != want {
 		t.Errorf("state.list:\n got %s\nwant %s", got, want)
 	}
@@ -179,12 +179,14 @@ func TestWireFormat(t *testing.T) {
 		{`{}`, `{"ok":false,"error":"invalid request: missing \"cmd\"","code":"invalid"}`},
 		{`{"cmd":"state.get"}`, `{"ok":false,"error":"invalid request: missing \"id\"","code":"invalid"}`},
 		{`{"cmd":"state.get","id":{"dir":"in","spi":"zz","dst":"192.0.2.2"}}`, `{"ok":false,"error":"invalid request: spi \"zz\": want 0x100..0xffffffff","code":"invalid"}`},
-		{`{"cmd":"state.delete","id":{"dir":"in","spi":"0x9","dst":"192.0.2.2"}}`, `{"ok":false,"error":"state dir in dst 192.0.2.2 spi 0x00000009: not found","code":"not_found"}`},
+		{`{"cmd":"state.delete","id":{"dir":"in","spi":"0x9","dst":"192.0.2.2"}}`, `{"ok":false,"error":"state spi 0x9 dir in dst 192.0.2.2: not found","code":"not_found"}`},
 		{`{"cmd":"state.add","state":{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x2000","dir":"in","mode":"tunnel","if_id":1,"aead":{"name":"rfc4106(gcm(aes))","key":"0x00"}}}`,
 			`{"ok":false,"error":"invalid request: aead.key: rfc4106(gcm(aes)) wants 20 or 36 bytes, got 1","code":"invalid"}`},
 		{`{"cmd":"policy.add","policy":{"dir":"up","if_id":1}}`, `{"ok":false,"error":"invalid request: dir \"up\": want in or out","code":"invalid"}`},
 		{`{"cmd":"ping"}`, `{"ok":true,"result":"pong"}`},
 		{`{"cmd":"policy.list"}`, `{"ok":true,"result":[]}`},
+		// One object keyed by counter name, in /proc/net/xfrm_stat order.
+		{`{"cmd":"stats"}`, `{"ok":true,"result":{"XfrmInError":1,"XfrmInBufferError":0}}`},
 	} {
 		if got := ask(tt.req); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.req, got, tt.want)

@@ -10,12 +10,25 @@
 //	{"cmd":"state.delete","id":{...}}
 //	{"cmd":"policy.list"}  {"cmd":"policy.add","policy":{...}}  {"cmd":"policy.delete","policy":{...}}
 //	{"cmd":"stats"}  {"cmd":"interface.list"}  {"cmd":"ping"}
+//	{"cmd":"state.flush"}  {"cmd":"state.count"}  {"cmd":"reload"}
+//	{"cmd":"state.update","id":{...},"lifetime":{"hard_packets":1000}}
+//	{"cmd":"monitor"}
 //
 // and the answer is {"ok":true,"result":...} or
 // {"ok":false,"error":"what is wrong","code":"not_found"}. A connection may
 // carry any number of requests, answered in order. States and policies use
 // the field names of the config file (package config), so that what
-// `ipsecd state list --json` prints reads like the file.
+// `ipsecd state list --json` prints reads like the file. Every name in the
+// JSON is snake_case, and an SPI is always the string "0x1001" (hex without
+// leading zeros, as the metrics' spi label has it; a request may also give
+// it in decimal). stats answers one
+// object keyed by counter name, in /proc/net/xfrm_stat order.
+//
+// monitor is answered {"ok":true} and then, on the same connection, one
+// Event per line as the daemon changes, until either side closes it: a
+// stream (monitor.go) rather than one answer. A client that falls behind
+// loses events and is told how many (events_lost); one that takes no line
+// for WriteTimeout is dropped. The daemon never waits for it.
 //
 // Only root and the socket's owner (the uid the daemon runs as) are
 // served, whatever the socket's mode: the kernel's record of who connected

@@ -1,8 +1,6 @@
 package control
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -16,9 +14,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/ipsecd/ipsecd/config"
-	"github.com/ipsecd/ipsecd/sa"
 )
 
 // Limits of the control socket. Only root and the socket's owner may
@@ -87,6 +82,9 @@ type Server struct {
 	IdleTimeout    time.Duration
 	RequestTimeout time.Duration
 	WriteTimeout   time.Duration
+	// Events is what the monitor command streams (monitor.go); nil
+	// refuses it. Set it before Serve.
+	Events *Monitor
 
 	backend Backend
 	log     logrus.FieldLogger
@@ -301,213 +299,39 @@ func (s *Server) Close() error {
 	return err
 }
 
-// serveConn answers c's requests in order until it closes, stays idle
-// past the idle timeout, takes longer than the request timeout to send a
-// request, sends a line longer than MaxLine, or does not take an answer
-// within the write timeout.
-func (s *Server) serveConn(c net.Conn) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		c.Close()
-		s.wg.Done()
-	}()
-	r := bufio.NewReaderSize(c, 4096)
-	w := bufio.NewWriter(c)
-	answer := func(resp Response) error {
-		out, err := json.Marshal(resp)
-		if err != nil {
-			out, _ = json.Marshal(Response{Error: "control: " + err.Error(), Code: "internal"})
-		}
-		c.SetWriteDeadline(time.Now().Add(s.writeTimeout()))
-		w.Write(out)
-		w.WriteByte('\n')
-		return w.Flush()
-	}
-	var buf []byte
-	for {
-		// Wait for the first byte of a request, then give the rest of
-		// the line its own, shorter, deadline.
-		c.SetReadDeadline(time.Now().Add(s.idleTimeout()))
-		if _, err := r.Peek(1); err != nil {
-			return // closed, or idle too long: nothing to answer
-		}
-		c.SetReadDeadline(time.Now().Add(s.requestTimeout()))
-		var err error
-		buf, err = readLine(r, buf[:0], MaxLine)
-		switch {
-		case errors.Is(err, errLineTooLong):
-			answer(Response{Error: fmt.Sprintf("request longer than %d bytes", MaxLine), Code: "invalid"})
-			return
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			answer(Response{Error: fmt.Sprintf("control: request not complete within %v", s.requestTimeout()), Code: "timeout"})
-			return
-		case err != nil && !errors.Is(err, io.EOF):
-			return
-		}
-		// A last line without a newline before EOF is still a request,
-		// as `printf '{"cmd":"ping"}' | socat - UNIX:...` sends it.
-		if line := bytes.TrimSpace(buf); len(line) > 0 {
-			if answer(s.handle(line)) != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+// handler answers one command. The result is marshalled as the answer's
+// "result"; an error becomes its "error" and "code" (errorResponse).
+type handler func(s *Server, req *Request) (any, error)
+
+// handlers lists every command the server answers, one line each; the
+// handlers live in the file of their concept (states.go, policies.go,
+// stats.go).
+var handlers = map[string]handler{
+	"ping":          func(*Server, *Request) (any, error) { return "pong", nil },
+	"state.list":    (*Server).stateList,
+	"state.get":     (*Server).stateGet,
+	"state.add":     (*Server).stateAdd,
+	"state.delete":  (*Server).stateDelete,
+	"policy.list":   (*Server).policyList,
+	"policy.add":    (*Server).policyAdd,
+	"policy.delete": (*Server).policyDelete,
+	"state.flush":   (*Server).stateFlush,
+	"state.count":   (*Server).stateCount,
+	"state.update":  (*Server).stateUpdate,
+	"reload":        (*Server).reload,
+	// "monitor" turns its connection into an event stream (conn.go,
+	// monitor.go) rather than getting one answer here.
+	"stats":          (*Server).stats,
+	"interface.list": (*Server).interfaceList,
 }
-
-// errLineTooLong is readLine's error for a line past its limit.
-var errLineTooLong = errors.New("line too long")
-
-// readLine appends to buf the bytes of r up to the next newline (left
-// out), and fails with errLineTooLong once they pass max. At EOF it
-// returns what there was with io.EOF.
-func readLine(r *bufio.Reader, buf []byte, max int) ([]byte, error) {
-	for {
-		frag, err := r.ReadSlice('\n')
-		frag = bytes.TrimSuffix(frag, []byte{'\n'})
-		if len(buf)+len(frag) > max {
-			return buf, errLineTooLong
-		}
-		buf = append(buf, frag...)
-		if err != bufio.ErrBufferFull {
-			return buf, err
-		}
-	}
-}
-
-// handle answers one request line. A panic in the Backend is answered as
-// an internal error: the daemon keeps running.
-func (s *Server) handle(line []byte) (resp Response) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.WithField("panic", r).Error("control: request panicked")
-			resp = Response{Error: "internal error", Code: "internal"}
-		}
-	}()
-	var req Request
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return errorResponse(fmt.Errorf("%w: bad JSON: %v", ErrInvalid, err))
-	}
-	result, err := s.dispatch(&req)
-	if err != nil {
-		s.log.WithField("cmd", req.Cmd).WithError(err).Debug("control: request failed")
-		return errorResponse(err)
-	}
-	raw, err := json.Marshal(result)
-	if err != nil {
-		return errorResponse(err)
-	}
-	return Response{OK: true, Result: raw}
-}
-
-func errorResponse(err error) Response {
-	r := Response{Error: err.Error(), Code: "internal"}
-	switch {
-	case errors.Is(err, ErrNotFound):
-		r.Code = "not_found"
-	case errors.Is(err, ErrExists):
-		r.Code = "exists"
-	case errors.Is(err, ErrInvalid):
-		r.Code = "invalid"
-	case errors.Is(err, ErrBusy):
-		r.Code = "busy"
-	case errors.Is(err, ErrDenied):
-		r.Code = "denied"
-	}
-	return r
-}
-
-func invalid(err error) error { return fmt.Errorf("%w: %v", ErrInvalid, err) }
 
 func (s *Server) dispatch(req *Request) (any, error) {
-	b := s.backend
-	switch req.Cmd {
-	case "ping":
-		return "pong", nil
-	case "state.list":
-		states := b.States(req.Keys)
-		for i := range states {
-			redact(&states[i], req.Keys)
-		}
-		return nonNil(states), nil
-	case "state.get", "state.delete":
-		if req.ID == nil {
-			return nil, invalid(errors.New(`missing "id"`))
-		}
-		id, err := req.ID.StateID()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if req.Cmd == "state.delete" {
-			return nil, b.DeleteState(id)
-		}
-		st, err := b.GetState(id, req.Keys)
-		if err != nil {
-			return nil, err
-		}
-		redact(&st, req.Keys)
-		return st, nil
-	case "state.add":
-		if req.State == nil {
-			return nil, invalid(errors.New(`missing "state"`))
-		}
-		c, err := req.State.Config()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if err := sa.Check(&c); err != nil {
-			return nil, invalid(err)
-		}
-		return nil, b.AddState(c)
-	case "policy.list":
-		ps := b.Policies()
-		specs := make([]PolicySpec, len(ps))
-		for i, p := range ps {
-			specs[i] = NewPolicySpec(p)
-		}
-		return specs, nil
-	case "policy.add", "policy.delete":
-		if req.Policy == nil {
-			return nil, invalid(errors.New(`missing "policy"`))
-		}
-		p, err := req.Policy.Policy()
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if req.Cmd == "policy.delete" {
-			return nil, b.DeletePolicy(p)
-		}
-		if err := sa.CheckPolicy(&p); err != nil {
-			return nil, invalid(err)
-		}
-		return nil, b.AddPolicy(p)
-	case "stats":
-		return nonNil(b.Stats()), nil
-	case "interface.list":
-		return nonNil(b.Interfaces()), nil
-	case "":
+	if req.Cmd == "" {
 		return nil, invalid(errors.New(`missing "cmd"`))
 	}
-	return nil, invalid(fmt.Errorf("unknown cmd %q", req.Cmd))
-}
-
-// redact removes the keys of st unless they were asked for.
-func redact(st *StateInfo, keys bool) {
-	if !keys {
-		st.Config = config.RedactState(st.Config)
+	h, ok := handlers[req.Cmd]
+	if !ok {
+		return nil, invalid(fmt.Errorf("unknown cmd %q", req.Cmd))
 	}
-}
-
-// nonNil makes an empty list marshal as [] rather than null.
-func nonNil[T any](xs []T) []T {
-	if xs == nil {
-		return []T{}
-	}
-	return xs
+	return h(s, req)
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ipsecd/ipsecd/internal/keytext"
 	"github.com/ipsecd/ipsecd/sa"
@@ -54,17 +55,26 @@ type Backend interface {
 	// Stats returns the global counters in /proc/net/xfrm_stat order.
 	Stats() []Counter
 	Interfaces() []InterfaceInfo
+	Maintainer // ops.go
 }
 
-// StateID names one SA as ip xfrm does: direction, destination and SPI.
+// StateID names one SA as ip xfrm does, by SPI and outer destination,
+// with its direction where an inbound and an outbound SA share those two
+// (Dir 0 means either: the Backend refuses it with ErrInvalid when both
+// exist).
 type StateID struct {
 	Dir sa.Dir
 	SPI uint32
 	Dst netip.Addr
 }
 
+// String names the SA as every message of the daemon does:
+// "spi 0x00001001 dir out dst 192.0.2.2" (dir left out when 0).
 func (id StateID) String() string {
-	return fmt.Sprintf("dir %s dst %s spi 0x%08x", id.Dir, id.Dst, id.SPI)
+	if id.Dir == 0 {
+		return fmt.Sprintf("spi %#x dst %s", id.SPI, id.Dst)
+	}
+	return fmt.Sprintf("spi %#x dir %s dst %s", id.SPI, id.Dir, id.Dst)
 }
 
 // StateInfo is one SA with its counters. In JSON it is the state as the
@@ -74,19 +84,29 @@ type StateInfo struct {
 	Stats  StateStats
 }
 
-// StateStats are the counters and flags of one SA, named as ip -s xfrm
-// state names them.
+// StateStats are the counters and flags of one SA, as ip -s xfrm state
+// shows them. In JSON, as everywhere in the control socket's JSON, the
+// names are snake_case; the drop counters say "dropped" so that none is
+// taken for the state's replay_window (its size).
 type StateStats struct {
 	Bytes           uint64 `json:"bytes"`
 	Packets         uint64 `json:"packets"`
-	ReplayWindow    uint64 `json:"replay-window"`    // dropped: left of the window
-	Replay          uint64 `json:"replay"`           // dropped: seen before
-	IntegrityFailed uint64 `json:"integrity-failed"` // dropped: ICV mismatch
+	ReplayWindow    uint64 `json:"replay_window_dropped"` // dropped: left of the window
+	Replay          uint64 `json:"replay_dropped"`        // dropped: seen before
+	IntegrityFailed uint64 `json:"integrity_failed"`      // dropped: ICV mismatch
 	// Seq is the last sequence number sent (out) or the highest accepted
 	// (in), with ESN the full 64 bits.
 	Seq         uint64 `json:"seq"`
 	SoftExpired bool   `json:"soft_expired,omitempty"`
 	HardExpired bool   `json:"hard_expired,omitempty"`
+	// Added is when the SA was installed; LastUsed the second in which
+	// it last counted a packet (nil: never), as ip -s xfrm state's add
+	// and use times.
+	Added    time.Time  `json:"added"`
+	LastUsed *time.Time `json:"last_used,omitempty"`
+	// LifetimeLeft is what is left of each limit the SA has (nil when
+	// it has none).
+	LifetimeLeft *LifetimeLeft `json:"lifetime_left,omitempty"`
 }
 
 // Counter is one global counter.
@@ -97,14 +117,15 @@ type Counter struct {
 
 // InterfaceInfo is one xfrm interface with its counters.
 type InterfaceInfo struct {
-	Name      string         `json:"name"`
-	IfID      uint32         `json:"if_id"`
-	MTU       int            `json:"mtu"`
-	Queues    int            `json:"queues"`
-	Addresses []netip.Prefix `json:"addresses"`
-	Routes    []netip.Prefix `json:"routes"`
-	RX        LinkStats      `json:"rx"`
-	TX        LinkStats      `json:"tx"`
+	Name       string         `json:"name"`
+	IfID       uint32         `json:"if_id"`
+	MTU        int            `json:"mtu"`
+	Queues     int            `json:"queues"`
+	TxQueueLen int            `json:"txqueuelen"`
+	Addresses  []netip.Prefix `json:"addresses"`
+	Routes     []netip.Prefix `json:"routes"`
+	RX         LinkStats      `json:"rx"`
+	TX         LinkStats      `json:"tx"`
 }
 
 // LinkStats are one direction's counters of an interface.
@@ -122,6 +143,8 @@ type Request struct {
 	ID     *StateIDSpec `json:"id,omitempty"`
 	State  *StateSpec   `json:"state,omitempty"`
 	Policy *PolicySpec  `json:"policy,omitempty"`
+	// Lifetime is state.update's new limits.
+	Lifetime *LifetimeSpec `json:"lifetime,omitempty"`
 }
 
 // Response is one line the server answers.
@@ -132,9 +155,9 @@ type Response struct {
 	Code   string          `json:"code,omitempty"` // not_found, exists, invalid, internal
 }
 
-// StateIDSpec is StateID in JSON.
+// StateIDSpec is StateID in JSON; an empty dir is either direction.
 type StateIDSpec struct {
-	Dir string     `json:"dir"`
+	Dir string     `json:"dir,omitempty"`
 	SPI string     `json:"spi"`
 	Dst netip.Addr `json:"dst"`
 }
@@ -197,8 +220,9 @@ type PolicySpec struct {
 	Action string        `json:"action,omitempty"`
 }
 
-// FormatSPI writes an SPI as ip xfrm does: 0x%08x.
-func FormatSPI(spi uint32) string { return fmt.Sprintf("0x%08x", spi) }
+// FormatSPI writes an SPI the one way ipsecd writes it everywhere (CLI,
+// JSON, logs and the metrics' spi label): hex without leading zeros, 0x1001.
+func FormatSPI(spi uint32) string { return fmt.Sprintf("%#x", spi) }
 
 // ParseSPI reads an SPI in hex (0x...) or decimal.
 func ParseSPI(s string) (uint32, error) {
@@ -211,14 +235,18 @@ func ParseSPI(s string) (uint32, error) {
 
 // NewStateIDSpec converts id for the wire.
 func NewStateIDSpec(id StateID) *StateIDSpec {
-	return &StateIDSpec{Dir: id.Dir.String(), SPI: FormatSPI(id.SPI), Dst: id.Dst}
+	s := &StateIDSpec{SPI: FormatSPI(id.SPI), Dst: id.Dst}
+	if id.Dir != 0 {
+		s.Dir = id.Dir.String()
+	}
+	return s
 }
 
 // StateID converts s back.
 func (s *StateIDSpec) StateID() (StateID, error) {
 	var id StateID
 	var ok bool
-	if id.Dir, ok = sa.ParseDir(s.Dir); !ok {
+	if id.Dir, ok = sa.ParseDir(s.Dir); !ok && s.Dir != "" {
 		return id, fmt.Errorf("dir %q: want in or out", s.Dir)
 	}
 	spi, err := ParseSPI(s.SPI)

@@ -17,7 +17,7 @@ import (
 type stateJSON struct {
 	Src  string `json:"src"`
 	Dst  string `json:"dst"`
-	SPI  string `json:"spi"` // 0x%08x
+	SPI  string `json:"spi"` // 0x1001
 	Dir  string `json:"dir"`
 	Mode string `json:"mode"`
 	IfID uint32 `json:"if_id"`

@@ -185,7 +185,7 @@ func parsePeerResult(t *testing.T, out string) peerResult {
 	return peerResult{}
 }
 
-// stateKey names an SA in saStats: "in/0x00002001".
+// stateKey names an SA in saStats: "in/0x2001".
 func stateKey(dir string, spi uint32) string { return dir + "/" + control.FormatSPI(spi) }
 
 // saStats returns the counters of every SA of the daemon, by stateKey,

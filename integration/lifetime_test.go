@@ -106,7 +106,7 @@ func saExpiredMetric(t *testing.T, body string, spi int, dir, kind string) (v fl
 	}
 	samples, _ := promtest.Samples(t, body)
 	for k, val := range samples {
-		if strings.HasPrefix(k, "ipsecd_sa_expired{") && strings.Contains(k, fmt.Sprintf(`spi="0x%x"`, spi)) &&
+		if strings.HasPrefix(k, "ipsecd_sa_expired{") && strings.Contains(k, fmt.Sprintf(`spi="%#x"`, spi)) &&
 			strings.Contains(k, `dir="`+dir+`"`) && strings.Contains(k, `kind="`+kind+`"`) {
 			return val, true, true
 		}

@@ -150,7 +150,7 @@ func testRotation(t *testing.T, rotate func(rig *rotationRig, t *testing.T, next
 				t.Errorf("%s: SA %s dir %s carried no packets", side.d.ns.name, s.SPI, s.Dir)
 			}
 		}
-		want := []string{fmt.Sprintf("0x%08x in", side.in), fmt.Sprintf("0x%08x out", side.out)}
+		want := []string{fmt.Sprintf("%#x in", side.in), fmt.Sprintf("%#x out", side.out)}
 		if strings.Join(got, ", ") != strings.Join(want, ", ") {
 			t.Errorf("%s: SAs after the rotations: %v, want %v", side.d.ns.name, got, want)
 		}
@@ -211,7 +211,7 @@ func (rig *rotationRig) rotateBySIGHUP(t *testing.T, next saPair) {
 
 // sk names an SA of a daemon for waitStates.
 func sk(d *daemon, spi int, dir string) string {
-	return fmt.Sprintf("%s 0x%08x %s", d.ns.name, spi, dir)
+	return fmt.Sprintf("%s %#x %s", d.ns.name, spi, dir)
 }
 
 // waitStates waits up to 10 s until each SA of want is present (true) or
@@ -334,7 +334,7 @@ func (rig *rotationRig) checkKeyReuseRefused(t *testing.T) {
 	cfg := rotationConfig(true, rig.first, rig.cur)
 	log := da.reloadRefused(t, cfg)
 	want := fmt.Sprintf("%s:%d: states[0].aead.key: ", da.cfgPath, lineOf(cfg, "- src:")+1)
-	if !strings.Contains(log, want) || !strings.Contains(log, fmt.Sprintf("0x%08x", rig.first.ab)) || !strings.Contains(log, "new key") {
+	if !strings.Contains(log, want) || !strings.Contains(log, fmt.Sprintf("%#x", rig.first.ab)) || !strings.Contains(log, "new key") {
 		t.Errorf("refusal does not name %q and SPI 0x%x and ask for a new key:\n%s", want, rig.first.ab, log)
 	}
 	ping(t, rig.p.a, innerB4, 2)

@@ -43,6 +43,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 	defer c.ClearKeys()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if err := n.checkNewLocked(&c); err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 func (n *Node) DeleteState(id StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "deleted")
 	var victim *sa.SA
 	for _, s := range n.sad.States() {
 		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
@@ -82,6 +84,7 @@ func (n *Node) DeleteState(id StateID) error {
 func (n *Node) AddPolicy(owner Owner, p sa.Policy) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if n.reg.Lookup(p.IfID) == nil {
 		return fmt.Errorf("%w: if_id: no interface has if_id %d", ErrInvalid, p.IfID)
 	}
@@ -97,9 +100,46 @@ func (n *Node) AddPolicy(owner Owner, p sa.Policy) error {
 func (n *Node) DeletePolicy(p sa.Policy) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "")
 	if err := n.sad.DeletePolicy(p); err != nil {
 		return err
 	}
 	delete(n.policyOwners, idOf(p))
 	return nil
+}
+
+// FlushStates removes every SA, whoever owns it, as `ip xfrm state
+// flush` does, and returns how many it removed. Policies stay. The keys
+// of the removed SAs stay used: a new SA needs fresh ones.
+func (n *Node) FlushStates() (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "flushed")
+	removed := len(n.sad.States())
+	if err := n.sad.Replace(nil, n.sad.Policies()); err != nil {
+		return 0, err
+	}
+	clear(n.owners)
+	return removed, nil
+}
+
+// UpdateLifetime sets the limits of the SA id names, in place, whoever
+// owns it (`ip xfrm state update`; sa.SA.SetLifetime says what changes).
+// sa.ErrNotFound when there is none; an impossible lifetime wraps
+// ErrInvalid. A reload sets a file's SA back to the file's limits.
+func (n *Node) UpdateLifetime(id StateID, l sa.Lifetime) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.sad.States() {
+		if idOfSA(s) == id {
+			if err := s.SetLifetime(l); err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalid, err)
+			}
+			if n.events != nil {
+				n.events(Event{Kind: EventStateUpdated, SA: s})
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
 }

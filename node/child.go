@@ -18,6 +18,7 @@ import (
 func (n *Node) RemoveOwner(owner Owner) (states, policies int, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "owner removed")
 	var keep []*sa.SA
 	for _, s := range n.sad.States() {
 		if o, ok := n.owners[s]; ok && o == owner {
@@ -67,6 +68,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "rekeyed")
 	for _, c := range []*sa.Config{&in, &out} {
 		if err := n.checkNewLocked(c); err != nil {
 			return err
@@ -123,6 +125,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "child down")
 	all := n.sad.States()
 	drop := map[*sa.SA]bool{}
 	for _, id := range ids {

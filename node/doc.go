@@ -31,8 +31,9 @@
 // does. Ownership is bookkeeping for the control plane: the data path
 // never looks at it.
 //
-// A running SA is never changed in place: a new key, algorithm or any
-// other setting goes under a new SPI, installed beside the old SA, which
+// A running SA is never changed in place but for its limits
+// (UpdateLifetime, and a reload that names it with new ones): a new key,
+// algorithm or any other setting goes under a new SPI, installed beside the old SA, which
 // is removed once the peer uses the new one (make-before-break; see
 // InstallChild).
 //

@@ -54,7 +54,7 @@ type StateID struct {
 }
 
 func (id StateID) String() string {
-	return fmt.Sprintf("spi 0x%08x dir %s dst %s", id.SPI, id.Dir, id.Dst)
+	return fmt.Sprintf("spi %#x dir %s dst %s", id.SPI, id.Dir, id.Dst)
 }
 
 func idOfSA(s *sa.SA) StateID { return StateID{s.Dir(), s.SPI(), s.Dst()} }

@@ -93,7 +93,7 @@ func (q *expiryQueue) take() ([]sa.Event, int) {
 // id, never its keys.
 func saFields(s *sa.SA) logrus.Fields {
 	return logrus.Fields{
-		"spi":   fmt.Sprintf("0x%08x", s.SPI()),
+		"spi":   fmt.Sprintf("%#x", s.SPI()),
 		"dir":   s.Dir().String(),
 		"src":   s.Src().String(),
 		"dst":   s.Dst().String(),
@@ -112,6 +112,11 @@ func saFields(s *sa.SA) logrus.Fields {
 func (n *Node) logExpiries() {
 	events, lost := n.expiry.take()
 	for _, ev := range events {
+		if n.events != nil {
+			n.mu.Lock() // the events' order is the Node's changes' order
+			n.events(Event{Kind: EventStateExpired, SA: ev.SA, Expire: ev.Kind.String(), Reason: ev.Reason})
+			n.mu.Unlock()
+		}
 		n.log.WithFields(saFields(ev.SA)).WithFields(logrus.Fields{
 			"kind":   ev.Kind.String(),
 			"reason": ev.Reason,
@@ -128,7 +133,9 @@ func (n *Node) logExpiries() {
 // removed (and whose keys are being wiped), and forgets their owners.
 func (n *Node) reapExpired() {
 	n.mu.Lock()
+	before := n.snapshotLocked()
 	removed := n.sad.RemoveExpired()
+	n.notifyLocked(before, "hard lifetime expired")
 	for _, s := range removed {
 		delete(n.owners, s)
 	}

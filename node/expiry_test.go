@@ -63,7 +63,7 @@ func TestExpiryEvents(t *testing.T) {
 	n.logExpiries()
 	n.reapExpired()
 	const id = "dir=out dst=192.0.2.2 if_id=1"
-	want := `level=warning msg="SA lifetime expired" ` + id + ` kind=soft reason="add time" spi=0x00001001 src=192.0.2.1`
+	want := `level=warning msg="SA lifetime expired" ` + id + ` kind=soft reason="add time" spi=0x1001 src=192.0.2.1`
 	if got := strings.TrimSpace(out.String()); got != want {
 		t.Errorf("soft expiry logged\n%s\nwant\n%s", got, want)
 	}
@@ -77,8 +77,8 @@ func TestExpiryEvents(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	wantLines := []string{
 		want,
-		`level=warning msg="SA lifetime expired" ` + id + ` kind=hard reason="add time" spi=0x00001001 src=192.0.2.1`,
-		`level=info msg="SA removed: its hard lifetime expired" ` + id + ` spi=0x00001001 src=192.0.2.1`,
+		`level=warning msg="SA lifetime expired" ` + id + ` kind=hard reason="add time" spi=0x1001 src=192.0.2.1`,
+		`level=info msg="SA removed: its hard lifetime expired" ` + id + ` spi=0x1001 src=192.0.2.1`,
 	}
 	if strings.Join(lines, "\n") != strings.Join(wantLines, "\n") {
 		t.Errorf("log\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(wantLines, "\n"))

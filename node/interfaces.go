@@ -1,6 +1,8 @@
 package node
 
 import (
+	"slices"
+
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -11,7 +13,17 @@ import (
 func (n *Node) SyncInterfaces(cfgs []xfrmif.Config) (xfrmif.SyncResult, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	ids := map[string]uint32{} // of the interfaces before and after, for the events
+	for _, ifc := range n.reg.All() {
+		ids[ifc.Name()] = ifc.IfID()
+	}
 	res, err := n.reg.Sync(cfgs)
+	if n.events != nil {
+		for _, c := range cfgs {
+			ids[c.Name] = c.IfID
+		}
+		n.notifyInterfacesLocked(append(slices.Clone(res.Removed), res.Replaced...), append(slices.Clone(res.Added), res.Replaced...), ids)
+	}
 	n.reapWorkersLocked()
 	n.startWorkersLocked(append(res.Added, res.Replaced...))
 	return res, err

@@ -67,6 +67,11 @@ type Config struct {
 	// not block: hand the request to the IKE loop with a non-blocking
 	// send on a buffered channel. nil: no requests.
 	Acquire func(sa.Acquire)
+	// Events receives every change of the SAs, policies and interfaces
+	// (events.go), for ipsecd monitor; nil: none. It is called with the
+	// Node's lock held, in the order of the changes, and must not block
+	// or call the Node.
+	Events func(Event)
 }
 
 // Node is a running ESP endpoint: see the package doc for what it owns.
@@ -79,7 +84,8 @@ type Node struct {
 	engine   *datapath.Engine // nil before Start; guarded by mu
 	rawESP   bool
 	newSA    func(sa.Config, *sa.Counters) (*sa.SA, error)
-	cfg      Config // for Start
+	events   func(Event) // Config.Events; nil: none
+	cfg      Config      // for Start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -136,6 +142,7 @@ func New(cfg Config) (_ *Node, err error) {
 		counters:     cfg.Counters,
 		reg:          &xfrmif.Registry{},
 		newSA:        cfg.NewSA,
+		events:       cfg.Events,
 		keys:         config.KeyOwners{},
 		owners:       map[*sa.SA]Owner{},
 		policyOwners: map[policyID]Owner{},

@@ -78,6 +78,9 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 				fail(i, field, msg)
 				continue
 			}
+			if run.Lifetime != c.Lifetime {
+				b.lifetimes = append(b.lifetimes, lifetimeChange{s, c.Lifetime})
+			}
 			if n.owners[s] != owner {
 				// Another owner's SA, named as it runs: it passes
 				// to this owner.
@@ -127,6 +130,15 @@ type Build struct {
 	States  []*sa.SA
 	old     []*sa.SA // owner's SAs when BuildStates ran
 	adopted []*sa.SA // other owners' SAs that States names as they run
+	// lifetimes are the new limits of running SAs that States keeps,
+	// applied in place by Sync.
+	lifetimes []lifetimeChange
+}
+
+// lifetimeChange is a kept SA's new limits.
+type lifetimeChange struct {
+	sa       *sa.SA
+	lifetime sa.Lifetime
 }
 
 // Discard zeroes the keys of the SAs b made (not the running ones it
@@ -151,6 +163,8 @@ type Change struct {
 	// had added that the synced owner now names as they run: they pass
 	// to it.
 	StatesTaken, PoliciesTaken int
+	// StatesUpdated are kept SAs whose limits changed in place.
+	StatesUpdated int
 }
 
 // Sync makes b's SAs and policies everything b's owner holds, in one
@@ -161,6 +175,7 @@ type Change struct {
 func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	defer n.notifyLocked(n.snapshotLocked(), "reload")
 	var ch Change
 	mine := make(map[*sa.SA]bool, len(b.States))
 	for _, s := range b.States {
@@ -212,6 +227,19 @@ func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 	if err := n.sad.Replace(states, pols); err != nil {
 		b.Discard()
 		return Change{}, err
+	}
+	for _, lc := range b.lifetimes {
+		// The file's lifetimes passed config.CheckState, which refuses
+		// what SetLifetime refuses; should one slip through, the SA
+		// keeps its limits and the log says so.
+		if err := lc.sa.SetLifetime(lc.lifetime); err != nil {
+			n.log.WithError(err).Warnf("SA %s: lifetime not changed", idOfSA(lc.sa))
+			continue
+		}
+		ch.StatesUpdated++
+		if n.events != nil {
+			n.events(Event{Kind: EventStateUpdated, SA: lc.sa})
+		}
 	}
 	for _, s := range b.old {
 		delete(n.owners, s)
@@ -280,6 +308,9 @@ func (n *Node) rememberKeysLocked(states ...*sa.SA) {
 // running SPI makes the peer drop what is in flight, as no one can tell
 // which key sealed a packet. The message never holds key material.
 func changedState(run, file sa.Config) (field, msg string) {
+	// Limits change in place (sa.SA.SetLifetime): BuildStates applies
+	// them to the running SA.
+	file.Lifetime = run.Lifetime
 	name := "SA " + StateID{run.Dir, run.SPI, run.Dst}.String()
 	for _, alg := range []struct {
 		field, bits string
@@ -317,8 +348,6 @@ func changedState(run, file sa.Config) (field, msg string) {
 		field = "replay_window"
 	case run.ESN != file.ESN:
 		field = "esn"
-	case run.Lifetime != file.Lifetime:
-		field = "lifetime"
 	case !reflect.DeepEqual(run.Selector, file.Selector):
 		field = "selector"
 	case !reflect.DeepEqual(run, file):

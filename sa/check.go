@@ -132,7 +132,14 @@ func check(c *Config, needIfID bool) FieldErrors {
 	if c.ReplayWindow > MaxReplayWindow {
 		errs.add("replay_window", "%d is too large; want 0..%d", c.ReplayWindow, MaxReplayWindow)
 	}
-	lt := &c.Lifetime
+	checkLifetime(c.Lifetime, &errs)
+	checkSelector(c.Selector, "selector.", &errs)
+	return errs
+}
+
+// checkLifetime checks the limits of a state: Check's and SetLifetime's
+// (state update) rules.
+func checkLifetime(lt Lifetime, errs *FieldErrors) {
 	if lt.SoftBytes != 0 && lt.HardBytes != 0 && lt.SoftBytes > lt.HardBytes {
 		errs.add("lifetime.soft_bytes", "is larger than hard_bytes")
 	}
@@ -145,8 +152,6 @@ func check(c *Config, needIfID bool) FieldErrors {
 	if lt.SoftAdd != 0 && lt.HardAdd != 0 && lt.SoftAdd > lt.HardAdd {
 		errs.add("lifetime.soft_add_seconds", "is larger than hard_add_seconds")
 	}
-	checkSelector(c.Selector, "selector.", &errs)
-	return errs
 }
 
 // checkSuite checks the algorithms and their keys. Messages name the

@@ -126,6 +126,18 @@ func (a Action) String() string {
 	return "invalid"
 }
 
+// String names a selector as ip xfrm does: "src 10.0.0.0/24 dst any".
+func (s Selector) String() string {
+	return "src " + prefixText(s.Src) + " dst " + prefixText(s.Dst)
+}
+
+func prefixText(p netip.Prefix) string {
+	if !p.IsValid() {
+		return "any"
+	}
+	return p.String()
+}
+
 // Policy is an SPD entry, as `ip xfrm policy add` with an if_id. When an
 // interface has policies in a direction, the first one that matches a packet
 // decides; a packet no policy matches is blocked (fail closed). When it has

@@ -97,7 +97,7 @@ func (s *SA) countLimits(bytesBefore, bytesAfter, pktsBefore, pktsAfter uint64) 
 // one expired packet (plus any that race with its removal); the packets
 // after its removal find no SA.
 func (s *SA) hardLimit(bytes, pkts uint64) string {
-	l := &s.cfg.Lifetime
+	l := s.lifetime.Load()
 	var hard string
 	switch {
 	case l.HardBytes != 0 && bytes >= l.HardBytes:
@@ -116,7 +116,7 @@ func (s *SA) hardLimit(bytes, pkts uint64) string {
 // earlier than Linux, which notices it on the packet after. It returns the
 // limit reached, or "".
 func (s *SA) softLimit(bytes, pkts uint64) string {
-	l := &s.cfg.Lifetime
+	l := s.lifetime.Load()
 	switch {
 	case l.SoftBytes != 0 && bytes >= l.SoftBytes:
 		return ReasonBytes
@@ -137,13 +137,50 @@ func (s *SA) raise(soft, hard string) {
 }
 
 func (s *SA) hasCountLimits() bool {
-	l := &s.cfg.Lifetime
+	l := s.lifetime.Load()
 	return l.HardBytes|l.HardPackets|l.SoftBytes|l.SoftPackets != 0
+}
+
+// SetLifetime changes the SA's limits in place, as ip xfrm state update
+// does; it keeps everything else (keys, sequence numbers, replay window,
+// counters, add time). A limit the SA has already passed takes effect
+// with its next packet, or the next Tick for the add-time limits. An
+// expiry already raised stays raised: a soft- or hard-expired SA is not
+// revived by a higher limit. The error, if any, is a *FieldError
+// wrapping ErrInvalidConfig, and nothing changes.
+func (s *SA) SetLifetime(l Lifetime) error {
+	if err := validateLifetime(l); err != nil {
+		return err
+	}
+	s.lifetime.Store(&l)
+	return nil
+}
+
+// Lifetime returns the SA's limits.
+func (s *SA) Lifetime() Lifetime { return *s.lifetime.Load() }
+
+// validateLifetime applies Check's lifetime rules.
+func validateLifetime(l Lifetime) error {
+	var errs FieldErrors
+	checkLifetime(l, &errs)
+	return errs.err()
+}
+
+// noteUse records now as the SA's last use when it has counted packets
+// since the last call. The node's ticker calls it (through SAD.Tick) once
+// a second, so the data path pays nothing for the use time: it is the
+// second in which the ticker saw the packet counter move, as coarse as
+// the add and use times ip -s xfrm state shows.
+func (s *SA) noteUse(now time.Time) {
+	if p := s.packets.Load(); p != s.usedPackets.Load() {
+		s.usedPackets.Store(p)
+		s.lastUsed.Store(now.UnixNano())
+	}
 }
 
 // tick applies the add-time limits at now.
 func (s *SA) tick(now time.Time) {
-	l := &s.cfg.Lifetime
+	l := s.lifetime.Load()
 	if l.SoftAdd == 0 && l.HardAdd == 0 {
 		return
 	}

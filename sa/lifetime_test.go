@@ -101,7 +101,7 @@ func TestHardExpiryLikeLinux(t *testing.T) {
 				c.Lifetime = Lifetime{HardPackets: 4}
 			})
 			if dir == DirIn {
-				out.cfg.Lifetime = Lifetime{}
+				out.SetLifetime(Lifetime{})
 			}
 			s := map[Dir]*SA{DirOut: out, DirIn: in}[dir]
 			expired := map[Dir]Counter{DirOut: XfrmOutStateExpired, DirIn: XfrmInStateExpired}[dir]

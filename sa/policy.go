@@ -18,7 +18,7 @@ func (d *SAD) AddPolicy(p Policy) error {
 	defer d.mu.Unlock()
 	old := d.table.Load()
 	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
+		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrExists)
 	}
 	t := *old
 	f := t.cloneIface(p.IfID)
@@ -37,7 +37,7 @@ func (d *SAD) DeletePolicy(p Policy) error {
 	same := func(q Policy) bool { return q.Dir == p.Dir && q.IfID == p.IfID && q.Selector == p.Selector }
 	i := slices.IndexFunc(old.policies, same)
 	if i < 0 {
-		return fmt.Errorf("policy %s if_id %d %v -> %v: %w", p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrNotFound)
+		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrNotFound)
 	}
 	t := *old
 	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)

@@ -65,6 +65,15 @@ type SA struct {
 	replay          atomic.Uint64 // duplicate
 	integrityFailed atomic.Uint64
 
+	// lifetime holds the limits: cfg.Lifetime at first, replaced whole by
+	// SetLifetime (ip xfrm state update), so that a batch reads one
+	// consistent set with one atomic load.
+	lifetime atomic.Pointer[Lifetime]
+	// lastUsed is when the ticker last saw packets counted (unix ns; 0:
+	// never), usedPackets the packet count it saw then (noteUse).
+	lastUsed    atomic.Int64
+	usedPackets atomic.Uint64
+
 	hardExpired atomic.Bool
 	softFired   atomic.Bool
 	hardFired   atomic.Bool
@@ -95,6 +104,9 @@ type Stats struct {
 	Seq                      uint64
 	SoftExpired, HardExpired bool
 	Added                    time.Time
+	// LastUsed is the second in which the SA was last seen counting
+	// packets (noteUse); zero if never.
+	LastUsed time.Time
 }
 
 // New checks cfg and makes an SA from it. counters receives the SA's drops;
@@ -117,6 +129,7 @@ func New(cfg Config, counters *Counters) (*SA, error) {
 		counters = new(Counters)
 	}
 	s := &SA{cfg: cfg, t: t, counters: counters, added: time.Now(), esn: cfg.ESN}
+	s.lifetime.Store(&cfg.Lifetime)
 	if cfg.Dir == DirIn {
 		s.window.Init(cfg.ReplayWindow, cfg.ESN)
 	}
@@ -156,10 +169,13 @@ func (s *SA) Config() Config {
 				*a = &cp
 			}
 		}
+		c.Lifetime = s.Lifetime()
 		return cloneConfig(c)
 	}
 	defer s.exit()
-	return cloneConfig(s.cfg)
+	c := cloneConfig(s.cfg)
+	c.Lifetime = s.Lifetime()
+	return c
 }
 
 // SPI returns the SA's SPI.
@@ -225,13 +241,17 @@ func (s *SA) Stats() Stats {
 		HardExpired:     s.hardExpired.Load(),
 		Added:           s.added,
 	}
+	if ns := s.lastUsed.Load(); ns != 0 {
+		st.LastUsed = time.Unix(0, ns)
+	}
 	st.Seq = s.Top()
 	return st
 }
 
-// String names the SA for logs, without keys.
+// String names the SA for logs, without keys, as every message names an
+// SA (spi, dir, dst) and then its source and if_id.
 func (s *SA) String() string {
-	return fmt.Sprintf("%s spi 0x%08x %v->%v if_id %d", s.cfg.Dir, s.cfg.SPI, s.cfg.Src, s.cfg.Dst, s.cfg.IfID)
+	return fmt.Sprintf("spi %#x dir %s dst %v src %v if_id %d", s.cfg.SPI, s.cfg.Dir, s.cfg.Dst, s.cfg.Src, s.cfg.IfID)
 }
 
 // covers reports whether the outbound SA may seal a packet from src to dst:

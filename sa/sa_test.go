@@ -405,7 +405,7 @@ func TestLifetimes(t *testing.T) {
 				s := out
 				if dir == DirIn {
 					s = in
-					out.cfg.Lifetime = Lifetime{}
+					out.SetLifetime(Lifetime{}) // only the inbound SA has limits
 				}
 				for i := 1; i <= tt.maxPkts; i++ {
 					ps := []Packet{mkPacket(ipv4Packet(tt.pktLen - 28))}

@@ -65,10 +65,15 @@ func (d *SAD) SetEventHandler(fn func(Event)) {
 }
 
 // Tick applies the add-time lifetimes at now: soft and hard expiry events
-// and stopping hard-expired SAs (RemoveExpired then removes them). The
-// daemon calls it every second; it costs O(number of SAs).
+// and stopping hard-expired SAs (RemoveExpired then removes them). It also
+// dates the SAs' last use (Stats.LastUsed) to now for those that counted
+// packets since the last Tick, so that the data path never reads a clock.
+// The daemon calls it every second; it costs O(number of SAs).
 func (d *SAD) Tick(now time.Time) {
-	d.table.Load().each(func(s *SA) { s.tick(now) })
+	d.table.Load().each(func(s *SA) {
+		s.noteUse(now)
+		s.tick(now)
+	})
 }
 
 // States returns all SAs, ordered by direction, SPI and destination.
@@ -131,7 +136,7 @@ func (d *SAD) Replace(states []*SA, policies []Policy) error {
 		}
 		f := get(p.IfID)
 		if f.hasPolicy(p) {
-			return fmt.Errorf("policy %d (%s if_id %d %v -> %v): %w", i, p.Dir, p.IfID, p.Selector.Src, p.Selector.Dst, ErrExists)
+			return fmt.Errorf("policy %d (dir %s if_id %d %v): %w", i, p.Dir, p.IfID, p.Selector, ErrExists)
 		}
 		f.addPolicy(p)
 	}
@@ -178,7 +183,7 @@ func conflict(list []*SA, s *SA) error {
 		case o.cfg.Dst == s.cfg.Dst:
 			return fmt.Errorf("state %v: %w", s, ErrExists)
 		case s.cfg.Dir == DirIn:
-			return fmt.Errorf("state %v: inbound SPI %#08x is taken by the SA to %v (inbound SAs are found by SPI alone): %w",
+			return fmt.Errorf("state %v: inbound SPI %#x is taken by the SA to %v (inbound SAs are found by SPI alone): %w",
 				s, s.cfg.SPI, o.cfg.Dst, ErrExists)
 		}
 	}
@@ -228,7 +233,7 @@ func (d *SAD) Delete(dir Dir, spi uint32, dst netip.Addr) error {
 	list := old.bySPI(dir)[shardOf(spi)].lookup(spi)
 	i := slices.IndexFunc(list, func(s *SA) bool { return s.matchDst(dst) })
 	if i < 0 {
-		return fmt.Errorf("state %s spi 0x%08x dst %v: %w", dir, spi, dst, ErrNotFound)
+		return fmt.Errorf("state spi %#x dir %s dst %v: %w", spi, dir, dst, ErrNotFound)
 	}
 	victim := list[i]
 	t := *old

@@ -266,10 +266,10 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		state sa.Config
 		want  string
 	}{
-		{"New's outbound key, inbound", state(sa.DirIn, 0x2002, outKey), "AEAD.Key: the same key as spi 0x00001001 dir out dst 127.0.0.2, AEAD.Key"},
-		{"New's inbound key, outbound", state(sa.DirOut, 0x1003, inKey), "AEAD.Key: the same key as spi 0x00002001 dir in dst 127.0.0.1, AEAD.Key"},
-		{"a deleted SA's key, same SPI", state(sa.DirOut, 0x1002, addedKey), "AEAD.Key: the same key as spi 0x00001002 dir out dst 127.0.0.2, AEAD.Key"},
-		{"a deleted SA's key, inbound", state(sa.DirIn, 0x2003, addedKey), "AEAD.Key: the same key as spi 0x00001002 dir out dst 127.0.0.2, AEAD.Key"},
+		{"New's outbound key, inbound", state(sa.DirIn, 0x2002, outKey), "AEAD.Key: the same key as spi 0x1001 dir out dst 127.0.0.2, AEAD.Key"},
+		{"New's inbound key, outbound", state(sa.DirOut, 0x1003, inKey), "AEAD.Key: the same key as spi 0x2001 dir in dst 127.0.0.1, AEAD.Key"},
+		{"a deleted SA's key, same SPI", state(sa.DirOut, 0x1002, addedKey), "AEAD.Key: the same key as spi 0x1002 dir out dst 127.0.0.2, AEAD.Key"},
+		{"a deleted SA's key, inbound", state(sa.DirIn, 0x2003, addedKey), "AEAD.Key: the same key as spi 0x1002 dir out dst 127.0.0.2, AEAD.Key"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := n.AddState(tt.state)

@@ -159,6 +159,11 @@ func (c *rtnl) setLink(index, mtu int, up bool) error {
 	})
 }
 
+// setTxQueueLen sets the link's transmit queue length.
+func (c *rtnl) setTxQueueLen(index, n int) error {
+	return c.do(func(h *netlink.Handle) error { return h.LinkSetTxQLen(link(index), n) })
+}
+
 // noAddrGen turns IPv6 address generation off on the link (addr_gen_mode
 // none): an xfrm interface needs no link-local address, and without one
 // the kernel sends no router solicitations into the tunnel, which would

@@ -199,6 +199,16 @@ func (d *Device) SetLink(mtu int, up bool) error {
 // SetMTU sets the MTU and brings the interface up.
 func (d *Device) SetMTU(mtu int) error { return d.SetLink(mtu, true) }
 
+// SetTxQueueLen sets the length of the device's transmit queue (ip link
+// set DEV txqueuelen N): how many packets the kernel holds for the daemon
+// to read before it drops them.
+func (d *Device) SetTxQueueLen(n int) error {
+	if err := d.nl.setTxQueueLen(d.index, n); err != nil {
+		return fmt.Errorf("tun: %s: set txqueuelen %d: %w", d.name, n, err)
+	}
+	return nil
+}
+
 // AddAddress adds p's address with p's prefix length (10.10.0.1/24), as
 // `ip addr add` does; IPv6 addresses skip duplicate address detection.
 // Adding an address the interface has is not an error.

@@ -31,6 +31,7 @@ func (d *Device) File(q int) *os.File                { return nil }
 func (d *Device) BatchSize() int                     { return 1 }
 func (d *Device) SetLink(mtu int, up bool) error     { return ErrNotSupported }
 func (d *Device) SetMTU(mtu int) error               { return ErrNotSupported }
+func (d *Device) SetTxQueueLen(n int) error          { return ErrNotSupported }
 func (d *Device) AddAddress(p netip.Prefix) error    { return ErrNotSupported }
 func (d *Device) RemoveAddress(p netip.Prefix) error { return ErrNotSupported }
 func (d *Device) AddRoute(p netip.Prefix) error      { return ErrNotSupported }

@@ -151,7 +151,7 @@ func openSocket(cfg Config, network string, ap netip.AddrPort) (*socket, error) 
 	}
 	pc, err := lc.ListenPacket(context.Background(), network, address)
 	if err != nil {
-		return nil, fmt.Errorf("underlay: listen %s %s: %w", network, address, err)
+		return nil, fmt.Errorf("underlay: %w", err) // net.OpError names the network and address
 	}
 	s.pc = pc
 	sc, ok := pc.(syscall.Conn)

@@ -25,7 +25,22 @@ type Config struct {
 	// Table is the routing table of Routes; 0 means the main table.
 	// Fixed for the interface's life, like Queues.
 	Table uint32
+	// TxQueueLen is the TUN device's transmit queue length in packets
+	// (ip link's txqueuelen); 0 means DefaultTxQueueLen. A link without
+	// a transmit queue (a netstack NIC) ignores it.
+	TxQueueLen int
 }
+
+// The transmit queue of an interface's TUN device, in packets. The
+// kernel gives a TUN 500, which at 1,000 packets/s drops what arrives
+// while the daemon stalls for half a second (a garbage collection, a
+// reload); 1000 is what it gives Ethernet devices. The maximum bounds
+// what a stalled daemon lets the kernel hold (up to 64 KiB per packet
+// with segmentation offload).
+const (
+	DefaultTxQueueLen = 1000
+	MaxTxQueueLen     = 65535
+)
 
 // ErrInvalidConfig is wrapped by Validate's errors: the config must be
 // fixed; nothing was changed.
@@ -37,6 +52,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Queues == 0 {
 		c.Queues = 1
+	}
+	if c.TxQueueLen == 0 {
+		c.TxQueueLen = DefaultTxQueueLen
 	}
 	return c
 }
@@ -66,6 +84,8 @@ func (c Config) Validate() error {
 		return bad("mtu", "%d not in %d..%d", c.MTU, MinMTU, MaxMTU)
 	case c.Queues < 1 || c.Queues > tun.MaxQueues:
 		return bad("queues", "%d not in 1..%d", c.Queues, tun.MaxQueues)
+	case c.TxQueueLen < 1 || c.TxQueueLen > MaxTxQueueLen:
+		return bad("txqueuelen", "%d not in 1..%d", c.TxQueueLen, MaxTxQueueLen)
 	}
 	for _, p := range c.Addresses {
 		if !p.IsValid() {

@@ -55,6 +55,12 @@ type Link interface {
 	Close() error
 }
 
+// txQueueLink is a Link with a kernel transmit queue (a TUN device),
+// whose length Config.TxQueueLen sets.
+type txQueueLink interface {
+	SetTxQueueLen(n int) error
+}
+
 // ErrClosed is returned by ReadQueue, WriteQueue and the configuration
 // methods of a closed Interface.
 var ErrClosed = errors.New("xfrmif: interface closed")
@@ -149,7 +155,7 @@ func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
 	return ifc, nil
 }
 
-// Reconfigure applies cfg's MTU, addresses and routes, changing only what
+// Reconfigure applies cfg's MTU, transmit queue length, addresses and routes, changing only what
 // differs from what is applied. Name, IfID, Queues and Table must be
 // unchanged (a new Interface is needed for those). On error, what was applied stays
 // applied and the next Reconfigure retries the rest.
@@ -167,6 +173,16 @@ func (ifc *Interface) Reconfigure(cfg Config) error {
 		return ErrClosed
 	}
 	var errs []error
+	if cfg.TxQueueLen != ifc.cfg.TxQueueLen {
+		tq, ok := ifc.link.(txQueueLink)
+		if !ok {
+			ifc.cfg.TxQueueLen = cfg.TxQueueLen // no queue to size: nothing to apply
+		} else if err := tq.SetTxQueueLen(cfg.TxQueueLen); err != nil {
+			errs = append(errs, err)
+		} else {
+			ifc.cfg.TxQueueLen = cfg.TxQueueLen
+		}
+	}
 	if cfg.MTU != ifc.cfg.MTU {
 		if err := ifc.link.SetMTU(cfg.MTU); err != nil {
 			errs = append(errs, err)

@@ -263,5 +263,5 @@ func (ifc *Interface) sameConfig(c Config) bool {
 	defer ifc.mu.Unlock()
 	a, r := diff(ifc.cfg.Addresses, c.Addresses)
 	ra, rr := diff(ifc.cfg.Routes, c.Routes)
-	return ifc.cfg.MTU == c.MTU && len(a)+len(r)+len(ra)+len(rr) == 0
+	return ifc.cfg.MTU == c.MTU && ifc.cfg.TxQueueLen == c.TxQueueLen && len(a)+len(r)+len(ra)+len(rr) == 0
 }

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/ipsecd/ipsecd/control"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
 )
 
 // backend is the node as the control socket sees it.
@@ -29,7 +31,7 @@ func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 			}
 		}
 	}
-	return control.StateInfo{
+	info := control.StateInfo{
 		Config: c,
 		Stats: control.StateStats{
 			Bytes:           st.Bytes,
@@ -40,8 +42,15 @@ func stateInfo(s *sa.SA, keys bool) control.StateInfo {
 			Seq:             st.Seq,
 			SoftExpired:     st.SoftExpired,
 			HardExpired:     st.HardExpired,
+			Added:           st.Added.Round(0),
+			LifetimeLeft:    control.NewLifetimeLeft(c.Lifetime, st.Added, time.Now(), st.Bytes, st.Packets),
 		},
 	}
+	if !st.LastUsed.IsZero() {
+		used := st.LastUsed.Round(0)
+		info.Stats.LastUsed = &used
+	}
+	return info
 }
 
 // States returns every SA; the server strips the keys unless asked.
@@ -55,12 +64,30 @@ func (b *backend) States(keys bool) []control.StateInfo {
 }
 
 func (b *backend) GetState(id control.StateID, keys bool) (control.StateInfo, error) {
+	s, err := b.find(id)
+	if err != nil {
+		return control.StateInfo{}, err
+	}
+	return stateInfo(s, keys), nil
+}
+
+// find returns the SA id names. Without a direction, id is SPI and
+// destination as ip xfrm names a state; an inbound and an outbound SA
+// that share both need the direction to tell them apart.
+func (b *backend) find(id control.StateID) (*sa.SA, error) {
+	var found []*sa.SA
 	for _, s := range b.sad.States() {
-		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
-			return stateInfo(s, keys), nil
+		if (id.Dir == 0 || s.Dir() == id.Dir) && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
+			found = append(found, s)
 		}
 	}
-	return control.StateInfo{}, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%w: state %s: names an inbound and an outbound SA; give its dir", control.ErrInvalid, id)
 }
 
 // AddState installs an SA on a running interface (`ipsecd state add`),
@@ -92,7 +119,11 @@ func (b *backend) AddState(c sa.Config) error {
 }
 
 func (b *backend) DeleteState(id control.StateID) error {
-	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: id.Dir, SPI: id.SPI, Dst: id.Dst}))
+	s, err := b.find(id)
+	if err != nil {
+		return err
+	}
+	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: s.Dir(), SPI: s.SPI(), Dst: s.Dst()}))
 }
 
 func (b *backend) Policies() []sa.Policy { return b.sad.Policies() }
@@ -113,7 +144,10 @@ func (b *backend) DeletePolicy(p sa.Policy) error {
 // messages it fails to send as XfrmOutError, as in Linux; the underlay's
 // own counters follow under ipsecd's names.
 func (b *backend) Stats() []control.Counter {
-	u := b.conn.Counters()
+	var u underlay.Counters // none before the underlay opens
+	if b.conn != nil {
+		u = b.conn.Counters()
+	}
 	var out []control.Counter
 	b.counters.Each(func(name string, v uint64) {
 		switch name {
@@ -146,7 +180,7 @@ func (b *backend) Interfaces() []control.InterfaceInfo {
 	for i, ifc := range ifcs {
 		st := ifc.Stats()
 		out[i] = control.InterfaceInfo{
-			Name: ifc.Name(), IfID: ifc.IfID(), MTU: ifc.MTU(), Queues: ifc.NumQueues(),
+			Name: ifc.Name(), IfID: ifc.IfID(), MTU: ifc.MTU(), Queues: ifc.NumQueues(), TxQueueLen: ifc.Config().TxQueueLen,
 			Addresses: ifc.Addresses(), Routes: ifc.Routes(),
 			RX: control.LinkStats{Packets: st.RxPackets, Bytes: st.RxBytes, Errors: st.RxErrors, Drops: st.RxDrops},
 			TX: control.LinkStats{Packets: st.TxPackets, Bytes: st.TxBytes, Errors: st.TxErrors, Drops: st.TxDrops},
@@ -161,12 +195,20 @@ func mapSAError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sa.ErrExists):
-		return fmt.Errorf("%w: %v", control.ErrExists, err)
+		return coded{control.ErrExists, err}
 	case errors.Is(err, sa.ErrNotFound):
-		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
+		return coded{control.ErrNotFound, err}
 	case errors.Is(err, ipnode.ErrInvalid):
 		// The node's message starts with ErrInvalid's text.
 		return fmt.Errorf("%w: %v", control.ErrInvalid, strings.TrimPrefix(err.Error(), ipnode.ErrInvalid.Error()+": "))
 	}
 	return fmt.Errorf("%w: %v", control.ErrInvalid, err)
 }
+
+// coded gives err, whose message already ends in the same words ("state
+// ...: already exists"), the control socket's sentinel without repeating
+// them ("already exists: state ...: already exists").
+type coded struct{ code, err error }
+
+func (c coded) Error() string   { return c.err.Error() }
+func (c coded) Unwrap() []error { return []error{c.code, c.err} }

@@ -33,16 +33,20 @@ func addCtlFlags(fs *flag.FlagSet) *ctlFlags {
 	return f
 }
 
-// dial connects to the daemon: --control if given, else the config file's
-// control key, else the default.
-func (f *ctlFlags) dial() (*control.Client, error) {
-	path := f.control
+// path is the daemon's control socket: --control if given, else the
+// config file's control key, else the default.
+func (f *ctlFlags) path() (string, error) {
 	if f.config != "" && !isSet(f.fs, "control") {
-		p, err := config.ControlPath(f.config)
-		if err != nil {
-			return nil, err
-		}
-		path = p
+		return config.ControlPath(f.config)
+	}
+	return f.control, nil
+}
+
+// dial connects to the daemon (path).
+func (f *ctlFlags) dial() (*control.Client, error) {
+	path, err := f.path()
+	if err != nil {
+		return nil, err
 	}
 	return control.Dial(path)
 }
@@ -84,11 +88,17 @@ func subcommand(noun string, args []string, stderr io.Writer, verbs ...string) (
 }
 
 func cmdState(args []string, stdout, stderr io.Writer) error {
-	verb, args, err := subcommand("state", args, stderr, "list", "get", "add", "delete")
+	verb, args, err := subcommand("state", args, stderr, "list", "get", "add", "delete", "update", "flush", "count")
 	if err != nil {
 		return err
 	}
 	switch verb {
+	case "update":
+		return stateUpdate(args, stdout, stderr)
+	case "flush":
+		return stateFlush(args, stdout, stderr)
+	case "count":
+		return stateCount(args, stdout, stderr)
 	case "list":
 		fs := newFlags("state list", "state list [--keys] [--json] [--control PATH | --config FILE]", stderr)
 		cf := addCtlFlags(fs)
@@ -99,19 +109,19 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 		return listing(cf, stdout, control.Request{Cmd: "state.list", Keys: *keys},
 			func(c *control.Client) ([]control.StateInfo, error) { return c.States(*keys) }, writeState)
 	case "get", "delete":
-		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR --dir in|out [flags]", stderr)
+		fs := newFlags("state "+verb, "state "+verb+" --spi SPI --dst ADDR [--dir in|out] [flags]\n"+
+			"An SA is named as ip xfrm names it, by SPI and outer destination; --dir tells apart an inbound\n"+
+			"and an outbound SA that share both.", stderr)
 		cf := addCtlFlags(fs)
 		var keys *bool
 		if verb == "get" {
 			keys = fs.Bool("keys", false, "also print the keys")
 		}
-		spi := fs.String("spi", "", "the SA's `SPI` (0x... or decimal)")
-		dst := fs.String("dst", "", "the SA's outer destination `ADDR`")
-		dir := fs.String("dir", "", "in or out")
+		idf := addStateIDFlags(fs)
 		if err := parse(fs, args); err != nil {
 			return err
 		}
-		id, err := stateID(*spi, *dst, *dir)
+		id, err := idf.id()
 		if err != nil {
 			return err
 		}
@@ -136,10 +146,23 @@ func cmdState(args []string, stdout, stderr io.Writer) error {
 	return stateAdd(args, stdout, stderr)
 }
 
+// stateIDFlags name an SA as ip xfrm does (state get, delete, update).
+type stateIDFlags struct{ spi, dst, dir *string }
+
+func addStateIDFlags(fs *flag.FlagSet) stateIDFlags {
+	return stateIDFlags{
+		spi: fs.String("spi", "", "the SA's `SPI` (0x... or decimal)"),
+		dst: fs.String("dst", "", "the SA's outer destination `ADDR`"),
+		dir: fs.String("dir", "", "in or out (needed only when an inbound and an outbound SA share SPI and dst)"),
+	}
+}
+
+func (f stateIDFlags) id() (control.StateID, error) { return stateID(*f.spi, *f.dst, *f.dir) }
+
 func stateID(spi, dst, dir string) (control.StateID, error) {
 	var id control.StateID
-	if spi == "" || dst == "" || dir == "" {
-		return id, usagef("--spi, --dst and --dir are required")
+	if spi == "" || dst == "" {
+		return id, usagef("--spi and --dst are required")
 	}
 	s, err := control.ParseSPI(spi)
 	if err != nil {
@@ -150,7 +173,7 @@ func stateID(spi, dst, dir string) (control.StateID, error) {
 		return id, usagef("--dst %q: want an IP address", dst)
 	}
 	var ok bool
-	if id.Dir, ok = sa.ParseDir(dir); !ok {
+	if id.Dir, ok = sa.ParseDir(dir); !ok && dir != "" {
 		return id, usagef("--dir %q: want in or out", dir)
 	}
 	id.SPI, id.Dst = s, a.Unmap()
@@ -178,17 +201,12 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 	auth := fs.String("auth", "", "integrity `ALG`: hmac(sha256)")
 	authKey := fs.String("auth-key", "", "integrity `KEY`")
 	trunc := fs.Int("trunc-bits", 0, "integrity ICV length in `bits` (default 128)")
-	encap := fs.String("encap", "", "ESP in UDP: espinudp:`SPORT:DPORT` (omit for raw ESP)")
+	encap := fs.String("encap", "", "ESP in UDP as `espinudp:SPORT:DPORT` (the ports default to 4500; omit for raw ESP)")
 	window := fs.Int("replay-window", -1, "anti-replay window in packets, 0 disables (default 64 in, 0 out)")
 	esn := fs.Bool("esn", false, "extended sequence numbers")
 	selSrc := fs.String("sel-src", "", "only inner packets from `PREFIX`")
 	selDst := fs.String("sel-dst", "", "only inner packets to `PREFIX`")
-	softBytes := fs.Uint64("soft-bytes", 0, "soft limit in bytes (0: none)")
-	hardBytes := fs.Uint64("hard-bytes", 0, "hard limit in bytes (0: none)")
-	softPackets := fs.Uint64("soft-packets", 0, "soft limit in packets (0: none)")
-	hardPackets := fs.Uint64("hard-packets", 0, "hard limit in packets (0: none)")
-	softAdd := fs.Uint64("soft-add-seconds", 0, "soft limit in seconds since added (0: none)")
-	hardAdd := fs.Uint64("hard-add-seconds", 0, "hard limit in seconds since added (0: none)")
+	life := addLifetimeFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -277,8 +295,7 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 		return p
 	}
 	c.Selector = sa.Selector{Src: pfx("sel-src", *selSrc), Dst: pfx("sel-dst", *selDst)}
-	lt, err := sa.LifetimeSeconds{SoftBytes: *softBytes, HardBytes: *hardBytes, SoftPackets: *softPackets,
-		HardPackets: *hardPackets, SoftAddSeconds: *softAdd, HardAddSeconds: *hardAdd}.Lifetime()
+	lt, err := life.lifetime(sa.Lifetime{})
 	if err != nil {
 		bad = append(bad, strings.Split(err.Error(), "\n")...)
 	}
@@ -439,10 +456,20 @@ func cmdInterface(args []string, stdout, stderr io.Writer) error {
 	return listing(cf, stdout, control.Request{Cmd: "interface.list"}, (*control.Client).Interfaces, writeInterface)
 }
 
-// listing runs a read-only control command: with --json it prints the
-// daemon's answer to req as it is, otherwise it fetches the items and
-// writes each one with write.
+// listing runs a control command that answers a list: ask, writing each
+// item with write.
 func listing[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch func(*control.Client) ([]T, error), write func(io.Writer, *T)) error {
+	return ask(cf, stdout, req, fetch, func(w io.Writer, items []T) {
+		for i := range items {
+			write(w, &items[i])
+		}
+	})
+}
+
+// ask runs one control command: with --json it prints the daemon's
+// answer to req as it is, otherwise it fetches the result and writes it
+// with write.
+func ask[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch func(*control.Client) (T, error), write func(io.Writer, T)) error {
 	c, err := cf.dial()
 	if err != nil {
 		return err
@@ -451,12 +478,10 @@ func listing[T any](cf *ctlFlags, stdout io.Writer, req control.Request, fetch f
 	if cf.json {
 		return cf.printJSON(stdout, c, req)
 	}
-	items, err := fetch(c)
+	v, err := fetch(c)
 	if err != nil {
 		return err
 	}
-	for i := range items {
-		write(stdout, &items[i])
-	}
+	write(stdout, v)
 	return nil
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,23 +12,27 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 )
 
+// cmdRun is `ipsecd run --config FILE`: see runDaemon.
+func cmdRun(args []string, _, stderr io.Writer) error {
+	fs := newFlags("run", "run --config FILE", stderr)
+	path := fs.String("config", "", "config `FILE` (YAML)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return usagef("--config FILE is required")
+	}
+	return exitCode(runDaemon(*path))
+}
+
 // runDaemon is `ipsecd run --config FILE`: it brings up the interfaces,
 // the underlay and the control socket, then forwards until SIGTERM or
 // SIGINT (exit 0, interfaces removed). SIGHUP reloads FILE; a bad file is
 // refused and the running config stays. The config's warnings (key files
 // others can read) are logged at start and after each applied reload; the
 // keys are zeroed when they are no longer used (sa/retire.go).
-func runDaemon(args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	path := fs.String("config", "", "config `FILE` (YAML)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *path == "" || fs.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: ipsecd run --config FILE")
-		return 2
-	}
-	cfg, err := config.Load(*path)
+func runDaemon(path string) int {
+	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -46,25 +50,22 @@ func runDaemon(args []string) int {
 	defer signal.Stop(sigs)
 
 	raiseCapabilities(log) // caps_unsafe_linux.go: file capabilities of a non-root run
-	logConfigWarnings(log.WithField("config", *path), cfg)
+	logConfigWarnings(log.WithField("config", path), cfg)
 	n, err := startNode(cfg, log)
 	if err != nil {
-		log.WithError(err).Error("start-up failed")
+		msg := "start-up failed"
+		if hint := capabilityHint(err, cfg.Underlay.RawESP); hint != "" {
+			msg += ": " + hint
+		}
+		log.WithError(err).Error(msg)
 		cfg.WipeKeys()
 		return 1
 	}
-	log.WithField("config", *path).Info("running: " + cfg.Summary())
+	log.WithField("config", path).Info("running: " + cfg.Summary())
 	for sig := range sigs {
 		switch sig {
 		case syscall.SIGHUP:
-			old := n.runningConfig()
-			n.reload(*path)
-			if now := n.runningConfig(); now != old {
-				// Applied: the old file's keys are no longer needed
-				// (the SAs hold copies of their own).
-				logConfigWarnings(log.WithField("config", *path), now)
-				old.WipeKeys()
-			}
+			n.reload(path) // it logs what changed, or why not
 		default:
 			log.WithField("signal", sig.String()).Info("stopping")
 			if err := n.stop(); err != nil {

@@ -310,7 +310,7 @@ func demoReport(e *demoEndpoint) error {
 	}
 	fmt.Printf("endpoint %s (ipsecd state list):\n", e.Name)
 	for _, s := range states {
-		fmt.Printf("  %-3s spi 0x%08x %s → %s  %d packets, %d bytes, replay %d, integrity-failed %d\n",
+		fmt.Printf("  %-3s spi %#x %s → %s  %d packets, %d bytes, replay %d, integrity-failed %d\n",
 			s.Config.Dir, s.Config.SPI, s.Config.Src, s.Config.Dst, s.Stats.Packets, s.Stats.Bytes, s.Stats.Replay, s.Stats.IntegrityFailed)
 	}
 	stats, err := c.Stats()

@@ -97,7 +97,7 @@ func demoNetReport(name string, n *stack.Net) {
 	fmt.Printf("endpoint %s (SAs, as ipsecd state list shows them):\n", name)
 	for _, s := range n.SAD().States() {
 		c, st := s.Config(), s.Stats()
-		fmt.Printf("  %-3s spi 0x%08x %s → %s  %d packets, %d bytes, replay %d, integrity-failed %d\n",
+		fmt.Printf("  %-3s spi %#x %s → %s  %d packets, %d bytes, replay %d, integrity-failed %d\n",
 			c.Dir, c.SPI, c.Src, c.Dst, st.Packets, st.Bytes, st.Replay, st.IntegrityFailed)
 	}
 	st := n.Interface().Stats()

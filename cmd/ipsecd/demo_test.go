@@ -24,7 +24,7 @@ type demoSA struct {
 var (
 	demoEndpointLine = regexp.MustCompile(`^endpoint ([AB]) \(SAs`)
 	demoIfLine       = regexp.MustCompile(`(?m)^  rx (\d+) packets, \d+ bytes, (\d+) errors, \d+ drops; tx (\d+) packets, \d+ bytes, (\d+) errors, \d+ drops$`)
-	demoSALine       = regexp.MustCompile(`^  (out|in) +spi (0x[0-9a-f]{8}) \S+ → \S+  (\d+) packets, (\d+) bytes, replay (\d+), integrity-failed (\d+)$`)
+	demoSALine       = regexp.MustCompile(`^  (out|in) +spi (0x[0-9a-f]+) \S+ → \S+  (\d+) packets, (\d+) bytes, replay (\d+), integrity-failed (\d+)$`)
 )
 
 // parseDemoSAs returns the SA lines of the netstack demo's report.

@@ -44,6 +44,13 @@ func writeState(w io.Writer, st *control.StateInfo) {
 	fmt.Fprintf(w, "\t  expire add: soft %d(sec), hard %d(sec)\n", lt.SoftAdd/time.Second, lt.HardAdd/time.Second)
 	s := &st.Stats
 	fmt.Fprintf(w, "\tlifetime current:\n\t  %d(bytes), %d(packets)\n", s.Bytes, s.Packets)
+	fmt.Fprintf(w, "\t  add %s use %s\n", timeText(&s.Added), timeText(s.LastUsed))
+	if l := s.LifetimeLeft; l != nil {
+		fmt.Fprintf(w, "\tlifetime left:\n")
+		fmt.Fprintf(w, "\t  limit: soft %s(bytes), hard %s(bytes)\n", left(l.SoftBytes), left(l.HardBytes))
+		fmt.Fprintf(w, "\t  limit: soft %s(packets), hard %s(packets)\n", left(l.SoftPackets), left(l.HardPackets))
+		fmt.Fprintf(w, "\t  expire add: soft %s(sec), hard %s(sec)\n", left(l.SoftAddSeconds), left(l.HardAddSeconds))
+	}
 	fmt.Fprintf(w, "\tstats:\n\t  replay-window %d replay %d failed %d\n", s.ReplayWindow, s.Replay, s.IntegrityFailed)
 	fmt.Fprintf(w, "\t  seq %#x", s.Seq)
 	if s.HardExpired {
@@ -68,6 +75,23 @@ func limit(v uint64) string {
 	return fmt.Sprint(v)
 }
 
+// timeText writes a time as ip -s xfrm state does ("2026-12-01
+// 13:44:33"), or "-" for none (an SA never used).
+func timeText(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.DateTime)
+}
+
+// left writes what is left of a limit, or (INF) for one not set.
+func left(v *uint64) string {
+	if v == nil {
+		return "(INF)"
+	}
+	return fmt.Sprint(*v)
+}
+
 func prefixText(p netip.Prefix) string {
 	if !p.IsValid() {
 		return "any"
@@ -83,7 +107,7 @@ func writePolicy(w io.Writer, p *sa.Policy) {
 
 // writeInterface prints an interface the way `ip -s link` does.
 func writeInterface(w io.Writer, ifc *control.InterfaceInfo) {
-	fmt.Fprintf(w, "%s: if_id %#x mtu %d queues %d\n", ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues)
+	fmt.Fprintf(w, "%s: if_id %#x mtu %d queues %d qlen %d\n", ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.TxQueueLen)
 	for _, a := range ifc.Addresses {
 		family := "inet"
 		if a.Addr().Is6() {

@@ -303,13 +303,13 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		st      reloadState
 		wantSPI string // the earlier SA; "" when the add must succeed
 	}{
-		{"deleted SA back with its key", reloadState{0x3001, "out", key3, ""}, "0x00003001"},
-		{"deleted SA's key under a new SPI", reloadState{0x3002, "out", key3, ""}, "0x00003001"},
-		{"the file's running key", reloadState{0x3003, "out", key1, ""}, "0x00001001"},
-		{"the file's inbound key, inbound", reloadState{0x3004, "in", key2, ""}, "0x00002001"},
-		{"the deleted SA's key in the other direction", reloadState{0x3005, "in", key3, ""}, "0x00003001"},
-		{"the file's outbound key, inbound", reloadState{0x3006, "in", key1, ""}, "0x00001001"},
-		{"the file's inbound key, outbound", reloadState{0x3007, "out", key2, ""}, "0x00002001"},
+		{"deleted SA back with its key", reloadState{0x3001, "out", key3, ""}, "0x3001"},
+		{"deleted SA's key under a new SPI", reloadState{0x3002, "out", key3, ""}, "0x3001"},
+		{"the file's running key", reloadState{0x3003, "out", key1, ""}, "0x1001"},
+		{"the file's inbound key, inbound", reloadState{0x3004, "in", key2, ""}, "0x2001"},
+		{"the deleted SA's key in the other direction", reloadState{0x3005, "in", key3, ""}, "0x3001"},
+		{"the file's outbound key, inbound", reloadState{0x3006, "in", key1, ""}, "0x1001"},
+		{"the file's inbound key, outbound", reloadState{0x3007, "out", key2, ""}, "0x2001"},
 		{"a fresh key", reloadState{0x3008, "in", key4, ""}, ""},
 	}
 	for _, tt := range tests {
@@ -368,8 +368,8 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 		t.Fatal("a reload that reuses a control-added key was applied")
 	}
 	log := k.out.String()
-	if !strings.Contains(log, "reload refused") || !strings.Contains(log, "states[2].aead.key") || !strings.Contains(log, "spi 0x00003001") {
-		t.Errorf("log does not refuse states[2].aead.key for the key of SA 0x00003001:\n%s", log)
+	if !strings.Contains(log, "reload refused") || !strings.Contains(log, "states[2].aead.key") || !strings.Contains(log, "spi 0x3001") {
+		t.Errorf("log does not refuse states[2].aead.key for the key of SA 0x3001:\n%s", log)
 	}
 	if strings.Contains(log, key3) {
 		t.Errorf("log holds key material:\n%s", log)
@@ -451,8 +451,8 @@ func TestReloadRefusesKeyOfOtherDirection(t *testing.T) {
 		states []reloadState
 		want   string
 	}{
-		{"outbound key inbound", []reloadState{running[1], {0x2002, "in", key1, ""}}, "states[1].aead.key: SA spi 0x00002002 dir in dst 192.0.2.1: this key was already used by an earlier SA (spi 0x00001001 dir out dst 192.0.2.2, aead.key)"},
-		{"inbound key outbound", []reloadState{running[0], {0x1002, "out", key2, ""}}, "states[1].aead.key: SA spi 0x00001002 dir out dst 192.0.2.2: this key was already used by an earlier SA (spi 0x00002001 dir in dst 192.0.2.1, aead.key)"},
+		{"outbound key inbound", []reloadState{running[1], {0x2002, "in", key1, ""}}, "states[1].aead.key: SA spi 0x2002 dir in dst 192.0.2.1: this key was already used by an earlier SA (spi 0x1001 dir out dst 192.0.2.2, aead.key)"},
+		{"inbound key outbound", []reloadState{running[0], {0x1002, "out", key2, ""}}, "states[1].aead.key: SA spi 0x1002 dir out dst 192.0.2.2: this key was already used by an earlier SA (spi 0x2001 dir in dst 192.0.2.1, aead.key)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			k := newKeysNode(t, reloadConfig(t, running...))

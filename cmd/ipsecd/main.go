@@ -21,17 +21,21 @@ commands:
   run    --config FILE        run the daemon; SIGHUP reloads FILE, SIGTERM/SIGINT stop it
   demo                        run a self-contained demonstration
   check  --config FILE        validate FILE; print "FILE:LINE: field: what is wrong" per error
-  state  list|get|add|delete  SAs, like ip xfrm state
+  state  list|get|add|delete|update|flush|count
+                              SAs, like ip xfrm state
   policy list|add|delete      policies, like ip xfrm policy
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
+  reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
+  monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats, health) reach the daemon
-through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
-(its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
+The control commands (state, policy, interface, stats, health, reload,
+monitor) reach the daemon through --control PATH (default
+/run/ipsecd/ipsecd.sock) or --config FILE (its control key), and take
+--json. Run "ipsecd COMMAND -h" for its flags.
 
 exit status: 0 ok, 1 failure or invalid config, 2 usage error
 `
@@ -56,7 +60,7 @@ var errReported = errors.New("reported")
 type command func(args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"run":       func(args []string, _, _ io.Writer) error { return exitCode(runDaemon(args)) },
+	"run":       cmdRun,
 	"demo":      func(args []string, _, _ io.Writer) error { return exitCode(runDemo(args)) },
 	"check":     cmdCheck,
 	"state":     cmdState,
@@ -64,6 +68,8 @@ var commands = map[string]command{
 	"interface": cmdInterface,
 	"stats":     cmdStats,
 	"health":    cmdHealth,
+	"reload":    cmdReload,
+	"monitor":   cmdMonitor,
 	"genkey":    cmdGenkey,
 }
 

@@ -148,7 +148,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 // collectSA reads one snapshot of s's counters for all of its metrics.
 func collectSA(ch chan<- prometheus.Metric, s *sa.SA) {
 	st := s.Stats()
-	spi := "0x" + strconv.FormatUint(uint64(s.SPI()), 16)
+	spi := control.FormatSPI(s.SPI())
 	dir, dst := s.Dir().String(), s.Dst().String()
 	emit(ch, descSABytes, prometheus.CounterValue, st.Bytes, spi, dir, dst)
 	emit(ch, descSAPackets, prometheus.CounterValue, st.Packets, spi, dir, dst)

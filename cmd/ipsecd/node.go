@@ -37,6 +37,7 @@ type node struct {
 	guards  *guards // fail-closed guard routes (guards.go)
 	started bool    // startNode succeeded; a failed start keeps the guards it found
 	ctl     *control.Server
+	events  *control.Monitor // what ipsecd monitor streams
 	metrics *http.Server
 	// metricsAddr is where metrics listens (the port chosen, for ":0").
 	metricsAddr net.Addr
@@ -55,7 +56,7 @@ func (n *node) attach(core *ipnode.Node) {
 
 // startNode brings a config up. On failure it removes what it made.
 func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
-	n = &node{log: log, cfg: cfg}
+	n = &node{log: log, cfg: cfg, events: &control.Monitor{}}
 	// Inbound work spreads over as many workers as the widest interface
 	// has queues; more than there are CPUs gains nothing.
 	queues := 1
@@ -67,6 +68,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
+		Events:         func(ev ipnode.Event) { n.events.Publish(monitorEvent(ev)) },
 	})
 	if err != nil {
 		return n, err
@@ -111,6 +113,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	if err != nil {
 		return n, err
 	}
+	n.ctl.Events = n.events
 	go n.ctl.Serve()
 
 	if cfg.Metrics != "" {
@@ -162,35 +165,58 @@ func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {
 func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
 	out := make([]xfrmif.Config, len(cfg.Interfaces))
 	for i, c := range cfg.Interfaces {
-		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues, Table: c.Table}
+		out[i] = xfrmif.Config{Name: c.Name, IfID: c.IfID, MTU: c.MTU, Addresses: c.Addresses, Routes: c.Routes, Queues: c.Queues, Table: c.Table, TxQueueLen: c.TxQueueLen}
 	}
 	return out
 }
 
-// reload applies the config file at path. A file that does not parse, or
-// whose SAs or interfaces cannot be made, is refused whole and the running
-// config stays. SAs unchanged in the file keep their state; the file owns
-// what it names and what earlier files brought, and a reload changes only
-// that: SAs and policies added over the control socket stay (package node,
-// Ownership).
-func (n *node) reload(path string) {
+// reload applies the config file at path (SIGHUP, ipsecd reload) and
+// returns what changed, or why it was refused: the file's FILE:LINE
+// errors, or what could not be made. A file that does not parse, or
+// whose SAs or interfaces cannot be made, is refused whole and the
+// running config stays. SAs unchanged in the file keep their state; the
+// file owns what it names and what earlier files brought, and a reload
+// changes only that: SAs and policies added over the control socket stay
+// (package node, Ownership). Once applied, the new file's warnings are
+// logged and the replaced config's keys zeroed (the SAs hold copies of
+// their own).
+func (n *node) reload(path string) (control.ReloadResult, error) {
 	cfg, err := config.Load(path) // on error, Load has zeroed what it decoded
 	if err != nil {
 		n.log.WithField("config", path).Errorf("reload refused, the running config stays:\n%v", err)
-		return
+		return control.ReloadResult{File: path}, err
 	}
-	n.apply(cfg)
+	res, prev, err := n.applyConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+	logConfigWarnings(n.log.WithField("config", path), cfg)
+	res.Warnings = cfg.Warnings
+	if prev != cfg {
+		prev.WipeKeys()
+	}
+	return res, nil
 }
 
-// apply makes cfg, just loaded, the running config, or refuses it; it
-// reports whether cfg was applied. Once applied, cfg is n.cfg and the
-// previous config's keys are the caller's to zero (runDaemon does). When
-// refused, the SAs made for cfg are Discarded and cfg's keys zeroed here:
-// nothing of it will be used. The running config and SAs are never wiped.
+// apply is applyConfig for callers that need only whether cfg was
+// applied (the previous config's keys are then theirs to zero).
 func (n *node) apply(cfg *config.Config) (applied bool) {
+	_, _, err := n.applyConfig(cfg)
+	return err == nil
+}
+
+// applyConfig makes cfg, just loaded, the running config, or refuses it
+// with the error it logged. Once applied, cfg is n.cfg, and prev, the
+// config it replaced, is the caller's to zero (its keys). When refused,
+// the SAs made for cfg are Discarded and cfg's keys zeroed here: nothing
+// of it will be used. The running config and SAs are never wiped.
+func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *config.Config, err error) {
+	res.File = cfg.File
 	log := n.log.WithField("config", cfg.File)
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	prev = n.cfg
+	applied := false
 	defer func() {
 		if !applied && cfg != n.cfg {
 			cfg.WipeKeys()
@@ -219,7 +245,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	b, err := n.buildStates(cfg)
 	if err != nil {
 		log.Errorf("reload refused, the running config stays:\n%v", err)
-		return false
+		return res, prev, err
 	}
 	// Guards of new routes before the routes; those of removed ones
 	// go after them (syncGuards).
@@ -229,35 +255,45 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 	// Interfaces first, so that SAs of new interfaces have somewhere
 	// to deliver; then the SAD, new SAs in before old ones go
 	// (make-before-break happens in one table swap).
-	res, err := n.core.SyncInterfaces(interfaceConfigs(cfg))
-	if err != nil && len(res.Added)+len(res.Removed)+len(res.Reconfigured)+len(res.Replaced)+len(res.Unchanged) == 0 {
+	ifs, err := n.core.SyncInterfaces(interfaceConfigs(cfg))
+	if err != nil && len(ifs.Added)+len(ifs.Removed)+len(ifs.Reconfigured)+len(ifs.Replaced)+len(ifs.Unchanged) == 0 {
 		b.Discard()
 		log.WithError(err).Error("reload refused, the running config stays")
-		return false
+		return res, prev, fmt.Errorf("reload refused, the running config stays: %w", err)
 	}
 	if err != nil {
 		log.WithError(err).Error("reload: some interfaces failed")
+		res.Warnings = append(res.Warnings, "some interfaces failed: "+err.Error())
 	}
 	ch, err := n.core.Sync(b, cfg.Policies)
 	if err != nil {
 		// Sync changes nothing when it fails: the running SAs stay.
 		log.WithError(err).Error("reload: SAD")
-		return false
+		return res, prev, fmt.Errorf("reload refused, the running SAs stay: %w", err)
 	}
 	n.cfg = cfg
+	applied = true
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
 	if err := configureLog(n.log, cfg.Log); err != nil {
 		log.WithError(err).Error("reload: log")
 	}
 	syncGuards()
+	res = control.ReloadResult{File: cfg.File, Warnings: res.Warnings,
+		InterfacesAdded: len(ifs.Added), InterfacesRemoved: len(ifs.Removed), InterfacesReconfigured: len(ifs.Reconfigured),
+		InterfacesReplaced: len(ifs.Replaced),
+		StatesAdded:        ch.StatesAdded, StatesRemoved: ch.StatesRemoved, StatesKept: ch.StatesKept, StatesTaken: ch.StatesTaken,
+		StatesUpdated: ch.StatesUpdated, PoliciesAdded: ch.PoliciesAdded, PoliciesRemoved: ch.PoliciesRemoved,
+		PoliciesKept: ch.PoliciesKept, PoliciesTaken: ch.PoliciesTaken}
 	log.WithFields(logrus.Fields{
-		"added": len(res.Added), "removed": len(res.Removed), "reconfigured": len(res.Reconfigured), "replaced": len(res.Replaced),
+		"added": res.InterfacesAdded, "removed": res.InterfacesRemoved, "reconfigured": res.InterfacesReconfigured,
+		"replaced":     res.InterfacesReplaced,
 		"states_added": ch.StatesAdded, "states_removed": ch.StatesRemoved, "states_kept": ch.StatesKept, "states_taken": ch.StatesTaken,
+		"states_updated": ch.StatesUpdated,
 		"policies_added": ch.PoliciesAdded, "policies_removed": ch.PoliciesRemoved, "policies_kept": ch.PoliciesKept,
 		"policies_taken": ch.PoliciesTaken,
 	}).Info("reloaded: " + cfg.Summary())
-	return true
+	return res, prev, nil
 }
 
 // stop closes the control socket and metrics, then the core (interfaces,

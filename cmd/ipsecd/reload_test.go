@@ -97,7 +97,6 @@ func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
 	}{
 		{"new key on the out SA", []reloadState{{0x1001, "out", key3, ""}, {0x2001, "in", key2, ""}}, "states[0].aead.key", 4},
 		{"new key on the in SA", []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key3, ""}}, "states[1].aead.key", 5},
-		{"new lifetime", []reloadState{{0x1001, "out", key1, "lifetime: {hard_packets: 9}"}, {0x2001, "in", key2, ""}}, "states[0].lifetime", 4},
 		{"new replay window", []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, "replay_window: 128"}}, "states[1].replay_window", 5},
 		{"ESN switched on", []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, "esn: true"}}, "states[1].esn", 5},
 	}
@@ -119,6 +118,28 @@ func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
 				t.Errorf("message %q holds key material", e.Msg)
 			}
 		})
+	}
+}
+
+// TestReloadChangesLifetimeInPlace: a reload that gives a running SA new
+// limits changes them in place (as state update does), keeping the SA,
+// its sequence number and counters, and counts it as updated.
+func TestReloadChangesLifetimeInPlace(t *testing.T) {
+	n := reloadNode(t)
+	first := n.load(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
+	b, err := n.buildStates(reloadConfig(t, reloadState{0x1001, "out", key1, "lifetime: {hard_packets: 9}"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := n.core.Sync(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.States[0] != first[0] || ch.StatesKept != 1 || ch.StatesUpdated != 1 {
+		t.Errorf("kept the SA: %v, change %+v; want the same SA, kept 1, updated 1", b.States[0] == first[0], ch)
+	}
+	if got := first[0].Lifetime(); got != (sa.Lifetime{HardPackets: 9}) {
+		t.Errorf("running SA's lifetime %+v, want hard_packets 9", got)
 	}
 }
 
@@ -181,12 +202,12 @@ func TestBuildStatesRefusesKeyReuse(t *testing.T) {
 		states  []reloadState
 		wantErr string // "" for none; else the field, then the old SPI
 	}{
-		{"removed SA back with its key", []reloadState{{0x1002, "out", key3, ""}, {0x2001, "in", key2, ""}, {0x1001, "out", key1, ""}}, "states[2].aead.key 0x00001001"},
+		{"removed SA back with its key", []reloadState{{0x1002, "out", key3, ""}, {0x2001, "in", key2, ""}, {0x1001, "out", key1, ""}}, "states[2].aead.key 0x1001"},
 		// (A file naming the running SA beside the new one is refused by
 		// config.Parse itself: one key twice in a file.)
-		{"running key under a new SPI", []reloadState{{0x2001, "in", key2, ""}, {0x1003, "out", key3, ""}}, "states[1].aead.key 0x00001002"},
+		{"running key under a new SPI", []reloadState{{0x2001, "in", key2, ""}, {0x1003, "out", key3, ""}}, "states[1].aead.key 0x1002"},
 		{"removed SPI with a new key", []reloadState{{0x1002, "out", key3, ""}, {0x2001, "in", key2, ""}, {0x1001, "out", "d1d2d3d4d5d6d7d8d9dadbdcdddedfe0e1e2e3e4", ""}}, ""},
-		{"a removed outbound SA's key, inbound", []reloadState{{0x1002, "out", key3, ""}, {0x2001, "in", key2, ""}, {0x2002, "in", key1, ""}}, "states[2].aead.key 0x00001001"},
+		{"a removed outbound SA's key, inbound", []reloadState{{0x1002, "out", key3, ""}, {0x2001, "in", key2, ""}, {0x2002, "in", key1, ""}}, "states[2].aead.key 0x1001"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,9 @@ type Backend struct {
 	// before the server starts.
 	Counters []control.Counter
 	Ifaces   []control.InterfaceInfo
+	// ReloadResult and ReloadErr are what Reload returns.
+	ReloadResult control.ReloadResult
+	ReloadErr    error
 
 	// mu guards states, policies.
 	mu       sync.Mutex
@@ -66,11 +69,35 @@ func (b *Backend) States(keys bool) []control.StateInfo {
 func (b *Backend) GetState(id control.StateID, keys bool) (control.StateInfo, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s, ok := b.states[id]
-	if !ok {
-		return s, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	id, err := b.resolveLocked(id)
+	if err != nil {
+		return control.StateInfo{}, err
 	}
-	return s, nil
+	return b.states[id], nil
+}
+
+// resolveLocked completes an id without a direction, as the daemon does:
+// an error when none or two SAs match.
+func (b *Backend) resolveLocked(id control.StateID) (control.StateID, error) {
+	if id.Dir != 0 {
+		if _, ok := b.states[id]; !ok {
+			return id, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+		}
+		return id, nil
+	}
+	in, out := id, id
+	in.Dir, out.Dir = sa.DirIn, sa.DirOut
+	_, hasIn := b.states[in]
+	_, hasOut := b.states[out]
+	switch {
+	case hasIn && hasOut:
+		return id, fmt.Errorf("%w: state %s: names an inbound and an outbound SA; give its dir", control.ErrInvalid, id)
+	case hasIn:
+		return in, nil
+	case hasOut:
+		return out, nil
+	}
+	return id, fmt.Errorf("state %s: %w", id, control.ErrNotFound)
 }
 
 func (b *Backend) AddState(c sa.Config) error {
@@ -90,8 +117,9 @@ func (b *Backend) AddState(c sa.Config) error {
 func (b *Backend) DeleteState(id control.StateID) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.states[id]; !ok {
-		return fmt.Errorf("state %s: %w", id, control.ErrNotFound)
+	id, err := b.resolveLocked(id)
+	if err != nil {
+		return err
 	}
 	delete(b.states, id)
 	return nil
@@ -138,6 +166,32 @@ func (b *Backend) Stats() []control.Counter {
 func (b *Backend) Interfaces() []control.InterfaceInfo {
 	return append([]control.InterfaceInfo(nil), b.Ifaces...)
 }
+
+// FlushStates removes every state.
+func (b *Backend) FlushStates() (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.states)
+	clear(b.states)
+	return n, nil
+}
+
+// UpdateState sets a state's lifetime.
+func (b *Backend) UpdateState(id control.StateID, l sa.Lifetime) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	id, err := b.resolveLocked(id)
+	if err != nil {
+		return err
+	}
+	si := b.states[id]
+	si.Config.Lifetime = l
+	b.states[id] = si
+	return nil
+}
+
+// Reload returns ReloadResult and ReloadErr.
+func (b *Backend) Reload() (control.ReloadResult, error) { return b.ReloadResult, b.ReloadErr }
 
 // Start serves b on a control socket in a fresh short temporary directory
 // (unix socket paths are limited to 107 bytes, which t.TempDir can exceed)

@@ -71,7 +71,7 @@ func fetch(cfgPath, url string, timeout time.Duration) error {
 
 	for _, s := range tnet.SAD().States() {
 		c, st := s.Config(), s.Stats()
-		fmt.Printf("SA %-3s spi 0x%08x %s → %s: %d packets, %d bytes, integrity-failed %d\n",
+		fmt.Printf("SA %-3s spi %#x %s → %s: %d packets, %d bytes, integrity-failed %d\n",
 			c.Dir, c.SPI, c.Src, c.Dst, st.Packets, st.Bytes, st.IntegrityFailed)
 	}
 	tnet.Counters().Each(func(name string, v uint64) {

@@ -91,7 +91,7 @@ func serve(cfgPath string, port int) error {
 func printCounters(tnet *stack.Net) {
 	for _, s := range tnet.SAD().States() {
 		c, st := s.Config(), s.Stats()
-		fmt.Printf("SA %-3s spi 0x%08x %s → %s: %d packets, %d bytes, integrity-failed %d\n",
+		fmt.Printf("SA %-3s spi %#x %s → %s: %d packets, %d bytes, integrity-failed %d\n",
 			c.Dir, c.SPI, c.Src, c.Dst, st.Packets, st.Bytes, st.IntegrityFailed)
 	}
 	tnet.Counters().Each(func(name string, v uint64) {
