@@ -41,6 +41,13 @@ type report struct {
 	rows    []row
 	sweeps  []*sweep
 	notes   []string
+	// profiles are -profile's results, one per daemon.
+	profiles []profile
+}
+
+// profile is one daemon's CPU profile under load.
+type profile struct {
+	title, file, top string
 }
 
 func newReport(o options, root string) *report {
@@ -52,11 +59,27 @@ func newReport(o options, root string) *report {
 		{"Go", firstLine(inDir(root, exec.Command("go", "env", "GOVERSION")))},
 		{"iperf3", firstLine(exec.Command("iperf3", "--version"))},
 		{"wireguard-go", "golang.zx2c4.com/wireguard " + wireguardVersion(root)},
+		{"load average at start (1, 5, 15 min)", loadAverage()},
 		{"command", strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))},
 		{"settings", fmt.Sprintf("%v per measurement after %v warm-up, median of %d; tunnel MTU %d; ipsecd queues %d (table and interface/SA sweeps)",
 			o.duration, o.omit, o.repeat, tunnelMTU, o.queues)},
 	}
 	return r
+}
+
+// finish records the machine's load at the end of the run: the figures
+// are only as steady as the machine was quiet.
+func (r *report) finish() {
+	r.env = append(r.env, [2]string{"load average at end (1, 5, 15 min)", loadAverage()})
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func (r *report) add(x row) { r.rows = append(r.rows, x) }
@@ -96,7 +119,15 @@ func (x row) printLine() {
 		fmt.Printf("  %-44s P%-2d FAILED: %v\n", x.name, x.streams, x.err)
 		return
 	}
-	fmt.Printf("  %-44s P%-2d %7.3f Gbit/s  retransmits %-6d%s\n", x.name, x.streams, x.m.gbps(), x.m.retransmits, memText(x.m))
+	fmt.Printf("  %-44s P%-2d %7.3f Gbit/s  retransmits %-6d%s%s\n", x.name, x.streams, x.m.gbps(), x.m.retransmits, cpuText(x.m), memText(x.m))
+}
+
+func cpuText(m measurement) string {
+	v, ok := m.cpuPerGB()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("  CPU %.2f s/GB (%.2f s)", v, m.cpu.Seconds())
 }
 
 func memText(m measurement) string {
@@ -116,11 +147,23 @@ func ratio(a row, aok bool, b row, bok bool) string {
 	return fmt.Sprintf("%.2f", a.m.bitsPerSecond/b.m.bitsPerSecond)
 }
 
-// tableMarkdown is the main table.
+// cpuRatio formats a's CPU-seconds per GB over b's, or "–" when either
+// is missing.
+func cpuRatio(a row, aok bool, b row, bok bool) string {
+	av, aok2 := a.m.cpuPerGB()
+	bv, bok2 := b.m.cpuPerGB()
+	if !aok || !bok || !aok2 || !bok2 || bv == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", av/bv)
+}
+
+// tableMarkdown is the main table. The CPU columns come last so that the
+// columns before them stay where they were.
 func (r *report) tableMarkdown() string {
 	var b strings.Builder
-	b.WriteString("| case | streams | Gbit/s | ratio to wireguard-go | ratio to veth | ipsecd VmRSS / VmHWM (MiB) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| case | streams | Gbit/s | ratio to wireguard-go | ratio to veth | ipsecd VmRSS / VmHWM (MiB) | tunnel CPU-s/GB | CPU ratio to wireguard-go |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.rows {
 		gbps := "failed"
 		if x.err == nil {
@@ -132,8 +175,13 @@ func (r *report) tableMarkdown() string {
 		if x.m.hwm != 0 {
 			mem = mib(x.m.rss) + " / " + mib(x.m.hwm)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", x.name, x.streams, gbps,
-			ratio(x, x.err == nil, wg, wok), ratio(x, x.err == nil, veth, vok), mem)
+		cpu := "–"
+		if v, ok := x.m.cpuPerGB(); ok && x.err == nil {
+			cpu = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", x.name, x.streams, gbps,
+			ratio(x, x.err == nil, wg, wok), ratio(x, x.err == nil, veth, vok), mem,
+			cpu, cpuRatio(x, x.err == nil, wg, wok))
 	}
 	return b.String()
 }
@@ -166,6 +214,8 @@ type target struct {
 	pass  bool
 	how   string
 	mib   bool // value is MiB, not a ratio
+	// format of the value when not "%.3f" (or "%.1f" for mib).
+	format string
 }
 
 func (r *report) targets() []target {
@@ -255,14 +305,73 @@ func (r *report) targets() []target {
 	return ts
 }
 
-func (r *report) targetsMarkdown() string {
+func (r *report) targetsMarkdown() string { return targetsTable(r.targets()) }
+
+// lineRate2 are the rows of the targets of the "Line rate II" issue that
+// the benchmark measures.
+func (r *report) lineRate2() []target {
+	aes := "ipsecd " + aesGCM128.label
+	a, aok := r.find(aes, 1)
+	w, wok := r.find("wireguard-go", 1)
+	v, vok := r.find("veth", 1)
+	cpu := target{name: aes + " CPU-seconds per GB / wireguard-go's, 1 stream", want: "<= 0.30"}
+	if ac, ok := a.m.cpuPerGB(); ok && aok && wok {
+		if wc, ok := w.m.cpuPerGB(); ok && wc > 0 {
+			cpu.value, cpu.ok = ac/wc, true
+			cpu.pass = cpu.value <= 0.30
+			cpu.how = fmt.Sprintf("%.2f against %.2f CPU-s/GB", ac, wc)
+		}
+	}
+	vs := func(name string, b row, bok bool, want float64) target {
+		t := target{name: name, want: fmt.Sprintf(">= %.2f", want)}
+		if aok && bok && b.m.bitsPerSecond > 0 {
+			t.value, t.ok = a.m.bitsPerSecond/b.m.bitsPerSecond, true
+			t.pass = t.value >= want
+		}
+		return t
+	}
+	ts := []target{cpu,
+		vs("throughput, 1 stream, ratio to wireguard-go", w, wok, 3.0),
+		vs("throughput, 1 stream, ratio to clear veth", v, vok, 0.25),
+	}
+	if s := r.sweep("interfaces"); s != nil {
+		t := target{name: fmt.Sprintf("%d interfaces, %d streams on one, ratio to 1 interface", r.o.ifaces, scaleStreams), want: ">= 0.95"}
+		rss := target{name: fmt.Sprintf("RSS with %d interfaces (VmHWM), MiB", r.o.ifaces), want: "<= 128", mib: true}
+		up := target{name: fmt.Sprintf("start-up with %d interfaces, s", r.o.ifaces), want: "<= 5", format: "%.1f"}
+		if len(s.points) == 2 && s.points[0].row.err == nil && s.points[1].row.err == nil {
+			many := s.points[1].row
+			t.value, t.ok = many.m.bitsPerSecond/s.points[0].row.m.bitsPerSecond, true
+			t.pass = t.value >= 0.95
+			rss.value, rss.ok = float64(many.m.hwm)/(1<<20), true
+			rss.pass = rss.value <= 128
+			up.value, up.ok = many.setup.Seconds(), true
+			up.pass = up.value <= 5
+		}
+		ts = append(ts, t, rss, up)
+	}
+	if s := r.sweep("sas"); s != nil {
+		t := target{name: fmt.Sprintf("%d SA pairs, ratio to 1", r.o.sas), want: ">= 0.95"}
+		if len(s.points) == 2 && s.points[0].row.err == nil && s.points[1].row.err == nil {
+			t.value, t.ok = s.points[1].row.m.bitsPerSecond/s.points[0].row.m.bitsPerSecond, true
+			t.pass = t.value >= 0.95
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// targetsTable renders targets as a Markdown table.
+func targetsTable(ts []target) string {
 	var b strings.Builder
 	b.WriteString("| target | measured | wanted | |\n|---|---:|---:|---|\n")
-	for _, t := range r.targets() {
+	for _, t := range ts {
 		v, verdict := "not measured", "–"
 		if t.ok {
 			v = fmt.Sprintf("%.3f", t.value) // 0.95 must not hide 0.946
-			if t.mib {
+			switch {
+			case t.format != "":
+				v = fmt.Sprintf(t.format, t.value)
+			case t.mib:
 				v = fmt.Sprintf("%.1f", t.value)
 			}
 			verdict = "FAIL"
@@ -313,6 +422,10 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n%s", r.tableMarkdown())
 	fmt.Fprint(w, r.sweepsMarkdown())
 	fmt.Fprintf(w, "\nTargets:\n\n%s", r.targetsMarkdown())
+	fmt.Fprintf(w, "\nLine rate II targets:\n\n%s", targetsTable(r.lineRate2()))
+	for _, p := range r.profiles {
+		fmt.Fprintf(w, "\nCPU profile of %s: %s\n", p.title, p.file)
+	}
 	if e := r.errorsText(); e != "" {
 		fmt.Fprintf(w, "\nFailures:\n\n%s", e)
 	}
@@ -340,9 +453,27 @@ func (r *report) write(dir string) error {
 		fmt.Fprintf(&b, "\n## Sweeps\n\n![sweeps](benchmark.svg)\n%s", r.sweepsMarkdown())
 	}
 	fmt.Fprintf(&b, "\n## Targets\n\n%s", r.targetsMarkdown())
+	fmt.Fprintf(&b, "\n### Line rate II\n\n%s", targetsTable(r.lineRate2()))
+	b.WriteString("\nAllocations per packet are not measured here but by the AllocsPerRun\n" +
+		"tests of the data path.\n")
 	b.WriteString("\nMemory is read from /proc/PID/status of both ipsecd processes: VmRSS is the\n" +
 		"largest seen while iperf3 ran, VmHWM the peak since start-up; the larger\n" +
 		"of the two daemons is shown.\n")
+	b.WriteString("\nTunnel CPU is utime + stime from /proc/PID/stat of the tunnel's process at\n" +
+		"both ends (ipsecd, wireguard-go, or charon with kernel-libipsec), all\n" +
+		"threads, sampled only when iperf3's warm-up ends and when it is done,\n" +
+		"divided by the bytes iperf3 received in the counted seconds (GB = 10^9\n" +
+		"bytes). It includes the system time of the tunnel's TUN and UDP system\n" +
+		"calls, but not iperf3's own CPU nor softirq work the kernel accounts\n" +
+		"elsewhere; the clock tick is 10 ms, so a 10 s run reads to about 1%.\n")
+	if len(r.profiles) != 0 {
+		b.WriteString("\n## CPU profiles\n\nTaken by `go run ./bench -profile DIR` in an extra run of the case after\n" +
+			"its table rows, through each daemon's metrics listener (`pprof: true`), over\n" +
+			"the counted seconds; `go tool pprof -top`:\n")
+		for _, p := range r.profiles {
+			fmt.Fprintf(&b, "\n%s:\n\n```\n%s\n```\n", p.title, p.top)
+		}
+	}
 	if e := r.errorsText(); e != "" {
 		fmt.Fprintf(&b, "\n## Failures\n\n%s", e)
 	}
