@@ -195,6 +195,7 @@ func runBench(ctx context.Context, o options) (*report, error) {
 		spec := ipsecSpec{suite: s, queues: o.queues, profiled: o.profile != "" && "ipsecd "+s.label == profiledCase}
 		b.table("ipsecd "+s.label, func() (*path, error) { return startIPsec(ctx, l, dir, spec) })
 	}
+	b.table(strongSwanCase, func() (*path, error) { return startStrongSwan(ctx, l) })
 	if !o.sweeps || ctx.Err() != nil {
 		return rep, context.Cause(ctx)
 	}
