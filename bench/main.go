@@ -6,12 +6,15 @@
 //
 // It builds ipsecd and wireguard-go, makes two network namespaces joined
 // by a veth pair and measures TCP throughput with iperf3 (1 and 4 streams)
-// over the plain veth, through wireguard-go and through ipsecd (AES-GCM-128
-// and ChaCha20-Poly1305, tunnel mode, ESP in UDP), all in the same run.
+// over the plain veth, through wireguard-go, through ipsecd (AES-GCM-128
+// and ChaCha20-Poly1305, tunnel mode, ESP in UDP) and through strongSwan's
+// charon with kernel-libipsec (AES-GCM-128, ESP in UDP), all in the same
+// run, and the CPU-seconds the tunnel processes spend per GB moved.
 // Then three sweeps of ipsecd AES-GCM-128: TUN queues 1..16 on one SA, 1
 // against 1,000 interfaces, 1 against 1,000 SAs. It prints a table, the
 // ratios ipsecd's targets are judged by and the daemons' memory, and
-// writes docs/benchmark.md and docs/benchmark.svg.
+// writes docs/benchmark.md and docs/benchmark.svg. -profile adds CPU
+// profiles of both ipsecd daemons under load.
 //
 // Traffic stays inside the two namespaces. Everything the benchmark makes
 // (namespaces, processes, a scratch directory) is removed when it ends,
