@@ -150,3 +150,17 @@ func TestReportCPU(t *testing.T) {
 		t.Errorf("targets table:\n%s", got)
 	}
 }
+
+func TestBusyNote(t *testing.T) {
+	quiet := &report{env: [][2]string{{"load average at start (1, 5, 15 min)", "0.00 0.10 0.20"}}}
+	if n := quiet.busyNote(); n != "" {
+		t.Errorf("idle machine: %q", n)
+	}
+	busy := &report{env: [][2]string{
+		{"load average at start (1, 5, 15 min)", "0.50 1.00 1.00"},
+		{"load average at end (1, 5, 15 min)", "1000.40 9.00 9.00"},
+	}}
+	if n := busy.busyNote(); !strings.Contains(n, "up to\n1000.4 on") {
+		t.Errorf("busy machine: %q", n)
+	}
+}

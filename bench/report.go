@@ -73,6 +73,30 @@ func (r *report) finish() {
 	r.env = append(r.env, [2]string{"load average at end (1, 5, 15 min)", loadAverage()})
 }
 
+// busyNote says, when the 1-minute load average at the start or the end
+// of the run was above the number of CPUs, that the machine was shared:
+// absolute figures then fall (the veth's most of all, which lifts every
+// ratio to veth), and only ratios between tunnels of the same run mean
+// much.
+func (r *report) busyNote() string {
+	var peak float64
+	for _, e := range r.env {
+		if strings.HasPrefix(e[0], "load average") {
+			var one float64
+			if _, err := fmt.Sscan(e[1], &one); err == nil {
+				peak = max(peak, one)
+			}
+		}
+	}
+	if peak <= float64(runtime.NumCPU()) {
+		return ""
+	}
+	return fmt.Sprintf("This run shared the machine with other work (1-minute load average up to\n"+
+		"%.1f on %d CPUs): every figure is lower than on a quiet machine, the veth's\n"+
+		"most, which inflates the ratios to veth. Compare the tunnels with each\n"+
+		"other (ratios to wireguard-go, CPU-seconds per GB), not with other runs.\n", peak, runtime.NumCPU())
+}
+
 // loadAverage is the first three fields of /proc/loadavg.
 func loadAverage() string {
 	f := strings.Fields(readTrim("/proc/loadavg"))
@@ -419,6 +443,9 @@ func (r *report) print(w io.Writer) {
 	for _, e := range r.env {
 		fmt.Fprintf(w, "%-13s %s\n", e[0]+":", e[1])
 	}
+	if n := r.busyNote(); n != "" {
+		fmt.Fprintf(w, "\n%s", n)
+	}
 	fmt.Fprintf(w, "\n%s", r.tableMarkdown())
 	fmt.Fprint(w, r.sweepsMarkdown())
 	fmt.Fprintf(w, "\nTargets:\n\n%s", r.targetsMarkdown())
@@ -449,6 +476,9 @@ func (r *report) write(dir string) error {
 		"from run to run: compare rows of the same run, and use -repeat.\n\n")
 	for _, e := range r.env {
 		fmt.Fprintf(&b, "- %s: %s\n", e[0], e[1])
+	}
+	if n := r.busyNote(); n != "" {
+		fmt.Fprintf(&b, "\n%s", n)
 	}
 	fmt.Fprintf(&b, "\n## Throughput\n\n%s", r.tableMarkdown())
 	if len(r.sweeps) != 0 {
