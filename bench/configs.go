@@ -34,6 +34,9 @@ type ipsecSpec struct {
 	// (the measured one the inner /24s, the idle ones other /24s), so
 	// each packet's SA is picked by destination. Implied by sas > 1.
 	selectors bool
+	// profiled turns on the metrics listener (at metricsAddr) with Go's
+	// profiler, for -profile.
+	profiled bool
 }
 
 func (s ipsecSpec) name() string {

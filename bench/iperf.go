@@ -24,9 +24,26 @@ type measurement struct {
 	// largest VmHWM at its end, over the path's ipsecd processes; 0 for
 	// paths without one.
 	rss, hwm uint64 // bytes
+	// bytes is what iperf3 received in the counted seconds; cpu is the
+	// CPU time (user + system) the path's tunnel processes, both ends,
+	// spent from the end of the warm-up to the end of the run. cpuOK is
+	// false for paths without tunnel processes (veth) or when a sample
+	// failed.
+	bytes uint64
+	cpu   time.Duration
+	cpuOK bool
 }
 
 func (m measurement) gbps() float64 { return m.bitsPerSecond / 1e9 }
+
+// cpuPerGB is the tunnel's CPU-seconds per 10^9 bytes moved, and whether
+// it was measured.
+func (m measurement) cpuPerGB() (float64, bool) {
+	if !m.cpuOK || m.bytes == 0 {
+		return 0, false
+	}
+	return cpuPerGB(m.cpu, m.bytes), true
+}
 
 // iperfResult is the part of `iperf3 -J` output the benchmark reads.
 type iperfResult struct {
@@ -36,6 +53,7 @@ type iperfResult struct {
 		} `json:"sum_sent"`
 		SumReceived struct {
 			BitsPerSecond float64 `json:"bits_per_second"`
+			Bytes         uint64  `json:"bytes"`
 		} `json:"sum_received"`
 	} `json:"end"`
 	Error string `json:"error"`
@@ -44,8 +62,11 @@ type iperfResult struct {
 // measure runs a one-off iperf3 server in B and a TCP client in A sending
 // to p.target with the given number of parallel streams for d (after
 // omit seconds of warm-up that do not count). It samples the memory of
-// p's daemons while the client runs.
-func measure(ctx context.Context, l *lab, p *path, streams int, d, omit time.Duration) (measurement, error) {
+// p's daemons while the client runs, and the CPU time of p's tunnel
+// processes when the warm-up ends and when the client is done. With prof,
+// it also takes CPU profiles of p's profiled daemons over the counted
+// seconds.
+func measure(ctx context.Context, l *lab, p *path, streams int, d, omit time.Duration, prof *profiler) (measurement, error) {
 	var m measurement
 	srv, err := l.start(l.b, "iperf3-server", nil, "iperf3", "-s", "-1", "-p", iperfPort)
 	if err != nil {
@@ -64,8 +85,45 @@ func measure(ctx context.Context, l *lab, p *path, streams int, d, omit time.Dur
 	defer cancel()
 	cmd := l.a.command(cctx, "iperf3", "-c", p.target, "-p", iperfPort, "-J",
 		"-t", seconds(d), "-O", seconds(omit), "-P", fmt.Sprint(streams), "--connect-timeout", "5000")
+	// The first CPU sample when iperf3's warm-up ends, the last when the
+	// client has exited: only these two, so that sampling costs the
+	// tunnels nothing in between. The client's few milliseconds of
+	// connecting before the warm-up and of reporting after it are
+	// counted, and are idle time for the tunnels.
+	var cpu0 cpuSnapshot
+	var cpu0Err error
+	var profErr chan error
+	started := make(chan struct{})
+	timer := time.AfterFunc(omit, func() {
+		defer close(started)
+		cpu0, cpu0Err = snapshotCPU(p.tunnel)
+		if prof != nil {
+			profErr = prof.start(cctx, l, p, d)
+		}
+	})
 	out, runErr := cmd.Output()
+	cpu1, cpu1Err := snapshotCPU(p.tunnel)
+	if timer.Stop() {
+		cpu0Err = errors.New("iperf3 ended before its warm-up did")
+	} else {
+		<-started
+	}
 	m.rss, m.hwm = sampler.stop()
+	if len(p.tunnel) != 0 {
+		m.cpu, m.cpuOK = 0, false
+		if err := errors.Join(cpu0Err, cpu1Err); err != nil {
+			fmt.Printf("  CPU time not measured: %v\n", err)
+		} else if spent, err := cpuSpent(cpu0, cpu1); err != nil {
+			fmt.Printf("  CPU time not measured: %v\n", err)
+		} else {
+			m.cpu, m.cpuOK = spent, true
+		}
+	}
+	if profErr != nil {
+		if err := <-profErr; err != nil {
+			fmt.Printf("  profile not taken: %v\n", err)
+		}
+	}
 
 	var res iperfResult
 	if err := json.Unmarshal(out, &res); err != nil {
@@ -88,6 +146,7 @@ func measure(ctx context.Context, l *lab, p *path, streams int, d, omit time.Dur
 		return m, errors.New("iperf3 reported no data received")
 	}
 	m.bitsPerSecond = res.End.SumReceived.BitsPerSecond
+	m.bytes = res.End.SumReceived.Bytes
 	m.retransmits = res.End.SumSent.Retransmits
 	for _, dm := range p.daemons {
 		if done, err := dm.exited(); done {

@@ -6,12 +6,15 @@
 //
 // It builds ipsecd and wireguard-go, makes two network namespaces joined
 // by a veth pair and measures TCP throughput with iperf3 (1 and 4 streams)
-// over the plain veth, through wireguard-go and through ipsecd (AES-GCM-128
-// and ChaCha20-Poly1305, tunnel mode, ESP in UDP), all in the same run.
+// over the plain veth, through wireguard-go, through ipsecd (AES-GCM-128
+// and ChaCha20-Poly1305, tunnel mode, ESP in UDP) and through strongSwan's
+// charon with kernel-libipsec (AES-GCM-128, ESP in UDP), all in the same
+// run, and the CPU-seconds the tunnel processes spend per GB moved.
 // Then three sweeps of ipsecd AES-GCM-128: TUN queues 1..16 on one SA, 1
 // against 1,000 interfaces, 1 against 1,000 SAs. It prints a table, the
 // ratios ipsecd's targets are judged by and the daemons' memory, and
-// writes docs/benchmark.md and docs/benchmark.svg.
+// writes docs/benchmark.md and docs/benchmark.svg. -profile adds CPU
+// profiles of both ipsecd daemons under load.
 //
 // Traffic stays inside the two namespaces. Everything the benchmark makes
 // (namespaces, processes, a scratch directory) is removed when it ends,
@@ -45,6 +48,7 @@ type options struct {
 	repeat   int           // measurements per row; the median counts
 	sweeps   bool
 	out      string // directory of benchmark.md and benchmark.svg; "" writes none
+	profile  string // directory of the CPU profiles of profiledCase; "" takes none
 	timeout  time.Duration
 }
 
@@ -75,6 +79,7 @@ func runMain() int {
 	flag.IntVar(&o.repeat, "repeat", 1, "measure each row `N` times and keep the median (steadier on a busy machine)")
 	flag.BoolVar(&o.sweeps, "sweeps", true, "run the queue, interface and SA sweeps")
 	flag.StringVar(&o.out, "out", "docs", "write benchmark.md and benchmark.svg into `DIR`, relative to the module root; empty: do not write")
+	flag.StringVar(&o.profile, "profile", "", "take CPU profiles of both ipsecd daemons of the "+profiledCase+" case, 1 stream, in an extra run, into `DIR` (relative to the module root); the report shows `go tool pprof -top` of each")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.Parse()
 	set := map[string]bool{}
@@ -92,7 +97,7 @@ func runMain() int {
 		return 2
 	}
 
-	if err := preflight(); err != nil {
+	if err := preflight(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
@@ -103,6 +108,7 @@ func runMain() int {
 
 	rep, err := runBench(ctx, o)
 	if rep != nil {
+		rep.finish()
 		rep.print(os.Stdout)
 	}
 	if err != nil {
@@ -124,18 +130,22 @@ func runMain() int {
 }
 
 // preflight checks what the benchmark needs before it changes anything.
-func preflight() error {
+func preflight(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("run as root: it creates network namespaces and TUN devices")
 	}
 	var missing []string
-	for _, tool := range []string{"go", "ip", "ss", "ping", "iperf3", "wg"} {
+	tools := []string{"go", "ip", "ss", "ping", "iperf3", "wg"}
+	if o.profile != "" {
+		tools = append(tools, "curl")
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}
 	}
 	if len(missing) != 0 {
-		return fmt.Errorf("missing %s (Debian: apt-get install iproute2 iputils-ping iperf3 wireguard-tools)", strings.Join(missing, ", "))
+		return fmt.Errorf("missing %s (Debian: apt-get install iproute2 iputils-ping iperf3 wireguard-tools curl)", strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -150,6 +160,14 @@ func runBench(ctx context.Context, o options) (*report, error) {
 	}
 	if o.out != "" && !filepath.IsAbs(o.out) {
 		o.out = filepath.Join(root, o.out)
+	}
+	if o.profile != "" {
+		if !filepath.IsAbs(o.profile) {
+			o.profile = filepath.Join(root, o.profile)
+		}
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := os.MkdirTemp("", "ipsecd-bench-")
 	if err != nil {
@@ -171,15 +189,16 @@ func runBench(ctx context.Context, o options) (*report, error) {
 		return rep, err
 	}
 	defer l.close()
-	b := &bench{ctx: ctx, lab: l, bins: dir, o: o, rep: rep}
+	b := &bench{ctx: ctx, lab: l, bins: dir, root: root, o: o, rep: rep}
 
 	// The table: the same iperf3 runs over each path.
 	b.table("veth", func() (*path, error) { return vethPath(), nil })
 	b.table("wireguard-go", func() (*path, error) { return startWireGuard(ctx, l, dir) })
 	for _, s := range []suite{aesGCM128, chacha20} {
-		spec := ipsecSpec{suite: s, queues: o.queues}
+		spec := ipsecSpec{suite: s, queues: o.queues, profiled: o.profile != "" && "ipsecd "+s.label == profiledCase}
 		b.table("ipsecd "+s.label, func() (*path, error) { return startIPsec(ctx, l, dir, spec) })
 	}
+	b.table(strongSwanCase, func() (*path, error) { return startStrongSwan(ctx, l) })
 	if !o.sweeps || ctx.Err() != nil {
 		return rep, context.Cause(ctx)
 	}
@@ -208,6 +227,7 @@ type bench struct {
 	ctx  context.Context
 	lab  *lab
 	bins string
+	root string // the module root
 	o    options
 	rep  *report
 }
@@ -230,6 +250,9 @@ func (b *bench) table(name string, up func() (*path, error)) {
 		}
 		b.rep.add(r)
 		r.printLine()
+	}
+	if p != nil && err == nil && b.o.profile != "" && name == profiledCase && b.ctx.Err() == nil {
+		b.profile(name, p)
 	}
 	if p != nil {
 		if err := p.stop(); err != nil {
@@ -267,7 +290,7 @@ func (b *bench) point(s *sweep, label string, streams int, spec ipsecSpec) {
 func (b *bench) measure(p *path, streams int) (measurement, error) {
 	var ms []measurement
 	for range b.o.repeat {
-		m, err := measure(b.ctx, b.lab, p, streams, b.o.duration, b.o.omit)
+		m, err := measure(b.ctx, b.lab, p, streams, b.o.duration, b.o.omit, nil)
 		if err != nil {
 			return m, err
 		}
@@ -279,6 +302,30 @@ func (b *bench) measure(p *path, streams int) (measurement, error) {
 		med.rss, med.hwm = max(med.rss, m.rss), max(med.hwm, m.hwm)
 	}
 	return med, nil
+}
+
+// profile measures p with one stream once more, taking CPU profiles of
+// its daemons, and adds `go tool pprof -top` of each to the report.
+func (b *bench) profile(name string, p *path) {
+	fmt.Printf("%s: profiling, 1 stream\n", name)
+	pr := &profiler{dir: b.o.profile}
+	m, err := measure(b.ctx, b.lab, p, 1, b.o.duration, b.o.omit, pr)
+	if err != nil {
+		b.rep.notef("%s: profile run: %v", name, err)
+		return
+	}
+	for _, t := range p.profiled {
+		top, err := pprofTop(b.ctx, b.root, pr.file(t), 30)
+		if err != nil {
+			b.rep.notef("%s: %s: %v", name, t.label, err)
+			continue
+		}
+		b.rep.profiles = append(b.rep.profiles, profile{
+			title: fmt.Sprintf("%s, %s, 1 stream at %.3f Gbit/s", name, t.role, m.gbps()),
+			file:  pr.file(t),
+			top:   top,
+		})
+	}
 }
 
 // moduleRoot is the directory of the main module's go.mod.

@@ -211,11 +211,7 @@ func (p *process) stop() error {
 // logTail returns the last n lines of the process's log.
 func (p *process) logTail(n int) string {
 	data, _ := os.ReadFile(p.log)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return tail(string(data), n)
 }
 
 // remove stops p and forgets it.

@@ -16,7 +16,12 @@ import (
 type path struct {
 	target  string     // B's address that A's iperf3 client sends to
 	daemons []*process // the ipsecd processes, for their memory
-	stop    func() error
+	// tunnel are the processes that carry the tunnel at both ends, whose
+	// CPU time is counted; none for the veth.
+	tunnel []*process
+	// profiled are the daemons -profile can take CPU profiles of.
+	profiled []profiledDaemon
+	stop     func() error
 }
 
 // MTU of the tunnel interfaces: wireguard-go's default, used for ipsecd
@@ -124,7 +129,7 @@ func startWireGuard(ctx context.Context, l *lab, bins string) (*path, error) {
 	if err := waitPing(ctx, l.a, wgInnerB); err != nil {
 		return fail(err)
 	}
-	return &path{target: wgInnerB, stop: stop}, nil
+	return &path{target: wgInnerB, tunnel: []*process{sides[0].proc, sides[1].proc}, stop: stop}, nil
 }
 
 // The inner networks of the ipsecd tunnel (configs.go).
@@ -140,6 +145,7 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 	cfgA, cfgB := spec.configs()
 	ipsecd := filepath.Join(bins, "ipsecd")
 	var procs []*process
+	var profiled []profiledDaemon
 	stop := func() error {
 		var errs []error
 		for _, p := range procs {
@@ -160,7 +166,8 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 		ns    *netns
 		label string
 		cfg   string
-	}{{l.a, "a", cfgA}, {l.b, "b", cfgB}} {
+		role  string
+	}{{l.a, "a", cfgA, "A, the sender: seals"}, {l.b, "b", cfgB, "B, the receiver: opens"}} {
 		label := "ipsecd-" + spec.name() + "-" + side.label
 		control := filepath.Join(l.dir, label+".sock")
 		file := filepath.Join(l.dir, label+".yaml")
@@ -168,7 +175,12 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 		// two cannot share one, and the default (/var/lib/ipsecd) is
 		// not the benchmark's to make.
 		state := filepath.Join(l.dir, label+".state")
-		if err := os.WriteFile(file, []byte("control: "+control+"\nstate_dir: "+state+"\n"+side.cfg), 0o600); err != nil {
+		head := "control: " + control + "\nstate_dir: " + state + "\n"
+		if spec.profiled {
+			head += "metrics: " + metricsAddr + "\npprof: true\n"
+			profiled = append(profiled, profiledDaemon{ns: side.ns, label: label, role: side.role})
+		}
+		if err := os.WriteFile(file, []byte(head+side.cfg), 0o600); err != nil {
 			return fail(err)
 		}
 		p, err := l.start(side.ns, label, nil, ipsecd, "run", "--config", file)
@@ -193,7 +205,7 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 	if err := waitPing(ctx, l.a, ipsecInnerB); err != nil {
 		return fail(err)
 	}
-	return &path{target: ipsecInnerB, daemons: procs, stop: stop}, nil
+	return &path{target: ipsecInnerB, daemons: procs, tunnel: procs, profiled: profiled, stop: stop}, nil
 }
 
 // waitPing pings dst from ns until one answer comes back, for up to 20 s.
