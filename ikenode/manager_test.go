@@ -1,0 +1,418 @@
+package ikenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
+	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// fakeNode records what a manager installs, in order, and checks what a
+// node.Node checks of it: pairs of an inbound and an outbound SA, no SA
+// twice, removals of SAs that exist.
+type fakeNode struct {
+	mu     sync.Mutex
+	states map[node.StateID]sa.Config
+	order  []string // "add in 0x..", "add out 0x..", "remove in 0x.."
+	spis   map[uint32]bool
+	next   uint32
+}
+
+func newFakeNode(base uint32) *fakeNode {
+	return &fakeNode{states: map[node.StateID]sa.Config{}, spis: map[uint32]bool{}, next: base}
+}
+
+func clone(c sa.Config) sa.Config {
+	for _, a := range []**sa.Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
+		if *a != nil {
+			cp := **a
+			cp.Key = slices.Clone(cp.Key)
+			*a = &cp
+		}
+	}
+	return c
+}
+
+func (f *fakeNode) addLocked(c sa.Config) error {
+	id := idOf(&c)
+	if _, ok := f.states[id]; ok {
+		return fmt.Errorf("%s: %w", id, sa.ErrExists)
+	}
+	f.states[id] = clone(c)
+	f.order = append(f.order, fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
+	return nil
+}
+
+func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ...node.StateID) error {
+	defer in.ClearKeys()
+	defer out.ClearKeys()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if owner != node.OwnerIKE || in.Dir != sa.DirIn || out.Dir != sa.DirOut || len(replaces) != 0 {
+		return fmt.Errorf("bad InstallChild(%s, %s, %s, %v)", owner, in.Dir, out.Dir, replaces)
+	}
+	if err := f.addLocked(in); err != nil {
+		return err
+	}
+	delete(f.spis, in.SPI)
+	return f.addLocked(out)
+}
+
+func (f *fakeNode) AddState(owner node.Owner, c sa.Config) error {
+	defer c.ClearKeys()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addLocked(c)
+}
+
+func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := f.states[id]; !ok {
+			return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
+		}
+		delete(f.states, id)
+		f.order = append(f.order, fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
+	}
+	return nil
+}
+
+func (f *fakeNode) AllocSPI() (uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	f.spis[f.next] = true
+	return f.next, nil
+}
+
+func (f *fakeNode) ReleaseSPI(spi uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.spis, spi)
+}
+
+// snapshot returns the installed SAs by direction and SPI.
+func (f *fakeNode) snapshot() (in, out map[uint32]sa.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, out = map[uint32]sa.Config{}, map[uint32]sa.Config{}
+	for id, c := range f.states {
+		if id.Dir == sa.DirIn {
+			in[id.SPI] = c
+		} else {
+			out[id.SPI] = c
+		}
+	}
+	return in, out
+}
+
+func (f *fakeNode) events() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.order)
+}
+
+// side is a config for one of two managers on loopback.
+const sideYAML = `interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [%[5]s.1/24], routes: [%[6]s.0/24]}
+connections:
+  - name: peer
+    local_addrs: [%[1]s]
+    remote_addrs: [%[2]s]
+    proposals: [aes128gcm16-prfsha256-x25519]
+    rekey_time: %[8]s
+    dpd_delay: %[9]s
+    local: {auth: psk, id: %[3]s}
+    remote: {auth: psk, id: %[4]s}
+    children:
+      - name: net
+        if_id: 1
+        local_ts: [%[5]s.0/24]
+        remote_ts: [%[6]s.0/24]
+        esp_proposals: [aes128gcm16, aes128-sha256-x25519]
+        start_action: %[7]s
+        dpd_action: %[10]s
+        rekey_time: %[11]s
+secrets:
+  - {ids: [a.test, b.test], secret: "0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"}
+`
+
+type sideOpts struct {
+	start, dpdAction     string
+	ikeRekey, childRekey string
+	dpdDelay             string
+	retransmit           time.Duration
+}
+
+func (o sideOpts) fill() sideOpts {
+	if o.start == "" {
+		o.start = "none"
+	}
+	if o.dpdAction == "" {
+		o.dpdAction = "clear"
+	}
+	if o.ikeRekey == "" {
+		o.ikeRekey = "4h"
+	}
+	if o.childRekey == "" {
+		o.childRekey = "1h"
+	}
+	if o.dpdDelay == "" {
+		o.dpdDelay = "0s"
+	}
+	return o
+}
+
+// endpoint is one manager with its fake node and log.
+type endpoint struct {
+	m    *Manager
+	node *fakeNode
+	log  *syncbuf.Buffer
+	stop func()
+}
+
+func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
+	t.Helper()
+	o = o.fill()
+	y := fmt.Sprintf(sideYAML, local, remote, lid, rid, net, rnet, o.start, o.ikeRekey, o.dpdDelay, o.dpdAction, o.childRekey)
+	cfg, err := config.Parse("test.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IKE.Port = 0
+	if o.retransmit != 0 {
+		cfg.IKE.Retransmit = ike.Retransmit{Timeout: o.retransmit, Base: 1, Tries: 2}
+	}
+	return cfg
+}
+
+func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
+	t.Helper()
+	log := &syncbuf.Buffer{}
+	l := logrus.New()
+	l.SetOutput(log)
+	l.SetLevel(logrus.DebugLevel)
+	e := &endpoint{node: newFakeNode(base), log: log}
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort,
+		Listen: []netip.Addr{netip.MustParseAddr(local)}, Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	e.stop = func() { cancel(); <-done }
+	t.Cleanup(func() {
+		e.stop()
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", local, log.String())
+		}
+	})
+	return e
+}
+
+// pairUp starts B (responder) on 127.0.0.2 and A on 127.0.0.1, which
+// initiates when oa says start.
+func pairUp(t *testing.T, oa, ob sideOpts) (a, b *endpoint) {
+	t.Helper()
+	b = startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
+	a = startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
+	return a, b
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// matched reports whether A's and B's SADs hold exactly mirrored pairs:
+// each outbound SA of one is an inbound SA of the other with the same
+// key, and there are want pairs.
+func matched(a, b *fakeNode, want int) bool {
+	ain, aout := a.snapshot()
+	bin, bout := b.snapshot()
+	if len(ain) != want || len(aout) != want || len(bin) != want || len(bout) != want {
+		return false
+	}
+	for _, dir := range []struct{ out, in map[uint32]sa.Config }{{aout, bin}, {bout, ain}} {
+		for spi, o := range dir.out {
+			i, ok := dir.in[spi]
+			if !ok || o.AEAD == nil || i.AEAD == nil || !bytes.Equal(o.AEAD.Key, i.AEAD.Key) || o.Src != i.Src || o.Dst != i.Dst {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func list(t *testing.T, e *endpoint) []SAInfo {
+	t.Helper()
+	l, err := e.m.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func established(e *endpoint) bool {
+	l, _ := e.m.List()
+	return len(l) == 1 && l[0].State == "ESTABLISHED" && len(l[0].Children) == 1
+}
+
+// TestUpRekeyDelete: A initiates at start; both sides install mirrored
+// pairs with selectors and if_id; a child rekey from each side, and an
+// IKE rekey, leave one mirrored pair each, installed before the old one
+// goes; a terminate removes everything on both sides.
+func TestUpRekeyDelete(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	_, aout := a.node.snapshot()
+	for _, c := range aout {
+		want := sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}
+		if c.Selector != want || c.IfID != 1 || c.Mode != sa.ModeTunnel || c.Src != netip.MustParseAddr("127.0.0.1") || c.Encap != nil {
+			t.Errorf("A's outbound SA: %+v", c)
+		}
+	}
+	l := list(t, a)[0]
+	if !l.Initiator || l.RemoteID != "b.test" || l.LocalID != "a.test" || l.Children[0].Name != "net" || l.Children[0].Algorithms != "aes128gcm16-noesn" {
+		t.Errorf("A lists %+v", l)
+	}
+
+	for _, step := range []struct {
+		name string
+		e    *endpoint
+		t    Target
+	}{{"child rekey by B", b, Target{Child: "net"}}, {"child rekey by A", a, Target{Child: "net"}}, {"IKE rekey by A", a, Target{IKE: "peer"}}, {"IKE rekey by B", b, Target{IKE: "peer"}}} {
+		t.Run(step.name, func(t *testing.T) {
+			before := list(t, step.e)[0]
+			na, nb := len(a.node.events()), len(b.node.events())
+			if err := step.e.m.Rekey(step.t); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the rekey", func() bool {
+				l, _ := step.e.m.List()
+				if len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 1 {
+					return false
+				}
+				if step.t.IKE != "" {
+					return l[0].SPIInitiator != before.SPIInitiator
+				}
+				return l[0].Children[0].SPIIn != before.Children[0].SPIIn && matched(a.node, b.node, 1)
+			})
+			if step.t.Child == "" {
+				if len(a.node.events()) != na || len(b.node.events()) != nb {
+					t.Errorf("an IKE rekey changed the children: A %v, B %v", a.node.events()[na:], b.node.events()[nb:])
+				}
+				return
+			}
+			// Make-before-break: on each side both new SAs are added
+			// before an old one goes.
+			for _, e := range []*endpoint{a, b} {
+				ev := e.node.events()[map[*endpoint]int{a: na, b: nb}[e]:]
+				if len(ev) != 4 || !bytes.HasPrefix([]byte(ev[0]), []byte("add")) || !bytes.HasPrefix([]byte(ev[1]), []byte("add")) {
+					t.Errorf("changes %v: want two adds, then two removes", ev)
+				}
+			}
+		})
+	}
+
+	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both sides empty", func() bool {
+		ain, _ := a.node.snapshot()
+		bin, _ := b.node.snapshot()
+		la, _ := a.m.List()
+		lb, _ := b.m.List()
+		return len(ain) == 0 && len(bin) == 0 && len(la) == 0 && len(lb) == 0
+	})
+	if err := a.m.Rekey(Target{IKE: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("rekey of an unknown connection: %v, want ErrNotFound", err)
+	}
+}
+
+// TestResponderDefersOutbound: when the peer rekeys a child, our new
+// outbound SA goes in only with the peer's delete of the old child: in
+// the changes, the new inbound SA comes first, then the new outbound SA,
+// and the old pair last.
+func TestResponderDefersOutbound(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	nb := len(b.node.events())
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rekey", func() bool { return len(b.node.events()) == nb+4 && matched(a.node, b.node, 1) })
+	ev := b.node.events()[nb:]
+	if ev[0][:6] != "add in" || ev[1][:7] != "add out" || ev[2][:6] != "remove" || ev[3][:6] != "remove" {
+		t.Errorf("B's changes %v: want the new inbound SA, the new outbound SA, then the old pair", ev)
+	}
+}
+
+// TestTimers: rekey_time drives child and IKE rekeys on their own.
+func TestTimers(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", childRekey: "1s", ikeRekey: "2s"}, sideOpts{childRekey: "1h", ikeRekey: "1h"})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	waitFor(t, "a timed child rekey and IKE rekey", func() bool {
+		l, _ := a.m.List()
+		return len(l) == 1 && len(l[0].Children) == 1 && l[0].SPIInitiator != first.SPIInitiator &&
+			l[0].Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1)
+	})
+}
+
+// TestDPD: with dpd_delay, a peer that stops answering is noticed: with
+// dpd_action clear the SAs go; the children are removed.
+func TestDPD(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", retransmit: 200 * time.Millisecond}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	b.m.Close() // dead: its sockets are gone, it sends no delete
+	waitFor(t, "A to clear the dead peer's SAs", func() bool {
+		ain, aout := a.node.snapshot()
+		l, _ := a.m.List()
+		return len(ain) == 0 && len(aout) == 0 && len(l) == 0
+	})
+	if !bytes.Contains([]byte(a.log.String()), []byte("dpd_action clear")) {
+		t.Errorf("no dpd_action line in the log")
+	}
+}
+
+// TestDPDRestart: dpd_action restart initiates again, and once the peer
+// is back (restarted, knowing nothing of the old SAs) a new pair replaces
+// the dead one.
+func TestDPDRestart(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", dpdAction: "restart", retransmit: 200 * time.Millisecond}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	b.m.Close() // dead: its sockets are gone, it sends no delete
+	waitFor(t, "A to notice", func() bool { return bytes.Contains([]byte(a.log.String()), []byte("dpd_action restart")) })
+	cfg := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfg.IKE.Port = b.m.Port()
+	b2 := startEndpoint(t, cfg, "127.0.0.2", 0, 0x3000)
+	waitFor(t, "a new IKE SA with the restarted peer", func() bool {
+		l, _ := a.m.List()
+		return len(l) == 1 && l[0].SPIInitiator != first.SPIInitiator && matched(a.node, b2.node, 1)
+	})
+}
