@@ -84,9 +84,11 @@ func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
 
 // TestIKEDaemons: two `ipsecd run` daemons negotiate with IKEv2 and a PSK
 // (A initiates at start-up, B answers), and ping and a checksummed TCP
-// stream cross the tunnel; then a child rekey and an IKE rekey started
-// over the control socket keep it up, and a terminate takes the SAs down
-// on both sides.
+// stream cross the tunnel; child rekeys from each side and an IKE rekey,
+// started over the control socket, keep it up; terminate takes the SAs
+// down on both sides and initiate brings them back; SIGHUP keeps an
+// unchanged connection, re-establishes a changed one and ends a removed
+// one.
 func TestIKEDaemons(t *testing.T) {
 	p := newPair(t)
 	b := startDaemon(t, p.b, ikeSide(underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
@@ -122,17 +124,53 @@ func TestIKEDaemons(t *testing.T) {
 	}
 
 	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
-	for _, d := range []*daemon{a, b} {
+	bothEmpty(t, a, b)
+	a.mustCtl(t, "ike", "initiate", "--ike", "peer")
+	up := a.waitIKE("a child after ike initiate", anyChild)
+	ping(t, p.a, innerB4, 3)
+
+	// SIGHUP: an unchanged connection stays up, a changed one is brought
+	// up again, a removed one goes.
+	cfgA := ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	a.reload(t, cfgA)
+	a.waitLogCount(t, "unchanged=1", 1)
+	if now := a.ikeList(); len(now) != 1 || now[0].SPIInitiator != up.SPIInitiator {
+		t.Errorf("an unchanged connection's IKE SA changed on reload: %+v, was %+v", now, up)
+	}
+	a.reload(t, strings.Replace(cfgA, "dpd_delay: 2s", "dpd_delay: 3s", 1))
+	a.waitLogCount(t, "changed=1", 1)
+	a.waitIKE("a new IKE SA after the connection changed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != up.SPIInitiator })
+	ping(t, p.a, innerB4, 3)
+	a.reload(t, cfgA[:strings.Index(cfgA, "connections:")])
+	a.waitLogCount(t, "removed=1", 1)
+	bothEmpty(t, a, b)
+	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
+		t.Errorf("ping crossed after terminate:\n%s", out)
+	}
+}
+
+// bothEmpty waits until neither daemon lists an IKE SA or holds an SA.
+func bothEmpty(t *testing.T, ds ...*daemon) {
+	t.Helper()
+	for _, d := range ds {
 		deadline := time.Now().Add(10 * time.Second)
 		for len(d.ikeList()) != 0 || len(d.states()) != 0 {
 			if time.Now().After(deadline) {
 				out, _ := d.ctl("ike", "list")
-				t.Fatalf("in %s: SAs left 10 s after terminate:\n%s\n%v", d.ns.name, out, d.states())
+				t.Fatalf("in %s: SAs left after 10 s:\n%s\n%v", d.ns.name, out, d.states())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
-		t.Errorf("ping crossed after terminate:\n%s", out)
+}
+
+// waitLogCount waits until the daemon's log has n lines with want.
+func (d *daemon) waitLogCount(t *testing.T, want string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(d.log.String(), want) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsecd log in %s: %d lines with %q within 10 s, want %d:\n%s", d.ns.name, strings.Count(d.log.String(), want), want, n, d.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
