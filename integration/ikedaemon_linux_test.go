@@ -102,7 +102,11 @@ func TestIKEDaemons(t *testing.T) {
 	ping(t, p.a, innerB4, 3)
 	tcpTransfer(t, p.a, p.b, innerB4, 4<<20)
 
-	// Child rekey from B (the responder), then from A; IKE rekey from B.
+	// Child rekey from B (the responder), then from A; IKE rekey from B;
+	// while numbered UDP datagrams flow each way and a TCP stream from A
+	// to B, none of which may be lost (make-before-break).
+	st := startStreams(t, p)
+	time.Sleep(300 * time.Millisecond)
 	for _, step := range []struct {
 		d    *daemon
 		args []string
@@ -119,6 +123,8 @@ func TestIKEDaemons(t *testing.T) {
 		ping(t, p.a, innerB4, 3)
 		ping(t, p.b, innerA4, 3)
 	}
+	time.Sleep(300 * time.Millisecond)
+	st.stopAndCheck(t, false)
 	if got := len(a.ikeList()); got > 2 {
 		t.Errorf("A lists %d IKE SAs after the rekeys, want 1 (or 2 while the old one's delete completes)", got)
 	}
