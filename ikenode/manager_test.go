@@ -391,8 +391,13 @@ func TestTimers(t *testing.T) {
 	first := list(t, a)[0]
 	waitFor(t, "a timed child rekey and IKE rekey", func() bool {
 		l, _ := a.m.List()
-		return len(l) == 1 && len(l[0].Children) == 1 && l[0].SPIInitiator != first.SPIInitiator &&
-			l[0].Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1)
+		for _, s := range l {
+			if s.State == "ESTABLISHED" && len(s.Children) == 1 && s.SPIInitiator != first.SPIInitiator &&
+				s.Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1) {
+				return true
+			}
+		}
+		return false
 	})
 }
 
@@ -427,5 +432,37 @@ func TestDPDRestart(t *testing.T) {
 	waitFor(t, "a new IKE SA with the restarted peer", func() bool {
 		l, _ := a.m.List()
 		return len(l) == 1 && l[0].SPIInitiator != first.SPIInitiator && matched(a.node, b2.node, 1)
+	})
+}
+
+// TestInitialContact: when a restarted peer comes back, the SA of its
+// previous life is dropped with its children (the daemon's half of
+// INITIAL_CONTACT), and hasContact tells whether an SA with a peer
+// exists.
+func TestInitialContact(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.m.Close() // A dies without a delete
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	a2 := startEndpoint(t, cfg, "127.0.0.1", b.m.Port(), 0x5000)
+	waitFor(t, "B to hold the new SA beside the old", func() bool {
+		l, _ := b.m.List()
+		in, _ := b.node.snapshot()
+		return len(l) == 2 && len(in) == 2
+	})
+	var had, hasOther bool
+	if err := b.m.do(func() {
+		had = b.m.hasContact("b.test", "a.test")
+		hasOther = b.m.hasContact("b.test", "c.test")
+		b.m.initialContact(b.m.sas[len(b.m.sas)-1], "a.test", time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !had || hasOther {
+		t.Errorf("hasContact: a.test %v, c.test %v; want true, false", had, hasOther)
+	}
+	waitFor(t, "only the new SA and its pair", func() bool {
+		l, _ := b.m.List()
+		return len(l) == 1 && matched(a2.node, b.node, 1)
 	})
 }
