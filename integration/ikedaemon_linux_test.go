@@ -5,7 +5,11 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,4 +183,119 @@ func (d *daemon) waitLogCount(t *testing.T, want string, n int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// strongswan.conf for TestIKEDaemonCharon: kernel-libipsec (this kernel
+// has no ESP) and a log in the test's directory.
+const ikeCharonConf = `charon {
+  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  install_routes = yes
+  filelog { test { path = %s
+                   default = 1
+                   flush_line = yes } }
+  syslog { daemon { default = -1 } }
+}
+`
+
+// swanctl.conf of TestIKEDaemonCharon: the mirror of ikeSide's A.
+const ikeCharonSwanctl = `connections {
+  peer {
+    local_addrs = 192.0.2.2
+    remote_addrs = 192.0.2.1
+    proposals = aes256-sha256-x25519
+    local {
+      auth = psk
+      id = b.example.net
+    }
+    remote {
+      auth = psk
+      id = a.example.net
+    }
+    children {
+      net {
+        local_ts = 203.0.113.0/24
+        remote_ts = 198.51.100.0/24
+        esp_proposals = aes128gcm16
+      }
+    }
+  }
+}
+secrets {
+  ike-a {
+    id-a = a.example.net
+    id-b = b.example.net
+    secret = 0x6d79207475726e656c207365637265742c206e6f7420666f7220757365
+  }
+}
+`
+
+// TestIKEDaemonCharon: `ipsecd run` against strongSwan's charon: ipsecd
+// initiates at start-up and ping crosses; charon rekeys the child; then
+// charon initiates after ipsecd terminated, and ping crosses again.
+func TestIKEDaemonCharon(t *testing.T) {
+	const charonBin = "/usr/lib/ipsec/charon"
+	if _, err := os.Stat(charonBin); err != nil {
+		t.Skip("strongSwan's charon is not installed (scripts/test.sh installs strongswan-charon)")
+	}
+	p := newPair(t)
+	// kernel-libipsec routes remote_ts into its TUN from an address of
+	// local_ts, and needs a route towards the peer's side to do it.
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	dir := t.TempDir()
+	conf, swanctlConf, logPath := filepath.Join(dir, "strongswan.conf"), filepath.Join(dir, "swanctl.conf"), filepath.Join(dir, "charon.log")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(ikeCharonConf, logPath)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(swanctlConf, []byte(ikeCharonSwanctl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", p.b.name, "unshare", "-m", "sh", "-c",
+		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+conf+" "+charonBin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("charon log:\n%s", b)
+		}
+	})
+	// ip netns exec, unshare and sh all exec: the pid is charon's.
+	swanctl := func(args ...string) (string, error) {
+		out, err := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(cmd.Process.Pid), "-m", "-n", "swanctl"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for i := 0; ; i++ {
+		out, err := swanctl("--load-all", "--file", swanctlConf)
+		if err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("charon did not take its config within 5 s: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	a := startDaemon(t, p.a, ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+	first := a.waitIKE("a child with charon", anyChild)
+	ping(t, p.a, innerB4, 3)
+
+	if out, err := swanctl("--rekey", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --rekey: %v\n%s", err, out)
+	}
+	a.waitIKE("the child charon rekeyed", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
+	ping(t, p.a, innerB4, 3)
+
+	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
+	bothEmpty(t, a)
+	if out, err := swanctl("--initiate", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, out)
+	}
+	if s := a.waitIKE("a child charon initiated", anyChild); s.Initiator {
+		t.Errorf("ipsecd lists itself as the initiator of charon's IKE SA: %+v", s)
+	}
+	ping(t, p.a, innerB4, 3)
 }
