@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -465,4 +466,63 @@ func TestInitialContact(t *testing.T) {
 		l, _ := b.m.List()
 		return len(l) == 1 && matched(a2.node, b.node, 1)
 	})
+}
+
+// TestKeylog: with ike.keylog both files get the negotiated keys in
+// Wireshark's formats, mode 0600, and the start is warned about.
+func TestKeylog(t *testing.T) {
+	dir := t.TempDir()
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfgB.IKE.Keylog = dir + "/b-"
+	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
+	_ = a
+	waitFor(t, "the child", func() bool { in, _ := b.node.snapshot(); return len(in) == 1 })
+	l := list(t, b)[0]
+	for name, want := range map[string]string{
+		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
+		KeylogESPFile: `"IPv4","127.0.0.1","127.0.0.2","0x` + l.Children[0].SPIIn + `","AES-GCM with 16 octet ICV [RFC4106]","0x`,
+	} {
+		path := dir + "/b-" + name
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(b), want) {
+			t.Errorf("%s: %q, want it to start %q", name, b, want)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, fi.Mode())
+		}
+	}
+	if !strings.Contains(b.log.String(), "KEYLOG ON") {
+		t.Errorf("keylog not warned about:\n%s", b.log.String())
+	}
+}
+
+// TestQueueFullDrops: a manager that does not keep up drops what does not
+// fit its queue and counts it; DeliverNonESP never blocks.
+func TestQueueFullDrops(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	msg := append([]byte{0, 0, 0, 0}, make([]byte, 28)...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range inboxSize + 100 {
+			m.DeliverNonESP(msg, netip.MustParseAddrPort("192.0.2.9:4500"), netip.MustParseAddr("192.0.2.1"))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("DeliverNonESP blocked")
+	}
+	if got := m.Counters().QueueDrops; got != 100 {
+		t.Errorf("QueueDrops = %d, want 100", got)
+	}
 }
