@@ -3,8 +3,12 @@ package ikenode
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -525,4 +529,63 @@ func TestQueueFullDrops(t *testing.T) {
 	if got := m.Counters().QueueDrops; got != 100 {
 		t.Errorf("QueueDrops = %d, want 100", got)
 	}
+}
+
+// TestGarbage: thousands of random datagrams, some with an IKE header
+// that names IKE_SA_INIT or the live SA's SPIs, on both paths (the IKE
+// port and the non-ESP hook), leave the SA up and the daemon answering:
+// a rekey still completes.
+func TestGarbage(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	l := list(t, b)[0]
+	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), b.m.Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		p := make([]byte, 28+r.IntN(200))
+		for j := range p {
+			p[j] = byte(r.Uint32())
+		}
+		p[17] = 0x20 // version 2.0
+		switch i % 3 {
+		case 0:
+			p[18] = 34 // IKE_SA_INIT
+			binary.BigEndian.PutUint32(p[24:], uint32(len(p)))
+		case 1:
+			binary.BigEndian.PutUint64(p[0:], binary.BigEndian.Uint64(mustHex(t, l.SPIInitiator)))
+			binary.BigEndian.PutUint64(p[8:], binary.BigEndian.Uint64(mustHex(t, l.SPIResponder)))
+			p[18] = byte(34 + r.IntN(4))
+			binary.BigEndian.PutUint32(p[24:], uint32(len(p)))
+		}
+		conn.Write(p)
+		b.m.DeliverNonESP(append([]byte{0, 0, 0, 0}, p...), netip.MustParseAddrPort("127.0.0.1:4500"), netip.MustParseAddr("127.0.0.2"))
+		if i%200 == 0 {
+			time.Sleep(5 * time.Millisecond) // let the queue drain: garbage, not a flood
+		}
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a rekey after the garbage", func() bool {
+		l2, _ := b.m.List()
+		return len(l2) == 1 && len(l2[0].Children) == 1 && l2[0].Children[0].SPIIn != l.Children[0].SPIIn && matched(a.node, b.node, 1)
+	})
+	if strings.Contains(b.log.String(), "panicked") {
+		t.Errorf("a message panicked:\n%s", b.log.String())
+	}
+	c := b.m.Counters()
+	t.Logf("B's counters after the garbage: %+v", c)
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
