@@ -21,6 +21,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
@@ -588,4 +589,32 @@ func mustHex(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestPrefixOf: a selector becomes a prefix only when its range is
+// exactly one, of any protocol and port.
+func TestPrefixOf(t *testing.T) {
+	sel := func(start, end string) message.Selector {
+		return message.Selector{EndPort: 65535, Start: netip.MustParseAddr(start), End: netip.MustParseAddr(end)}
+	}
+	for _, tt := range []struct {
+		s    message.Selector
+		want string
+	}{
+		{sel("10.1.0.0", "10.1.0.255"), "10.1.0.0/24"},
+		{sel("0.0.0.0", "255.255.255.255"), "0.0.0.0/0"},
+		{sel("192.0.2.7", "192.0.2.7"), "192.0.2.7/32"},
+		{sel("2001:db8::", "2001:db8::ffff:ffff:ffff:ffff"), "2001:db8::/64"},
+		{sel("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), "::/0"},
+		{sel("10.1.0.0", "10.1.0.254"), ""},
+		{sel("10.1.0.1", "10.1.0.255"), ""},
+		{sel("10.1.0.0", "10.1.1.255"), "10.1.0.0/23"},
+		{sel("10.1.1.0", "10.1.2.255"), ""},
+		{message.Selector{Proto: 6, EndPort: 65535, Start: netip.MustParseAddr("10.1.0.0"), End: netip.MustParseAddr("10.1.0.255")}, ""},
+	} {
+		p, ok := prefixOf(tt.s)
+		if got := map[bool]string{true: p.String(), false: ""}[ok]; got != tt.want {
+			t.Errorf("prefixOf(%v) = %q, want %q", tt.s, got, tt.want)
+		}
+	}
 }
