@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -480,9 +481,10 @@ func TestKeylog(t *testing.T) {
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	cfgB.IKE.Keylog = dir + "/b-"
 	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
-	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
-	_ = a
-	waitFor(t, "the child", func() bool { in, _ := b.node.snapshot(); return len(in) == 1 })
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	cfgA.IKE.Keylog = dir // a directory: the files go in it
+	a := startEndpoint(t, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 	l := list(t, b)[0]
 	for name, want := range map[string]string{
 		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
@@ -499,6 +501,9 @@ func TestKeylog(t *testing.T) {
 		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", name, fi.Mode())
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, KeylogESPFile)); err != nil || fi.Size() == 0 {
+		t.Errorf("A's keylog in the directory %s: %v", dir, err)
 	}
 	if !strings.Contains(b.log.String(), "KEYLOG ON") {
 		t.Errorf("keylog not warned about:\n%s", b.log.String())
