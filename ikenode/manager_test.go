@@ -623,3 +623,24 @@ func TestPrefixOf(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongPSK: a wrong PSK installs nothing on either side, counts one
+// authentication failure on each, and start_action start tries again
+// later.
+func TestWrongPSK(t *testing.T) {
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfgB.Connections[0].PSK = config.Key("not the same secret at all, no")
+	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
+	waitFor(t, "the failure on both sides", func() bool {
+		return a.m.Counters().AuthFailures > 0 && b.m.Counters().AuthFailures > 0 && strings.Contains(a.log.String(), "retrying in 5s")
+	})
+	if fa, fb := a.m.Counters().AuthFailures, b.m.Counters().AuthFailures; fa != 1 || fb != 1 {
+		t.Errorf("authentication failures: A %d, B %d; want 1 each", fa, fb)
+	}
+	for _, e := range []*endpoint{a, b} {
+		if ev := e.node.events(); len(ev) != 0 {
+			t.Errorf("installed after a wrong PSK: %v", ev)
+		}
+	}
+}
