@@ -644,3 +644,27 @@ func TestWrongPSK(t *testing.T) {
 		}
 	}
 }
+
+// TestRekeyQueued: a rekey asked while another exchange is under way is
+// not refused: it follows once that exchange is done.
+func TestRekeyQueued(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	if err := a.m.Rekey(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatalf("a child rekey right after an IKE rekey: %v", err)
+	}
+	waitFor(t, "both rekeys", func() bool {
+		l, _ := a.m.List()
+		for _, s := range l {
+			if s.State == "ESTABLISHED" && s.SPIInitiator != first.SPIInitiator && len(s.Children) == 1 &&
+				s.Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1) {
+				return true
+			}
+		}
+		return false
+	})
+}
