@@ -326,6 +326,7 @@ func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 				}
 			}
 			clear(old.ec.PSK)
+			m.untrap(old)
 		}
 		m.connOrder = order
 		for _, c := range fresh {

@@ -32,11 +32,12 @@ import (
 // node.Node checks of it: pairs of an inbound and an outbound SA, no SA
 // twice, removals of SAs that exist.
 type fakeNode struct {
-	mu     sync.Mutex
-	states map[node.StateID]sa.Config
-	order  []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
-	spis   map[uint32]bool
-	next   uint32
+	mu       sync.Mutex
+	states   map[node.StateID]sa.Config
+	order    []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
+	spis     map[uint32]bool
+	next     uint32
+	policies []sa.Policy
 }
 
 func newFakeNode(base uint32) *fakeNode {
@@ -101,6 +102,27 @@ func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
 		delete(f.states, id)
 		f.order = append(f.order, fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
 	}
+	return nil
+}
+
+func (f *fakeNode) AddPolicy(owner node.Owner, p sa.Policy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Contains(f.policies, p) {
+		return sa.ErrExists
+	}
+	f.policies = append(f.policies, p)
+	return nil
+}
+
+func (f *fakeNode) DeletePolicy(p sa.Policy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.Index(f.policies, p)
+	if i < 0 {
+		return sa.ErrNotFound
+	}
+	f.policies = slices.Delete(f.policies, i, i+1)
 	return nil
 }
 
@@ -666,5 +688,57 @@ func TestRekeyQueued(t *testing.T) {
 			}
 		}
 		return false
+	})
+}
+
+// TestTrap: with a node that raises acquires, start_action trap installs
+// the child's allow out policy and initiates on the first acquire that
+// matches it (interface and selectors), not on others; a reload that
+// removes the connection removes the policy.
+func TestTrap(t *testing.T) {
+	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
+	log := &syncbuf.Buffer{}
+	l := logrus.New()
+	l.SetOutput(log)
+	fa := newFakeNode(0x1000)
+	m, err := New(Config{IKE: &cfgA.IKEConfig, Node: fa, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}, Action: sa.ActionAllow}
+	waitFor(t, "the trap policy", func() bool {
+		fa.mu.Lock()
+		defer fa.mu.Unlock()
+		return len(fa.policies) == 1 && fa.policies[0] == want
+	})
+	m.Acquire(2, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7")) // another interface
+	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.9.0.7")) // outside remote_ts
+	time.Sleep(200 * time.Millisecond)
+	if l, _ := m.List(); len(l) != 0 {
+		t.Fatalf("an acquire the trap does not cover initiated: %+v", l)
+	}
+	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7"))
+	waitFor(t, "the trapped child", func() bool { return matched(fa, b.node, 1) })
+
+	cfgNone, err := config.Parse("none.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Reload(&cfgNone.IKEConfig); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the policy and the child gone", func() bool {
+		fa.mu.Lock()
+		np := len(fa.policies)
+		fa.mu.Unlock()
+		in, _ := fa.snapshot()
+		return np == 0 && len(in) == 0
 	})
 }

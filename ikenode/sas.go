@@ -268,6 +268,13 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 	err := x.sa.Err()
 	if !x.up.IsZero() && errors.Is(err, ike.ErrTimeout) {
 		switch c.child.DPDAction {
+		case "trap":
+			if !m.cfg.Trap {
+				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap (not supported by this build): cleared")
+				break
+			}
+			m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap: cleared; traffic brings it up again")
+			m.trap(c)
 		case "restart":
 			if m.liveSA(c) == nil {
 				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action restart: initiating again")
