@@ -38,6 +38,20 @@ type fakeNode struct {
 	spis     map[uint32]bool
 	next     uint32
 	policies []sa.Policy
+	// sent, when set, reads the manager's datagrams sent; sentAt holds
+	// its value at each change of order.
+	sent   func() uint64
+	sentAt []uint64
+}
+
+// note records one change.
+func (f *fakeNode) note(change string) {
+	f.order = append(f.order, change)
+	if f.sent != nil {
+		f.sentAt = append(f.sentAt, f.sent())
+	} else {
+		f.sentAt = append(f.sentAt, 0)
+	}
 }
 
 func newFakeNode(base uint32) *fakeNode {
@@ -61,7 +75,7 @@ func (f *fakeNode) addLocked(c sa.Config) error {
 		return fmt.Errorf("%s: %w", id, sa.ErrExists)
 	}
 	f.states[id] = clone(c)
-	f.order = append(f.order, fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
+	f.note(fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
 	return nil
 }
 
@@ -81,7 +95,8 @@ func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ..
 		return err
 	}
 	// One change for both: the order shows them as one step.
-	f.order = append(f.order[:len(f.order)-2], fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
+	f.order, f.sentAt = f.order[:len(f.order)-2], f.sentAt[:len(f.sentAt)-2]
+	f.note(fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
 	return nil
 }
 
@@ -100,7 +115,7 @@ func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
 			return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
 		}
 		delete(f.states, id)
-		f.order = append(f.order, fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
+		f.note(fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
 	}
 	return nil
 }
@@ -741,4 +756,43 @@ func TestTrap(t *testing.T) {
 		in, _ := fa.snapshot()
 		return np == 0 && len(in) == 0
 	})
+}
+
+// TestInstallBeforeSend: what a message installs is in before the message
+// that lets the peer use it leaves. A rekeys a child: A installs the new
+// pair before it sends the delete of the old one (after which the peer
+// sends on the new child); B adds the new inbound SA before its
+// CREATE_CHILD_SA answer leaves, and the new outbound SA before its
+// answer to the delete.
+func TestInstallBeforeSend(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	var na, nb int
+	var sa0, sb0 uint64
+	if err := errors.Join(a.m.do(func() {
+		a.node.sent = func() uint64 { return a.m.Counters().Sent }
+		na, sa0 = len(a.node.events()), a.m.Counters().Sent
+	}), b.m.do(func() {
+		b.node.sent = func() uint64 { return b.m.Counters().Sent }
+		nb, sb0 = len(b.node.events()), b.m.Counters().Sent
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rekey", func() bool { return len(a.node.events()) == na+3 && len(b.node.events()) == nb+4 })
+	a.node.mu.Lock()
+	b.node.mu.Lock()
+	defer a.node.mu.Unlock()
+	defer b.node.mu.Unlock()
+	if got := a.node.sentAt[na]; got != sa0+1 {
+		t.Errorf("A installed the new pair after %d datagrams, want %d (the request only, not yet the delete)", got-sa0, 1)
+	}
+	if got := b.node.sentAt[nb]; got != sb0 {
+		t.Errorf("B added the new inbound SA after %d datagrams, want 0 (before its answer)", got-sb0)
+	}
+	if got := b.node.sentAt[nb+1]; got != sb0+1 {
+		t.Errorf("B added the new outbound SA after %d datagrams, want 1 (its answer, not yet the one to the delete)", got-sb0)
+	}
 }
