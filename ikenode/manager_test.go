@@ -181,8 +181,8 @@ const sideYAML = `interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%[5]s.1/24], routes: [%[6]s.0/24]}
 connections:
   - name: peer
-    local_addrs: [%[1]s]
-    remote_addrs: [%[2]s]
+    local_addrs: ["%[1]s"]
+    remote_addrs: ["%[2]s"]
     proposals: [aes128gcm16-prfsha256-x25519]
     rekey_time: %[8]s
     dpd_delay: %[9]s
@@ -794,5 +794,41 @@ func TestInstallBeforeSend(t *testing.T) {
 	}
 	if got := b.node.sentAt[nb+1]; got != sb0+1 {
 		t.Errorf("B added the new outbound SA after %d datagrams, want 1 (its answer, not yet the one to the delete)", got-sb0)
+	}
+}
+
+// TestWildcardIPv6: bound to the unspecified addresses (the daemon's
+// default), IKE over IPv6 reads the local address from IPV6_PKTINFO and
+// answers from it.
+func TestWildcardIPv6(t *testing.T) {
+	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
+		e := &endpoint{node: newFakeNode(base), log: &syncbuf.Buffer{}}
+		l := logrus.New()
+		l.SetOutput(e.log)
+		m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort, Log: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.m = m
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); m.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+			if t.Failed() {
+				t.Logf("log:\n%s", e.log.String())
+			}
+		})
+		return e
+	}
+	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
+	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
+	waitFor(t, "a child over IPv6", func() bool { return matched(a.node, b.node, 1) })
+	_, out := a.node.snapshot()
+	for _, c := range out {
+		if c.Src != netip.MustParseAddr("::1") || c.Dst != netip.MustParseAddr("::1") {
+			t.Errorf("outer addresses %s -> %s, want ::1", c.Src, c.Dst)
+		}
 	}
 }
