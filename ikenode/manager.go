@@ -267,6 +267,9 @@ func (m *Manager) shutdown() {
 	for spi := range m.spis {
 		m.cfg.Node.ReleaseSPI(spi)
 	}
+	for _, c := range m.conns {
+		clear(c.ec.PSK) // the engine's copies; the file's are the caller's
+	}
 }
 
 // handleSafely is handle, with a panic (a bug the peer's message
