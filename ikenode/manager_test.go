@@ -832,3 +832,28 @@ func TestWildcardIPv6(t *testing.T) {
 		}
 	}
 }
+
+// TestStopWipesPSK: the manager's copies of the PSKs are zeroed when it
+// stops; a reload zeroes those of the connections it replaces.
+func TestStopWipesPSK(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	e := startEndpoint(t, cfg, "127.0.0.1", 0, 0x1000)
+	var old []byte
+	if err := e.m.do(func() { old = e.m.conns["peer"].ec.PSK }); err != nil {
+		t.Fatal(err)
+	}
+	changed := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{dpdDelay: "5s"})
+	if _, err := e.m.Reload(&changed.IKEConfig); err != nil {
+		t.Fatal(err)
+	}
+	var now []byte
+	if err := e.m.do(func() { now = e.m.conns["peer"].ec.PSK }); err != nil {
+		t.Fatal(err)
+	}
+	e.stop()
+	for name, k := range map[string][]byte{"replaced": old, "at stop": now} {
+		if len(k) == 0 || !bytes.Equal(k, make([]byte, len(k))) {
+			t.Errorf("PSK %s: %x, want zeroes", name, k)
+		}
+	}
+}
