@@ -235,7 +235,7 @@ type endpoint struct {
 	stop func()
 }
 
-func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
+func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
 	t.Helper()
 	o = o.fill()
 	y := fmt.Sprintf(sideYAML, local, remote, lid, rid, net, rnet, o.start, o.ikeRekey, o.dpdDelay, o.dpdAction, o.childRekey)
@@ -250,7 +250,7 @@ func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOp
 	return cfg
 }
 
-func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
+func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
@@ -278,7 +278,7 @@ func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint
 
 // pairUp starts B (responder) on 127.0.0.2 and A on 127.0.0.1, which
 // initiates when oa says start.
-func pairUp(t *testing.T, oa, ob sideOpts) (a, b *endpoint) {
+func pairUp(t testing.TB, oa, ob sideOpts) (a, b *endpoint) {
 	t.Helper()
 	b = startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
 	a = startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
