@@ -90,31 +90,68 @@ func (m *Manager) childDown(c *ike.Child) {
 		rec.outPending = nil
 		if err != nil {
 			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed")
-			m.removeChild(nc, rec)
+			m.removeChild(nc, rec, 0)
 		}
 	}
 	if old != nil {
-		m.removeChild(c, old)
+		m.removeChild(c, old, m.linger)
 	}
 }
 
-// removeChild takes c's SAs out of the node. An SA already gone (its hard
-// lifetime removed it) is no error.
-func (m *Manager) removeChild(c *ike.Child, rec *installed) {
+// removeChild takes c's SAs out of the node; with linger, the inbound SA
+// only after that long (lingering), for the peer's packets still on the
+// way: a delete that ends a child may arrive before the ESP the peer sent
+// just before it, when the two come over different sockets (IKE on port
+// 500, raw ESP). An SA already gone (its hard lifetime removed it) is no
+// error.
+func (m *Manager) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
-	ids := []node.StateID{rec.in}
+	var ids []node.StateID
 	if rec.outPending == nil {
 		ids = append(ids, rec.out)
 	} else {
 		rec.outPending.ClearKeys()
 		rec.outPending = nil
 	}
+	if linger > 0 {
+		m.lingering = append(m.lingering, lingering{rec.in, time.Now().Add(linger)})
+	} else {
+		ids = append(ids, rec.in)
+	}
+	m.removeStates(ids...)
+	m.ctr.childrenRemoved.Add(1)
+}
+
+func (m *Manager) removeStates(ids ...node.StateID) {
 	for _, id := range ids {
 		if err := m.cfg.Node.RemoveStates(node.OwnerIKE, id); err != nil && !errors.Is(err, sa.ErrNotFound) {
 			m.log.WithError(err).WithField("state", id).Warn("ike: removing a child's SA")
 		}
 	}
-	m.ctr.childrenRemoved.Add(1)
+}
+
+// DefaultLinger is how long the inbound SA of a child the peer deleted
+// stays: packets that left the peer before its delete are still opened.
+const DefaultLinger = 2 * time.Second
+
+// lingering is an inbound SA to remove at a time.
+type lingering struct {
+	id node.StateID
+	at time.Time
+}
+
+// removeLingering removes the lingering SAs due by now (all with a zero
+// now).
+func (m *Manager) removeLingering(now time.Time) {
+	keep := m.lingering[:0]
+	for _, l := range m.lingering {
+		if now.IsZero() || !now.Before(l.at) {
+			m.removeStates(l.id)
+			continue
+		}
+		keep = append(keep, l)
+	}
+	m.lingering = keep
 }
 
 func idOf(c *sa.Config) node.StateID { return node.StateID{Dir: c.Dir, SPI: c.SPI, Dst: c.Dst} }

@@ -263,6 +263,7 @@ func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint
 		t.Fatal(err)
 	}
 	e.m = m
+	m.linger = 0 // the tests count the changes of a rekey at once; TestLinger sets it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
@@ -855,5 +856,31 @@ func TestStopWipesPSK(t *testing.T) {
 		if len(k) == 0 || !bytes.Equal(k, make([]byte, len(k))) {
 			t.Errorf("PSK %s: %x, want zeroes", name, k)
 		}
+	}
+}
+
+// TestLinger: the inbound SA of a child the peer deleted (after its
+// rekey) stays a while for packets still on the way, then goes.
+func TestLinger(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	if err := b.m.do(func() { b.m.linger = 500 * time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
+	oldIn, _ := b.node.snapshot()
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B's new outbound SA", func() bool { _, out := b.node.snapshot(); _, ok := out[0x1002]; return ok && len(out) == 1 })
+	in, _ := b.node.snapshot()
+	for spi := range oldIn {
+		if _, ok := in[spi]; !ok {
+			t.Errorf("B removed the old inbound SA %08x at once", spi)
+		}
+	}
+	time.Sleep(700 * time.Millisecond)
+	if !matched(a.node, b.node, 1) {
+		in, _ := b.node.snapshot()
+		t.Errorf("B still has %d inbound SAs after the linger", len(in))
 	}
 }
