@@ -44,7 +44,11 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		delete(x.rekeying, c.Replaces)
 	}
 	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
-	if c.Replaces != nil && !ours && m.children[c.Replaces] != nil {
+	// A child that replaces none while x holds one is the redundant
+	// child of simultaneous rekeys (§2.8.1), which the engine deletes:
+	// it takes the peer's packets until then, and carries none of ours.
+	redundant := c.Replaces == nil && m.holdsChild(x)
+	if (c.Replaces != nil && !ours && m.children[c.Replaces] != nil) || redundant {
 		// The peer rekeys: our answer may not have reached it, so its
 		// new inbound SA may not exist yet. Inbound now; outbound when
 		// it deletes the old child.
@@ -74,6 +78,16 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	m.ctr.childrenInstalled.Add(1)
 	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%08x", c.InSPI), "spi_out": fmt.Sprintf("%08x", c.OutSPI),
 		"suite": c.Suite.String(), "local_ts": c.LocalTS, "remote_ts": c.RemoteTS, "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
+}
+
+// holdsChild reports whether x holds an installed child.
+func (m *Manager) holdsChild(x *ikeSA) bool {
+	for _, rec := range m.children {
+		if rec.owner == x {
+			return true
+		}
+	}
+	return false
 }
 
 // childDown removes child c, which the peer or we deleted. A child whose

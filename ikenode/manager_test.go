@@ -22,7 +22,9 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/keys"
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
@@ -882,5 +884,36 @@ func TestLinger(t *testing.T) {
 	if !matched(a.node, b.node, 1) {
 		in, _ := b.node.snapshot()
 		t.Errorf("B still has %d inbound SAs after the linger", len(in))
+	}
+}
+
+// TestRedundantChild: a child that replaces none while the IKE SA holds
+// one (the redundant child of simultaneous rekeys, which the engine then
+// deletes) gets its inbound SA and no outbound SA: nothing is sent on it.
+func TestRedundantChild(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	f := newFakeNode(0)
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	now := time.Now()
+	c := m.conns["peer"]
+	local, remote := netip.MustParseAddrPort("127.0.0.1:500"), netip.MustParseAddrPort("127.0.0.2:500")
+	s, _, err := ike.Initiate(c.ec, local, remote, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := m.add(s, c, now)
+	gcm, _ := proposal.Lookup("aes128gcm16")
+	child := func(in, out uint32) *ike.Child {
+		key := func(b byte) keys.ESPKeys { return keys.ESPKeys{Enc: bytes.Repeat([]byte{b}, 20)} }
+		return &ike.Child{Suite: proposal.Suite{Encr: gcm}, InSPI: in, OutSPI: out, In: key(byte(in)), Out: key(byte(out)), Local: local, Remote: remote}
+	}
+	m.childUp(x, child(0x100, 0x200), now)
+	m.childUp(x, child(0x101, 0x201), now)
+	if ev := f.events(); len(ev) != 2 || ev[0] != "install 00000100 00000200" || ev[1] != "add in 00000101" {
+		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
 }
