@@ -272,7 +272,7 @@ func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint
 	e.stop = func() { cancel(); <-done }
 	t.Cleanup(func() {
 		e.stop()
-		if t.Failed() {
+		if t.Failed() || os.Getenv("IKENODE_LOG") != "" {
 			t.Logf("log of %s:\n%s", local, log.String())
 		}
 	})
