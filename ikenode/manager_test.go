@@ -254,13 +254,20 @@ func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOp
 
 func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
+	return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
+}
+
+// startManager runs a manager of c (its Node a fake, its log kept) until
+// the test ends.
+func startManager(t testing.TB, c Config, base uint32) *endpoint {
+	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
 	l.SetOutput(log)
 	l.SetLevel(logrus.DebugLevel)
 	e := &endpoint{node: newFakeNode(base), log: log}
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort,
-		Listen: []netip.Addr{netip.MustParseAddr(local)}, Log: l})
+	c.Node, c.Log = e.node, l
+	m, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +280,7 @@ func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint
 	t.Cleanup(func() {
 		e.stop()
 		if t.Failed() || os.Getenv("IKENODE_LOG") != "" {
-			t.Logf("log of %s:\n%s", local, log.String())
+			t.Logf("log of %v:\n%s", c.Listen, log.String())
 		}
 	})
 	return e
@@ -716,19 +723,9 @@ func TestRekeyQueued(t *testing.T) {
 func TestTrap(t *testing.T) {
 	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
-	log := &syncbuf.Buffer{}
-	l := logrus.New()
-	l.SetOutput(log)
-	fa := newFakeNode(0x1000)
-	m, err := New(Config{IKE: &cfgA.IKEConfig, Node: fa, RawESP: true, PeerPort: b.m.Port(), Trap: true,
-		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	a := startManager(t, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
+	m, fa := a.m, a.node
 
 	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}, Action: sa.ActionAllow}
 	waitFor(t, "the trap policy", func() bool {
@@ -805,25 +802,7 @@ func TestInstallBeforeSend(t *testing.T) {
 // answers from it.
 func TestWildcardIPv6(t *testing.T) {
 	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
-		e := &endpoint{node: newFakeNode(base), log: &syncbuf.Buffer{}}
-		l := logrus.New()
-		l.SetOutput(e.log)
-		m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort, Log: l})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.m = m
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); m.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-			if t.Failed() {
-				t.Logf("log:\n%s", e.log.String())
-			}
-		})
-		return e
+		return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
 	}
 	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
 	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
