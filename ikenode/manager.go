@@ -67,6 +67,10 @@ type Config struct {
 	// NATT sends IKE on the ESP-in-UDP socket; nil means none (IKE then
 	// never moves to port 4500: tests without NAT).
 	NATT NATT
+	// NATTAddr is the address the ESP-in-UDP socket is bound to: the
+	// local address of what arrives there when the socket does not say
+	// (it says only when bound to an unspecified address).
+	NATTAddr netip.Addr
 	// RawESP says the underlay carries raw ESP; without it every
 	// connection is UDP-encapsulated.
 	RawESP bool
@@ -179,7 +183,10 @@ func (m *Manager) Port() uint16 {
 // marker and is copied. It never blocks: when the queue is full the
 // datagram is dropped and counted.
 func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
-	if len(b) <= 4 {
+	if !local.IsValid() {
+		local = m.cfg.NATTAddr
+	}
+	if len(b) <= 4 || !local.IsValid() || local.IsUnspecified() {
 		return
 	}
 	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})

@@ -896,3 +896,22 @@ func TestRedundantChild(t *testing.T) {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
 }
+
+// TestNATTLocalAddress: IKE from an underlay bound to one address (which
+// then reports no local address) is taken as arriving at that address.
+func TestNATTLocalAddress(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, NATTAddr: netip.MustParseAddr("192.0.2.1"),
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.DeliverNonESP(make([]byte, 32), netip.MustParseAddrPort("192.0.2.9:4500"), netip.Addr{})
+	m.DeliverNonESP(make([]byte, 32), netip.MustParseAddrPort("192.0.2.9:4500"), netip.MustParseAddr("192.0.2.3"))
+	for _, want := range []string{"192.0.2.1:4500", "192.0.2.3:4500"} {
+		if p := <-m.inbox; p.local.String() != want {
+			t.Errorf("local %s, want %s", p.local, want)
+		}
+	}
+}

@@ -20,14 +20,16 @@ import (
 // with a PSK between the underlay addresses, one child carrying the
 // inner /24s through ipsec1.
 func ikeSide(local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
-	return ikeSideRaw(false, local, remote, localID, remoteID, addr, remoteNet, startAction, extra)
+	return ikeSideRaw(false, "0.0.0.0", local, remote, localID, remoteID, addr, remoteNet, startAction, extra)
 }
 
-// ikeSideRaw is ikeSide with underlay.raw_esp as raw says: IKE then stays
-// on port 500 and ESP is IP protocol 50.
-func ikeSideRaw(raw bool, local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
+// ikeSideRaw is ikeSide with underlay.raw_esp as raw says (IKE then stays
+// on port 500 and ESP is IP protocol 50) and the underlay bound to
+// underlay (then it reports no local address: IKE on port 4500 is taken
+// as arriving there).
+func ikeSideRaw(raw bool, underlay, local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
 	return fmt.Sprintf(`log: {level: debug, format: text}
-underlay: {udp: "0.0.0.0:4500", raw_esp: %t}
+underlay: {udp: "%s:4500", raw_esp: %t}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%s/24], routes: [%s/24]}
 ike: {port: 500}
@@ -49,7 +51,7 @@ connections:
 %s
 secrets:
   - {ids: [a.example.net, b.example.net], secret: "0x6d79207475726e656c207365637265742c206e6f7420666f7220757365"}
-`, raw, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
+`, underlay, raw, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
 }
 
 // ikeList returns the daemon's IKE SAs (ipsecd ike list --json).
@@ -107,11 +109,12 @@ func TestIKEDaemons(t *testing.T) {
 
 // testIKEDaemons is TestIKEDaemons with ESP in UDP (forced: the underlay
 // has no raw ESP socket, so IKE moves to port 4500 with it) or, with
-// raw, as IP protocol 50 (IKE stays on port 500).
+// raw, as IP protocol 50 (IKE stays on port 500). The underlay is bound
+// to the underlay address (TestIKEDaemonCharon's to 0.0.0.0).
 func testIKEDaemons(t *testing.T, raw bool) {
 	p := newPair(t)
-	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
-	cfgA := ikeSideRaw(raw, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	cfgA := ikeSideRaw(raw, underlayA4, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
 	a := startDaemon(t, p.a, cfgA)
 
 	sa := a.waitIKE("a child", anyChild)
