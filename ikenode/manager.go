@@ -117,6 +117,9 @@ type Manager struct {
 	children  map[*ike.Child]*installed
 	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
 	lingering []lingering
+	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
+	// shorten it).
+	keepalive time.Duration
 	// linger is how long a deleted child's inbound SA stays
 	// (DefaultLinger; tests set 0).
 	linger time.Duration
@@ -142,18 +145,19 @@ func New(cfg Config) (*Manager, error) {
 		log = l
 	}
 	m := &Manager{
-		cfg:      cfg,
-		log:      log,
-		inbox:    make(chan packet, inboxSize),
-		acquires: make(chan acquire, acquireSize),
-		control:  make(chan func(), controlSize),
-		peerPort: cfg.PeerPort,
-		cookies:  &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
-		conns:    map[string]*conn{},
-		children: map[*ike.Child]*installed{},
-		spis:     map[uint32]time.Time{},
-		done:     make(chan struct{}),
-		linger:   DefaultLinger,
+		cfg:       cfg,
+		log:       log,
+		inbox:     make(chan packet, inboxSize),
+		acquires:  make(chan acquire, acquireSize),
+		control:   make(chan func(), controlSize),
+		peerPort:  cfg.PeerPort,
+		cookies:   &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
+		conns:     map[string]*conn{},
+		children:  map[*ike.Child]*installed{},
+		spis:      map[uint32]time.Time{},
+		done:      make(chan struct{}),
+		linger:    DefaultLinger,
+		keepalive: keepaliveEvery,
 	}
 	if m.peerPort == 0 {
 		m.peerPort = cfg.IKE.IKE.Port
