@@ -118,7 +118,7 @@ func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
 // started over the control socket, keep it up; terminate takes the SAs
 // down on both sides and initiate brings them back; SIGHUP keeps an
 // unchanged connection, re-establishes a changed one and ends a removed
-// one.
+// one, while the file's own states on a second interface keep working.
 func TestIKEDaemons(t *testing.T) {
 	for _, raw := range []bool{false, true} {
 		t.Run(map[bool]string{false: "udp", true: "raw"}[raw], func(t *testing.T) { testIKEDaemons(t, raw) })
