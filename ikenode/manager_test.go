@@ -915,6 +915,11 @@ func TestNATTLocalAddress(t *testing.T) {
 			t.Errorf("local %s, want %s", p.local, want)
 		}
 	}
+	// The non-ESP marker with no IKE message after it is counted.
+	m.DeliverNonESP([]byte{0, 0, 0, 0}, netip.MustParseAddrPort("192.0.2.9:4500"), netip.Addr{})
+	if got := m.Counters().Malformed; got != 1 {
+		t.Errorf("an empty IKE message on port 4500: malformed %d, want 1", got)
+	}
 }
 
 // loopNATT stands in for the underlay's ESP-in-UDP socket of one manager
