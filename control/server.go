@@ -305,7 +305,7 @@ type handler func(s *Server, req *Request) (any, error)
 
 // handlers lists every command the server answers, one line each; the
 // handlers live in the file of their concept (states.go, policies.go,
-// stats.go).
+// stats.go, ike.go).
 var handlers = map[string]handler{
 	"ping":          func(*Server, *Request) (any, error) { return "pong", nil },
 	"state.list":    (*Server).stateList,
@@ -323,6 +323,10 @@ var handlers = map[string]handler{
 	// monitor.go) rather than getting one answer here.
 	"stats":          (*Server).stats,
 	"interface.list": (*Server).interfaceList,
+	"ike.list":       (*Server).dispatchIKE, // ike.go
+	"ike.initiate":   (*Server).dispatchIKE,
+	"ike.terminate":  (*Server).dispatchIKE,
+	"ike.rekey":      (*Server).dispatchIKE,
 }
 
 func (s *Server) dispatch(req *Request) (any, error) {

@@ -145,6 +145,9 @@ type Request struct {
 	Policy *PolicySpec  `json:"policy,omitempty"`
 	// Lifetime is state.update's new limits.
 	Lifetime *LifetimeSpec `json:"lifetime,omitempty"`
+	// IKE and Child name a connection or a child (ike.go).
+	IKE   string `json:"ike,omitempty"`
+	Child string `json:"child,omitempty"`
 }
 
 // Response is one line the server answers.

@@ -26,6 +26,7 @@ commands:
   policy list|add|delete      policies, like ip xfrm policy
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
+  ike    list|initiate|terminate|rekey  IKE SAs and children, like swanctl --list-sas, --initiate, ...
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
   monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
@@ -33,7 +34,7 @@ commands:
   help                        this text
 
 The control commands (state, policy, interface, stats, health, reload,
-monitor) reach the daemon through --control PATH (default
+monitor, ike) reach the daemon through --control PATH (default
 /run/ipsecd/ipsecd.sock) or --config FILE (its control key), and take
 --json. Run "ipsecd COMMAND -h" for its flags.
 
@@ -71,6 +72,7 @@ var commands = map[string]command{
 	"reload":    cmdReload,
 	"monitor":   cmdMonitor,
 	"genkey":    cmdGenkey,
+	"ike":       cmdIKE, // ike.go
 }
 
 // exitCode carries a status from a function that reports for itself.

@@ -41,6 +41,7 @@ type node struct {
 	metrics *http.Server
 	// metricsAddr is where metrics listens (the port chosen, for ":0").
 	metricsAddr net.Addr
+	ike         ikeRunner // ike.go
 
 	mu sync.Mutex
 	// mu guards: cfg, and serialises reloads.
@@ -64,7 +65,8 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		queues = max(queues, c.Queues)
 	}
 	core, err := ipnode.New(ipnode.Config{
-		Underlay:       underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark},
+		Underlay: underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark,
+			NonESP: n.ike.deliverNonESP},
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
@@ -109,6 +111,11 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
 
+	// IKE before the control socket: whoever sees the socket answer
+	// (a probe, a test) may ask for ike list at once.
+	if err := n.startIKE(cfg); err != nil {
+		return n, err
+	}
 	n.ctl, err = control.Listen(cfg.Control, (*backend)(n), log.WithField("part", "control"))
 	if err != nil {
 		return n, err
@@ -273,6 +280,7 @@ func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *
 	}
 	n.cfg = cfg
 	applied = true
+	n.reloadIKE(cfg)
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
 	if err := configureLog(n.log, cfg.Log); err != nil {
@@ -302,6 +310,7 @@ func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *
 // keeps them. It waits for the workers for a few seconds at most.
 func (n *node) stop() error {
 	var errs []error
+	n.stopIKE() // while the underlay still carries its deletes
 	if n.ctl != nil {
 		errs = append(errs, n.ctl.Close())
 	}

@@ -111,7 +111,7 @@ func TestBuildStatesRefusesInPlaceChange(t *testing.T) {
 			if e.File != "test.yaml" || e.Line != tt.wantLine || e.Field != tt.wantField {
 				t.Errorf("error at %s:%d field %q, want test.yaml:%d field %q", e.File, e.Line, e.Field, tt.wantLine, tt.wantField)
 			}
-			if !strings.Contains(e.Msg, "new SPI") || !strings.Contains(e.Msg, "spi 0x0000") {
+			if !strings.Contains(e.Msg, "new SPI") || !strings.Contains(e.Msg, "spi 0x") {
 				t.Errorf("message %q does not name the SA and ask for a new SPI", e.Msg)
 			}
 			if strings.Contains(e.Msg, key1) || strings.Contains(e.Msg, key2) || strings.Contains(e.Msg, key3) {
