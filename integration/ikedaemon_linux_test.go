@@ -1,0 +1,352 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ikenode"
+)
+
+// ikeSide is the config of one daemon of TestIKEDaemons: one connection
+// with a PSK between the underlay addresses, one child carrying the
+// inner /24s through ipsec1.
+func ikeSide(local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
+	return ikeSideRaw(false, local, remote, localID, remoteID, addr, remoteNet, startAction, extra)
+}
+
+// ikeSideRaw is ikeSide with underlay.raw_esp as raw says: IKE then stays
+// on port 500 and ESP is IP protocol 50.
+func ikeSideRaw(raw bool, local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
+	return fmt.Sprintf(`log: {level: debug, format: text}
+underlay: {udp: "0.0.0.0:4500", raw_esp: %t}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [%s/24], routes: [%s/24]}
+ike: {port: 500}
+connections:
+  - name: peer
+    local_addrs: [%s]
+    remote_addrs: [%s]
+    proposals: [aes256-sha256-x25519]
+    dpd_delay: 2s
+    local: {auth: psk, id: %s}
+    remote: {auth: psk, id: %s}
+    children:
+      - name: net
+        if_id: 1
+        local_ts: [%s/24]
+        remote_ts: [%s/24]
+        esp_proposals: [aes128gcm16]
+        start_action: %s
+%s
+secrets:
+  - {ids: [a.example.net, b.example.net], secret: "0x6d79207475726e656c207365637265742c206e6f7420666f7220757365"}
+`, raw, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
+}
+
+// ikeList returns the daemon's IKE SAs (ipsecd ike list --json).
+func (d *daemon) ikeList() []ikenode.SAInfo {
+	d.t.Helper()
+	out, err := d.ctl("ike", "list", "--json")
+	if err != nil {
+		d.t.Fatalf("ipsecd ike list: %v\n%s", err, out)
+	}
+	var sas []ikenode.SAInfo
+	if err := json.Unmarshal([]byte(out), &sas); err != nil {
+		d.t.Fatalf("ipsecd ike list --json: %v\n%s", err, out)
+	}
+	return sas
+}
+
+// waitIKE waits until the daemon lists an established IKE SA whose
+// installed child satisfies ok, and returns it.
+func (d *daemon) waitIKE(what string, ok func(s ikenode.SAInfo, c ikenode.ChildInfo) bool) ikenode.SAInfo {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, s := range d.ikeList() {
+			if s.State != "ESTABLISHED" {
+				continue
+			}
+			for _, c := range s.Children {
+				if c.State == "INSTALLED" && ok(s, c) {
+					return s
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			out, _ := d.ctl("ike", "list")
+			d.t.Fatalf("in %s: no established IKE SA with %s within 20 s:\n%s", d.ns.name, what, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
+
+// TestIKEDaemons: two `ipsecd run` daemons negotiate with IKEv2 and a PSK
+// (A initiates at start-up, B answers), and ping and a checksummed TCP
+// stream cross the tunnel; child rekeys from each side and an IKE rekey,
+// started over the control socket, keep it up; terminate takes the SAs
+// down on both sides and initiate brings them back; SIGHUP keeps an
+// unchanged connection, re-establishes a changed one and ends a removed
+// one.
+func TestIKEDaemons(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "udp", true: "raw"}[raw], func(t *testing.T) { testIKEDaemons(t, raw) })
+	}
+}
+
+// testIKEDaemons is TestIKEDaemons with ESP in UDP (forced: the underlay
+// has no raw ESP socket, so IKE moves to port 4500 with it) or, with
+// raw, as IP protocol 50 (IKE stays on port 500).
+func testIKEDaemons(t *testing.T, raw bool) {
+	p := newPair(t)
+	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	cfgA := ikeSideRaw(raw, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	a := startDaemon(t, p.a, cfgA)
+
+	sa := a.waitIKE("a child", anyChild)
+	wantPort := map[bool]uint16{false: 4500, true: 500}[raw]
+	if !sa.Initiator || sa.RemoteID != "b.example.net" || sa.NAT == raw || sa.Children[0].Algorithms == "" || sa.Children[0].Encap == raw || sa.Remote.Port() != wantPort {
+		t.Errorf("A's IKE SA: %+v; want the initiator, peer b.example.net, on port %d, UDP encapsulation %v", sa, wantPort, !raw)
+	}
+	b.waitIKE("a child", anyChild)
+	ping(t, p.a, innerB4, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 4<<20)
+
+	// Child rekey from B (the responder), then from A; IKE rekey from B;
+	// while numbered UDP datagrams flow each way and a TCP stream from A
+	// to B, none of which may be lost (make-before-break).
+	st := startStreams(t, p)
+	time.Sleep(300 * time.Millisecond)
+	for _, step := range []struct {
+		d    *daemon
+		args []string
+	}{{b, []string{"--child", "net"}}, {a, []string{"--child", "net"}}, {b, []string{"--ike", "peer"}}} {
+		before := step.d.ikeList()[0]
+		step.d.mustCtl(t, append([]string{"ike", "rekey"}, step.args...)...)
+		if step.args[0] == "--child" {
+			old := before.Children[0].SPIIn
+			step.d.waitIKE("a rekeyed child", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != old })
+		} else {
+			old := before.SPIInitiator
+			step.d.waitIKE("a rekeyed IKE SA", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != old })
+		}
+		ping(t, p.a, innerB4, 3)
+		ping(t, p.b, innerA4, 3)
+	}
+	time.Sleep(300 * time.Millisecond)
+	st.stopAndCheck(t, false)
+	if got := len(a.ikeList()); got > 2 {
+		t.Errorf("A lists %d IKE SAs after the rekeys, want 1 (or 2 while the old one's delete completes)", got)
+	}
+
+	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
+	bothEmpty(t, a, b)
+	a.mustCtl(t, "ike", "initiate", "--ike", "peer")
+	up := a.waitIKE("a child after ike initiate", anyChild)
+	ping(t, p.a, innerB4, 3)
+
+	// SIGHUP: an unchanged connection stays up, a changed one is brought
+	// up again, a removed one goes.
+	a.reload(t, cfgA)
+	a.waitLogCount(t, "unchanged=1", 1)
+	if now := a.ikeList(); len(now) != 1 || now[0].SPIInitiator != up.SPIInitiator {
+		t.Errorf("an unchanged connection's IKE SA changed on reload: %+v, was %+v", now, up)
+	}
+	a.reload(t, strings.Replace(cfgA, "dpd_delay: 2s", "dpd_delay: 3s", 1))
+	a.waitLogCount(t, "changed=1", 1)
+	a.waitIKE("a new IKE SA after the connection changed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != up.SPIInitiator })
+	ping(t, p.a, innerB4, 3)
+	a.reload(t, cfgA[:strings.Index(cfgA, "connections:")])
+	a.waitLogCount(t, "removed=1", 1)
+	bothEmpty(t, a, b)
+	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
+		t.Errorf("ping crossed after terminate:\n%s", out)
+	}
+}
+
+// bothEmpty waits until neither daemon lists an IKE SA or holds an SA.
+func bothEmpty(t *testing.T, ds ...*daemon) {
+	t.Helper()
+	for _, d := range ds {
+		deadline := time.Now().Add(10 * time.Second)
+		for len(d.ikeList()) != 0 || len(d.states()) != 0 {
+			if time.Now().After(deadline) {
+				out, _ := d.ctl("ike", "list")
+				t.Fatalf("in %s: SAs left after 10 s:\n%s\n%v", d.ns.name, out, d.states())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// waitLogCount waits until the daemon's log has n lines with want.
+func (d *daemon) waitLogCount(t *testing.T, want string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(d.log.String(), want) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsecd log in %s: %d lines with %q within 10 s, want %d:\n%s", d.ns.name, strings.Count(d.log.String(), want), want, n, d.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// strongswan.conf for TestIKEDaemonCharon: kernel-libipsec (this kernel
+// has no ESP) and a log in the test's directory.
+const ikeCharonConf = `charon {
+  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  install_routes = yes
+  filelog { test { path = %s
+                   default = 1
+                   flush_line = yes } }
+  syslog { daemon { default = -1 } }
+}
+`
+
+// swanctl.conf of TestIKEDaemonCharon: the mirror of ikeSide's A.
+const ikeCharonSwanctl = `connections {
+  peer {
+    local_addrs = 192.0.2.2
+    remote_addrs = 192.0.2.1
+    proposals = aes256-sha256-x25519
+    local {
+      auth = psk
+      id = b.example.net
+    }
+    remote {
+      auth = psk
+      id = a.example.net
+    }
+    children {
+      net {
+        local_ts = 203.0.113.0/24
+        remote_ts = 198.51.100.0/24
+        esp_proposals = aes128gcm16
+      }
+    }
+  }
+}
+secrets {
+  ike-a {
+    id-a = a.example.net
+    id-b = b.example.net
+    secret = 0x6d79207475726e656c207365637265742c206e6f7420666f7220757365
+  }
+}
+`
+
+// TestIKEDaemonCharon: `ipsecd run` against strongSwan's charon, a smoke
+// test (the full matrix is elsewhere): ipsecd initiates at start-up;
+// charon rekeys the child and the IKE SA, then ipsecd does; ipsecd
+// terminates, charon initiates, and charon's delete clears ipsecd. Ping
+// crosses at each step.
+func TestIKEDaemonCharon(t *testing.T) {
+	const charonBin = "/usr/lib/ipsec/charon"
+	if _, err := os.Stat(charonBin); err != nil {
+		t.Skip("strongSwan's charon is not installed (scripts/test.sh installs strongswan-charon)")
+	}
+	p := newPair(t)
+	// kernel-libipsec routes remote_ts into its TUN from an address of
+	// local_ts, and needs a route towards the peer's side to do it.
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	dir := t.TempDir()
+	conf, swanctlConf, logPath := filepath.Join(dir, "strongswan.conf"), filepath.Join(dir, "swanctl.conf"), filepath.Join(dir, "charon.log")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(ikeCharonConf, logPath)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(swanctlConf, []byte(ikeCharonSwanctl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", p.b.name, "unshare", "-m", "sh", "-c",
+		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+conf+" "+charonBin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("charon log:\n%s", b)
+		}
+	})
+	// ip netns exec, unshare and sh all exec: the pid is charon's.
+	swanctl := func(args ...string) (string, error) {
+		out, err := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(cmd.Process.Pid), "-m", "-n", "swanctl"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for i := 0; ; i++ {
+		out, err := swanctl("--load-all", "--file", swanctlConf)
+		if err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("charon did not take its config within 5 s: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	a := startDaemon(t, p.a, ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+	first := a.waitIKE("a child with charon", anyChild)
+	ping(t, p.a, innerB4, 3)
+	// Numbered datagrams each way at a rate charon's userspace data
+	// path (kernel-libipsec) keeps up with: none may be lost through the
+	// rekeys.
+	sinkAB := startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	sinkBA := startHelperProc(t, p.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
+	srcAB := startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), "300", "200")
+	srcBA := startHelperProc(t, p.b, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerA4, udpPortBA), "300", "200")
+	time.Sleep(300 * time.Millisecond)
+
+	if out, err := swanctl("--rekey", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --rekey: %v\n%s", err, out)
+	}
+	a.waitIKE("the child charon rekeyed", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
+	ping(t, p.a, innerB4, 3)
+	if out, err := swanctl("--rekey", "--ike", "peer"); err != nil {
+		t.Fatalf("swanctl --rekey --ike: %v\n%s", err, out)
+	}
+	a.waitIKE("the IKE SA charon rekeyed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != first.SPIInitiator })
+	ping(t, p.a, innerB4, 3)
+	a.mustCtl(t, "ike", "rekey", "--ike", "peer")
+	a.mustCtl(t, "ike", "rekey", "--child", "net")
+	ping(t, p.a, innerB4, 3)
+	time.Sleep(500 * time.Millisecond)
+	for _, u := range []struct {
+		dir       string
+		src, sink *helperProc
+	}{{"ipsecd→charon", srcAB, sinkAB}, {"charon→ipsecd", srcBA, sinkBA}} {
+		var sent udpSourceReport
+		var got udpSinkReport
+		u.src.finishJSON(t, &sent)
+		u.sink.finishJSON(t, &got)
+		if got.Received != sent.Sent || got.Missing != 0 {
+			t.Errorf("UDP %s through the rekeys: sent %d, received %d, missing %d (first %v)", u.dir, sent.Sent, got.Received, got.Missing, got.FirstMissing)
+		}
+	}
+
+	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
+	bothEmpty(t, a)
+	if out, err := swanctl("--initiate", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, out)
+	}
+	if s := a.waitIKE("a child charon initiated", anyChild); s.Initiator {
+		t.Errorf("ipsecd lists itself as the initiator of charon's IKE SA: %+v", s)
+	}
+	ping(t, p.a, innerB4, 3)
+	if out, err := swanctl("--terminate", "--ike", "peer"); err != nil {
+		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
+	}
+	bothEmpty(t, a)
+}
