@@ -44,6 +44,8 @@ type fakeNode struct {
 	// its value at each change of order.
 	sent   func() uint64
 	sentAt []uint64
+	// moved holds the SetPeer calls: "SPI peer".
+	moved []string
 }
 
 // note records one change.
@@ -895,4 +897,15 @@ func TestRedundantChild(t *testing.T) {
 	if ev := f.events(); len(ev) != 2 || ev[0] != "install 00000100 00000200" || ev[1] != "add in 00000101" {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
+}
+
+func (f *fakeNode) SetPeer(owner node.Owner, id node.StateID, peer netip.AddrPort) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.states[id]
+	if !ok || c.Encap == nil {
+		return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
+	}
+	f.moved = append(f.moved, fmt.Sprintf("%08x %v", id.SPI, peer))
+	return nil
 }

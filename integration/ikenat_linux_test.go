@@ -1,0 +1,152 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ikenode"
+)
+
+// The addresses of TestIKENAT's three namespaces: A sits behind the NAT
+// namespace on a private network; the NAT's outside address faces B.
+const (
+	natInsideA = "10.99.0.1"   // A, on the private side
+	natInside  = "10.99.0.254" // the NAT's private side, A's default route
+	natOutside = underlayA4    // the NAT's public address, on B's network
+)
+
+// natTriple is A behind a masquerading NAT namespace, and B outside it.
+type natTriple struct {
+	a, nat, b *netns
+}
+
+// newNATTriple builds the namespaces and the NAT: nftables masquerades
+// what leaves towards B, with source ports mapped into [from, to] (so
+// that a mapping is never the identity, and a new range shows a new
+// mapping).
+func newNATTriple(t *testing.T, from, to int) *natTriple {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft is not installed (scripts/test.sh installs nftables)")
+	}
+	n := &natTriple{a: newNetns(t), nat: newNetns(t), b: newNetns(t)}
+	n.a.mustRun(t, "ip", "link", "add", "veth0", "type", "veth", "peer", "name", "in0", "netns", n.nat.name)
+	n.nat.mustRun(t, "ip", "link", "add", "out0", "type", "veth", "peer", "name", "veth1", "netns", n.b.name)
+	for _, l := range []struct {
+		ns   *netns
+		dev  string
+		addr string
+	}{{n.a, "veth0", natInsideA}, {n.nat, "in0", natInside}, {n.nat, "out0", natOutside}, {n.b, "veth1", underlayB4}} {
+		l.ns.mustRun(t, "ip", "addr", "add", l.addr+"/24", "dev", l.dev)
+		l.ns.mustRun(t, "ip", "link", "set", l.dev, "up")
+	}
+	n.a.mustRun(t, "ip", "route", "add", "default", "via", natInside)
+	n.nat.mustRun(t, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	n.setMasquerade(t, from, to)
+	return n
+}
+
+// setMasquerade (re)writes the NAT's rules: UDP and TCP leaving towards
+// B take a source port in [from, to]; the rest (ICMP) plain masquerade.
+func (n *natTriple) setMasquerade(t *testing.T, from, to int) {
+	t.Helper()
+	rules := fmt.Sprintf(`table ip nat
+delete table ip nat
+table ip nat {
+	chain post {
+		type nat hook postrouting priority srcnat;
+		oifname "out0" meta l4proto { tcp, udp } masquerade to :%d-%d
+		oifname "out0" masquerade
+	}
+}
+`, from, to)
+	cmd := n.nat.cmd(t.Context(), "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft in %s: %v\n%s", n.nat.name, err, out)
+	}
+}
+
+// TestIKENAT: A behind a masquerading NAT initiates to B (remote_addrs
+// %any), both `ipsecd run` with raw ESP available, so that nothing but
+// NAT detection puts ESP in UDP and IKE on port 4500. Ping and TCP cross.
+// Then, while numbered UDP datagrams flow each way and a paced TCP stream
+// from A to B, the NAT moves its mapping to another port range and its
+// conntrack table is flushed: B must follow A's new address and port for
+// IKE and for its outbound ESP SA (RFC 7296 §2.23) after A's next
+// authenticated IKE message, and traffic resume within a few seconds;
+// the TCP stream arrives whole. The log gives how long the streams
+// paused.
+func TestIKENAT(t *testing.T) {
+	if _, err := exec.LookPath("conntrack"); err != nil {
+		t.Skip("conntrack is not installed (scripts/test.sh installs it)")
+	}
+	n := newNATTriple(t, 10000, 10999)
+	b := startDaemon(t, n.b, ikeSideRaw(true, underlayB4, `"%any"`, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	a := startDaemon(t, n.a, ikeSideRaw(true, natInsideA, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+
+	sa := a.waitIKE("a child", anyChild)
+	if !sa.NAT || !sa.Children[0].Encap || sa.Remote.Port() != 4500 {
+		t.Fatalf("A's IKE SA behind the NAT: %+v; want NAT detected, the child in UDP, IKE on port 4500", sa)
+	}
+	bsa := b.waitIKE("a child", anyChild)
+	if !bsa.NAT || !bsa.Children[0].Encap || bsa.Remote.Addr().String() != natOutside || bsa.Remote.Port() < 10000 || bsa.Remote.Port() > 10999 {
+		t.Fatalf("B's IKE SA: %+v; want A at %s with a port in 10000-10999, ESP in UDP", bsa, natOutside)
+	}
+	ping(t, n.a, innerB4, 3)
+	ping(t, n.b, innerA4, 3)
+	tcpTransfer(t, n.a, n.b, innerB4, 1<<20)
+
+	// The streams: 200 datagrams/s each way and 2 Mbit/s of TCP.
+	const rate = 200
+	sinkAB := startHelperProc(t, n.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	sinkBA := startHelperProc(t, n.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
+	tcpSink := startHelperProc(t, n.b, "tcp-sink", true, fmt.Sprintf("%s:%d", innerB4, tcpPort))
+	srcAB := startHelperProc(t, n.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), fmt.Sprint(rate), "256")
+	srcBA := startHelperProc(t, n.b, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerA4, udpPortBA), fmt.Sprint(rate), "256")
+	tcpSrc := startHelperProc(t, n.a, "tcp-paced", false, fmt.Sprintf("%s:%d", innerB4, tcpPort), "2000000", fmt.Sprint(time.Now().UnixNano()))
+	time.Sleep(time.Second)
+
+	// The mapping changes: new port range, old mappings forgotten.
+	n.setMasquerade(t, 20000, 20999)
+	n.nat.mustRun(t, "conntrack", "-F")
+	changed := time.Now()
+	moved := b.waitIKE("A's new mapping", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.Remote.Port() >= 20000 })
+	followed := time.Since(changed)
+	t.Logf("B's IKE SA follows A to %v %.1f s after the mapping changed", moved.Remote, followed.Seconds())
+	time.Sleep(3 * time.Second)
+
+	var sAB, sBA udpSourceReport
+	var rAB, rBA udpSinkReport
+	var tcpSent tcpPacedReport
+	srcAB.finishJSON(t, &sAB)
+	srcBA.finishJSON(t, &sBA)
+	tcpSrc.finishJSON(t, &tcpSent)
+	sinkAB.finishJSON(t, &rAB)
+	sinkBA.finishJSON(t, &rBA)
+	tcpGot := strings.TrimSpace(tcpSink.finish(t))
+	for _, u := range []struct {
+		dir  string
+		src  udpSourceReport
+		sink udpSinkReport
+	}{{"A→B", sAB, rAB}, {"B→A", sBA, rBA}} {
+		t.Logf("UDP %s: sent %d, received %d, missing %d, longest pause %.0f ms", u.dir, u.src.Sent, u.sink.Received, u.sink.Missing, u.sink.MaxGapMS)
+		// Resumed within a few seconds, and kept flowing since: what
+		// is missing is at most the pause's worth.
+		if u.sink.MaxGapMS > 5000 || u.sink.Missing > 5*rate || u.sink.Received < u.src.Sent-5*rate {
+			t.Errorf("UDP %s: paused %.0f ms, %d of %d missing: want the stream back within 5 s", u.dir, u.sink.MaxGapMS, u.sink.Missing, u.src.Sent)
+		}
+	}
+	if want := fmt.Sprintf("%s %d", tcpSent.SHA256, tcpSent.Bytes); tcpGot != want {
+		t.Errorf("TCP A→B through the mapping change: far end got %q, sent %q", tcpGot, want)
+	}
+	ping(t, n.b, innerA4, 3)
+	if got := strings.Count(b.log.String(), "the child's outbound SA follows"); got < 1 {
+		t.Errorf("B's log: %d lines saying the child's outbound SA followed the peer, want 1 or more", got)
+	}
+}
