@@ -87,8 +87,8 @@ func TestIKENAT(t *testing.T) {
 		t.Skip("conntrack is not installed (scripts/test.sh installs it)")
 	}
 	n := newNATTriple(t, 10000, 10999)
-	b := startDaemon(t, n.b, ikeSideRaw(true, underlayB4, `"%any"`, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
-	a := startDaemon(t, n.a, ikeSideRaw(true, natInsideA, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+	b := startDaemon(t, n.b, ikeSideRaw(true, underlayB4, underlayB4, `"%any"`, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	a := startDaemon(t, n.a, ikeSideRaw(true, natInsideA, natInsideA, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
 
 	sa := a.waitIKE("a child", anyChild)
 	if !sa.NAT || !sa.Children[0].Encap || sa.Remote.Port() != 4500 {
