@@ -88,6 +88,7 @@ func TestIKENAT(t *testing.T) {
 	}
 	n := newNATTriple(t, 10000, 10999)
 	b := startDaemon(t, n.b, ikeSideRaw(true, underlayB4, underlayB4, `"%any"`, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	b.waitLogCount(t, "ike: 1 connections", 1) // A's first IKE_SA_INIT finds B's IKE running
 	a := startDaemon(t, n.a, ikeSideRaw(true, natInsideA, natInsideA, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
 
 	sa := a.waitIKE("a child", anyChild)
@@ -199,4 +200,36 @@ func TestIKENATCharon(t *testing.T) {
 	ping(t, n.b, innerA4, 3)
 	n.changeMapping(t, func() bool { return strings.Contains(ch.ListSAs(), natOutside+"[2") })
 	ping(t, n.b, innerA4, 3)
+}
+
+// TestIKENATKeepalive: NAT keepalives keep the NAT's mapping alive
+// through silence. The NAT forgets an idle UDP mapping after 25 s here
+// (conntrack's UDP timeouts, per namespace), the daemons send a
+// keepalive every 20 s and no liveness checks (dpd_delay 0s); after 32 s
+// without traffic, B (outside, which cannot make a mapping) still
+// reaches A. Without keepalives the ping is lost (seen: the NAT then
+// holds only B's unreplied attempt). About 50 s; -short skips it.
+func TestIKENATKeepalive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 32 s of silence")
+	}
+	if _, err := exec.LookPath("conntrack"); err != nil {
+		t.Skip("conntrack is not installed (scripts/test.sh installs it)")
+	}
+	n := newNATTriple(t, 10000, 10999)
+	for _, k := range []string{"net.netfilter.nf_conntrack_udp_timeout=25", "net.netfilter.nf_conntrack_udp_timeout_stream=25"} {
+		n.nat.mustRun(t, "sysctl", "-qw", k)
+	}
+	noDPD := func(cfg string) string { return strings.Replace(cfg, "dpd_delay: 2s", "dpd_delay: 0s", 1) }
+	b := startDaemon(t, n.b, noDPD(ikeSideRaw(true, underlayB4, underlayB4, `"%any"`, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", "")))
+	b.waitLogCount(t, "ike: 1 connections", 1) // A's first IKE_SA_INIT finds B's IKE running
+	a := startDaemon(t, n.a, noDPD(ikeSideRaw(true, natInsideA, natInsideA, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")))
+	a.waitIKE("a child", anyChild)
+	b.waitIKE("a child", anyChild)
+	ping(t, n.a, innerB4, 1)
+	time.Sleep(32 * time.Second)
+	if out, err := n.b.run("ping", "-n", "-c", "1", "-W", "2", innerA4); err != nil {
+		t.Fatalf("ping from B to A after 32 s of silence (the NAT forgets a mapping after 25 s): %v\n%s\nNAT conntrack:\n%s",
+			err, out, n.nat.mustRun(t, "conntrack", "-L"))
+	}
 }
