@@ -109,6 +109,11 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
 
+	// IKE before the control socket: whoever sees the socket answer
+	// (a probe, a test) may ask for ike list at once.
+	if err := n.startIKE(cfg); err != nil {
+		return n, err
+	}
 	n.ctl, err = control.Listen(cfg.Control, (*backend)(n), log.WithField("part", "control"))
 	if err != nil {
 		return n, err
@@ -127,9 +132,6 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		log.WithFields(logrus.Fields{"addr": ln.Addr(), "pprof": cfg.Pprof}).Info("metrics: serving /metrics")
 		n.metrics = &http.Server{Handler: metricsHandler(n, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second}
 		go n.metrics.Serve(ln)
-	}
-	if err := n.startIKE(cfg); err != nil {
-		return n, err
 	}
 	n.started = true
 	return n, nil
