@@ -115,10 +115,7 @@ func TestIKEManyPeers(t *testing.T) {
 	ping(t, p.a, "10.2.0.1", 3)
 
 	const rate = 200
-	sinkAB := startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("10.2.0.1:%d", udpPortAB))
-	sinkBA := startHelperProc(t, p.a, "udp-seq-sink", true, fmt.Sprintf("10.1.0.1:%d", udpPortBA))
-	srcAB := startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("10.2.0.1:%d", udpPortAB), fmt.Sprint(rate), "256")
-	srcBA := startHelperProc(t, p.b, "udp-seq-source", false, fmt.Sprintf("10.1.0.1:%d", udpPortBA), fmt.Sprint(rate), "256")
+	udp := startUDPBothWays(t, p.a, p.b, "10.1.0.1", "10.2.0.1", rate)
 	time.Sleep(500 * time.Millisecond)
 	rssA, rssB := a.rssKiB(), b.rssKiB()
 
@@ -142,18 +139,7 @@ func TestIKEManyPeers(t *testing.T) {
 	t.Logf("%d IKE SAs with a child each up in %.2f s (%.0f per second); RSS added: initiator %d KiB (%.1f KiB per IKE SA), responder %d KiB (%.1f KiB per IKE SA)",
 		n, took.Seconds(), float64(n-1)/took.Seconds(), dA, float64(dA)/float64(n-1), dB, float64(dB)/float64(n-1))
 
-	var sAB, sBA udpSourceReport
-	var rAB, rBA udpSinkReport
-	srcAB.finishJSON(t, &sAB)
-	srcBA.finishJSON(t, &sBA)
-	sinkAB.finishJSON(t, &rAB)
-	sinkBA.finishJSON(t, &rBA)
-	for _, u := range []struct {
-		dir  string
-		src  udpSourceReport
-		sink udpSinkReport
-	}{{"A→B", sAB, rAB}, {"B→A", sBA, rBA}} {
-		t.Logf("UDP %s on connection 0 while the others came up: sent %d, received %d, missing %d, longest pause %.0f ms", u.dir, u.src.Sent, u.sink.Received, u.sink.Missing, u.sink.MaxGapMS)
+	for _, u := range udp.finish(t) {
 		if u.sink.Received != u.src.Sent || u.sink.Missing != 0 || u.sink.Duplicates != 0 {
 			t.Errorf("UDP %s: sent %d, received %d, missing %d (first %v), duplicates %d: want every datagram once", u.dir, u.src.Sent, u.sink.Received, u.sink.Missing, u.sink.FirstMissing, u.sink.Duplicates)
 		}

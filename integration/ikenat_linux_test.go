@@ -121,11 +121,8 @@ func TestIKENAT(t *testing.T) {
 func (n *natTriple) changeMapping(t *testing.T, followed func() bool) {
 	t.Helper()
 	const rate = 200
-	sinkAB := startHelperProc(t, n.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
-	sinkBA := startHelperProc(t, n.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
+	udp := startUDPBothWays(t, n.a, n.b, innerA4, innerB4, rate)
 	tcpSink := startHelperProc(t, n.b, "tcp-sink", true, fmt.Sprintf("%s:%d", innerB4, tcpPort))
-	srcAB := startHelperProc(t, n.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), fmt.Sprint(rate), "256")
-	srcBA := startHelperProc(t, n.b, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerA4, udpPortBA), fmt.Sprint(rate), "256")
 	tcpSrc := startHelperProc(t, n.a, "tcp-paced", false, fmt.Sprintf("%s:%d", innerB4, tcpPort), "2000000", fmt.Sprint(time.Now().UnixNano()))
 	time.Sleep(time.Second)
 
@@ -141,21 +138,10 @@ func (n *natTriple) changeMapping(t *testing.T, followed func() bool) {
 	t.Logf("B follows A's new mapping %.1f s after it changed", time.Since(changed).Seconds())
 	time.Sleep(3 * time.Second)
 
-	var sAB, sBA udpSourceReport
-	var rAB, rBA udpSinkReport
 	var tcpSent tcpPacedReport
-	srcAB.finishJSON(t, &sAB)
-	srcBA.finishJSON(t, &sBA)
 	tcpSrc.finishJSON(t, &tcpSent)
-	sinkAB.finishJSON(t, &rAB)
-	sinkBA.finishJSON(t, &rBA)
 	tcpGot := strings.TrimSpace(tcpSink.finish(t))
-	for _, u := range []struct {
-		dir  string
-		src  udpSourceReport
-		sink udpSinkReport
-	}{{"A→B", sAB, rAB}, {"B→A", sBA, rBA}} {
-		t.Logf("UDP %s: sent %d, received %d, missing %d, longest pause %.0f ms", u.dir, u.src.Sent, u.sink.Received, u.sink.Missing, u.sink.MaxGapMS)
+	for _, u := range udp.finish(t) {
 		// Resumed within a few seconds, and kept flowing since: what
 		// is missing is at most the pause's worth.
 		if u.sink.MaxGapMS > 5000 || u.sink.Missing > 5*rate || u.sink.Received < u.src.Sent-5*rate {
@@ -232,4 +218,44 @@ func TestIKENATKeepalive(t *testing.T) {
 		t.Fatalf("ping from B to A after 32 s of silence (the NAT forgets a mapping after 25 s): %v\n%s\nNAT conntrack:\n%s",
 			err, out, n.nat.mustRun(t, "conntrack", "-L"))
 	}
+}
+
+// udpBothWays is a numbered UDP stream each way between two namespaces'
+// inner addresses (udp-seq-source and udp-seq-sink).
+type udpBothWays struct {
+	srcAB, srcBA, sinkAB, sinkBA *helperProc
+}
+
+// udpDir is what one direction of udpBothWays sent and received.
+type udpDir struct {
+	dir  string
+	src  udpSourceReport
+	sink udpSinkReport
+}
+
+// startUDPBothWays starts rate datagrams/s from addrA in a to addrB in b
+// and back.
+func startUDPBothWays(t *testing.T, a, b *netns, addrA, addrB string, rate int) *udpBothWays {
+	t.Helper()
+	return &udpBothWays{
+		sinkAB: startHelperProc(t, b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", addrB, udpPortAB)),
+		sinkBA: startHelperProc(t, a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", addrA, udpPortBA)),
+		srcAB:  startHelperProc(t, a, "udp-seq-source", false, fmt.Sprintf("%s:%d", addrB, udpPortAB), fmt.Sprint(rate), "256"),
+		srcBA:  startHelperProc(t, b, "udp-seq-source", false, fmt.Sprintf("%s:%d", addrA, udpPortBA), fmt.Sprint(rate), "256"),
+	}
+}
+
+// finish stops the sources, then the sinks, logs each direction and
+// returns the reports, A→B first.
+func (u *udpBothWays) finish(t *testing.T) []udpDir {
+	t.Helper()
+	ds := []udpDir{{dir: "A→B"}, {dir: "B→A"}}
+	u.srcAB.finishJSON(t, &ds[0].src)
+	u.srcBA.finishJSON(t, &ds[1].src)
+	u.sinkAB.finishJSON(t, &ds[0].sink)
+	u.sinkBA.finishJSON(t, &ds[1].sink)
+	for _, d := range ds {
+		t.Logf("UDP %s: sent %d, received %d, missing %d, duplicates %d, longest pause %.0f ms", d.dir, d.src.Sent, d.sink.Received, d.sink.Missing, d.sink.Duplicates, d.sink.MaxGapMS)
+	}
+	return ds
 }
