@@ -34,19 +34,30 @@ func (m *Manager) followPeer(x *ikeSA) {
 	}
 	x.remote = r
 	for _, rec := range m.children {
-		if rec.owner != x || !rec.peer.IsValid() || rec.peer == r {
-			continue
+		if rec.owner == x {
+			m.moveChild(x, rec)
 		}
-		from := rec.peer
-		rec.peer = r
-		if rec.outPending != nil {
-			continue // childDown moves it when it installs it
-		}
-		l := m.log.WithFields(x.fields()).WithFields(logrus.Fields{"spi_out": fmt.Sprintf("%08x", rec.out.SPI), "from": from, "to": r})
-		if err := m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, r); err != nil {
-			l.WithError(err).Warn("ike: moving the child's outbound SA to the peer's new address failed")
-			continue
-		}
-		l.Info("ike: peer moved (NAT mapping changed): the child's outbound SA follows")
 	}
+}
+
+// moveChild moves rec's outbound SA to x's peer (x holds rec), if it is
+// not there yet: followPeer, and down when a rekeyed IKE SA hands its
+// children over to its successor, which may have followed the peer
+// already.
+func (m *Manager) moveChild(x *ikeSA, rec *installed) {
+	r := x.remote
+	if !rec.peer.IsValid() || !r.IsValid() || rec.peer == r {
+		return
+	}
+	from := rec.peer
+	rec.peer = r
+	if rec.outPending != nil {
+		return // childDown moves it when it installs it
+	}
+	l := m.log.WithFields(x.fields()).WithFields(logrus.Fields{"spi_out": fmt.Sprintf("%08x", rec.out.SPI), "from": from, "to": r})
+	if err := m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, r); err != nil {
+		l.WithError(err).Warn("ike: moving the child's outbound SA to the peer's new address failed")
+		return
+	}
+	l.Info("ike: peer moved (NAT mapping changed): the child's outbound SA follows")
 }

@@ -236,6 +236,7 @@ func (m *Manager) down(x *ikeSA, now time.Time) {
 		}
 		if y := m.holder(c, x); y != nil {
 			in.owner = y
+			m.moveChild(y, in)
 			continue
 		}
 		m.removeChild(c, in, 0)
