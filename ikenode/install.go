@@ -27,6 +27,9 @@ type installed struct {
 	at         time.Time
 	// rekeyAt and lifeAt: rekey_time with jitter, and life_time.
 	rekeyAt, lifeAt time.Time
+	// peer is where the outbound SA sends, for ESP in UDP: the IKE SA's
+	// peer when the child was made, or where followPeer moved it.
+	peer netip.AddrPort
 }
 
 // childUp installs child c of x (make-before-break: see the package doc).
@@ -44,6 +47,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		delete(x.rekeying, c.Replaces)
 	}
 	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
+	rec.peer = peerOf(&out)
 	// A child that replaces none while x holds one is the redundant
 	// child of simultaneous rekeys (§2.8.1), which the engine deletes:
 	// it takes the peer's packets until then, and carries none of ours.
@@ -99,9 +103,14 @@ func (m *Manager) childDown(c *ike.Child) {
 		if rec.replaces != c || rec.outPending == nil {
 			continue
 		}
+		cfgPeer := peerOf(rec.outPending)
 		err := m.cfg.Node.AddState(node.OwnerIKE, *rec.outPending)
 		rec.outPending.ClearKeys()
 		rec.outPending = nil
+		if err == nil && rec.peer != cfgPeer {
+			// The peer moved while the outbound SA waited.
+			err = m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, rec.peer)
+		}
 		if err != nil {
 			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed")
 			m.removeChild(nc, rec, 0)

@@ -47,6 +47,9 @@ type Node interface {
 	// AddPolicy and DeletePolicy install and remove trap policies.
 	AddPolicy(owner node.Owner, p sa.Policy) error
 	DeletePolicy(p sa.Policy) error
+	// SetPeer moves an outbound ESP-in-UDP SA to the peer's new NAT
+	// mapping.
+	SetPeer(owner node.Owner, id node.StateID, peer netip.AddrPort) error
 }
 
 // NATT is the underlay's ESP-in-UDP socket, where IKE moves after NAT

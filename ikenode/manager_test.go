@@ -45,6 +45,8 @@ type fakeNode struct {
 	// its value at each change of order.
 	sent   func() uint64
 	sentAt []uint64
+	// moved holds the SetPeer calls: "SPI peer".
+	moved []string
 }
 
 // note records one change.
@@ -898,6 +900,17 @@ func TestRedundantChild(t *testing.T) {
 	}
 }
 
+func (f *fakeNode) SetPeer(owner node.Owner, id node.StateID, peer netip.AddrPort) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.states[id]
+	if !ok || c.Encap == nil {
+		return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
+	}
+	f.moved = append(f.moved, fmt.Sprintf("%08x %v", id.SPI, peer))
+	return nil
+}
+
 // TestNATTLocalAddress: IKE from an underlay bound to one address (which
 // then reports no local address) is taken as arriving at that address.
 func TestNATTLocalAddress(t *testing.T) {
@@ -929,14 +942,24 @@ type loopNATT struct {
 	addr       netip.Addr
 	peer       atomic.Pointer[Manager]
 	keepalives atomic.Int64
+	// mapped, when set, is the port a NAT in front of this side maps
+	// 4500 to: what it sends arrives from there (TestFollowPeer).
+	mapped atomic.Uint32
+	// anyPort: the peer's port may be other than 4500 (it is behind
+	// such a NAT).
+	anyPort bool
 }
 
 func (n *loopNATT) WriteNonESP(b []byte, to netip.AddrPort, local netip.Addr) error {
-	if to.Port() != ike.NATTPort || local != n.addr {
+	if (to.Port() != ike.NATTPort && !n.anyPort) || local != n.addr {
 		return fmt.Errorf("IKE to %v from %v, want port 4500 from %v", to, local, n.addr)
 	}
+	from := uint16(ike.NATTPort)
+	if m := n.mapped.Load(); m != 0 {
+		from = uint16(m)
+	}
 	if p := n.peer.Load(); p != nil {
-		p.DeliverNonESP(append([]byte{0, 0, 0, 0}, b...), netip.AddrPortFrom(n.addr, ike.NATTPort), to.Addr())
+		p.DeliverNonESP(append([]byte{0, 0, 0, 0}, b...), netip.AddrPortFrom(n.addr, from), to.Addr())
 	}
 	return nil
 }
@@ -982,4 +1005,46 @@ func TestNATT(t *testing.T) {
 		return len(l) == 1 && len(l[0].Children) == 1 && l[0].Children[0].SPIIn != first.Children[0].SPIIn &&
 			matched(a.node, b.node, 1) && na.keepalives.Load() >= 2 && nb.keepalives.Load() >= 2
 	})
+}
+
+// TestFollowPeer: when A's NAT maps it to a new port, B's IKE SA moves
+// there at A's next authenticated message (a child rekey here), and B's
+// outbound ESP SA follows it (node SetPeer), once; ESP SAs of the rekeyed
+// child are made for the new port directly.
+func TestFollowPeer(t *testing.T) {
+	na, nb := &loopNATT{addr: netip.MustParseAddr("127.0.0.1")}, &loopNATT{addr: netip.MustParseAddr("127.0.0.2"), anyPort: true}
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	b := startManager(t, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	a := startManager(t, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	na.peer.Store(b.m)
+	nb.peer.Store(a.m)
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	_, out := b.node.snapshot()
+	var spiOut uint32
+	for spi := range out {
+		spiOut = spi
+	}
+
+	na.mapped.Store(20001)
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	moved := netip.MustParseAddrPort("127.0.0.1:20001")
+	waitFor(t, "B's IKE SA at A's new port", func() bool {
+		l, _ := b.m.List()
+		return len(l) == 1 && l[0].Remote == moved && len(l[0].Children) == 1 && l[0].Children[0].SPIOut != fmt.Sprintf("%08x", spiOut) && matched(a.node, b.node, 1)
+	})
+	b.node.mu.Lock()
+	got := slices.Clone(b.node.moved)
+	b.node.mu.Unlock()
+	if want := []string{fmt.Sprintf("%08x %v", spiOut, moved)}; !slices.Equal(got, want) {
+		t.Errorf("B moved outbound SAs %q, want %q (the child's, once)", got, want)
+	}
+	_, out = b.node.snapshot()
+	for spi, c := range out {
+		if c.Dst != moved.Addr() || c.Encap == nil || c.Encap.DstPort != moved.Port() {
+			t.Errorf("B's rekeyed outbound SA %08x goes to %v port %+v, want %v", spi, c.Dst, c.Encap, moved)
+		}
+	}
 }

@@ -23,6 +23,9 @@ type ikeSA struct {
 	rekeyAt, expireAt time.Time
 	// keepaliveAt is when the next NAT keepalive goes.
 	keepaliveAt time.Time
+	// remote is the peer's address and port the children last followed
+	// (followPeer).
+	remote netip.AddrPort
 	// ended: the children are removed and the SA only waits for its
 	// outstanding exchange (a delete's retransmissions) to end.
 	ended   bool
@@ -180,6 +183,7 @@ func (m *Manager) afterCall(x *ikeSA, now time.Time) {
 	for _, e := range x.sa.TakeEvents() {
 		m.event(x, e, now)
 	}
+	m.followPeer(x)
 	switch x.sa.State() {
 	case ike.StateFailed, ike.StateDeleted:
 		if !x.ended {
@@ -232,6 +236,7 @@ func (m *Manager) down(x *ikeSA, now time.Time) {
 		}
 		if y := m.holder(c, x); y != nil {
 			in.owner = y
+			m.moveChild(y, in)
 			continue
 		}
 		m.removeChild(c, in, 0)

@@ -190,6 +190,9 @@ type (
 		Reorders        int64    `json:"reorders"` // arrived after a higher one
 		MaxReorderDepth uint64   `json:"max_reorder_depth"`
 		MaxDelayMS      float64  `json:"max_delay_ms"`
+		// MaxGapMS is the longest time between two arrivals: how long
+		// the stream paused (TestIKENAT's mapping change).
+		MaxGapMS float64 `json:"max_gap_ms"`
 	}
 	tcpPacedReport struct {
 		SHA256     string `json:"sha256"`
@@ -349,6 +352,9 @@ func udpSeqSink(addr string, stop <-chan struct{}) (udpSinkReport, error) {
 			return r, err
 		}
 		now := time.Now()
+		if r.Highest >= 0 {
+			r.MaxGapMS = max(r.MaxGapMS, float64(now.Sub(last).Microseconds())/1000)
+		}
 		last = now
 		if n < udpSeqHeader {
 			return r, fmt.Errorf("a datagram of %d bytes, want at least %d", n, udpSeqHeader)

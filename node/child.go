@@ -178,3 +178,22 @@ func (n *Node) ReleaseSPI(spi uint32) {
 	defer n.mu.Unlock()
 	delete(n.reserved, spi)
 }
+
+// SetPeer moves the outbound ESP-in-UDP SA id, owner's, to peer (the
+// peer's new NAT mapping, sa.SA.SetPeer): its packets go there from the
+// next batch on, under the same keys and sequence numbers, with no
+// moment when the SA is missing.
+func (n *Node) SetPeer(owner Owner, id StateID, peer netip.AddrPort) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range n.sad.States() {
+		if idOfSA(s) != id {
+			continue
+		}
+		if o := n.owners[s]; o != owner {
+			return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
+		}
+		return s.SetPeer(peer)
+	}
+	return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+}

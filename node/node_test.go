@@ -213,3 +213,42 @@ func TestAllocSPIUnique(t *testing.T) {
 		seen[spi] = true
 	}
 }
+
+// TestSetPeer: IKE moves its outbound SA to the peer's new NAT mapping;
+// the SA stays the same one (same SPI, identity and sequence numbers); an
+// SA of another owner, an unknown one and an inbound one are refused.
+func TestSetPeer(t *testing.T) {
+	n := testNode(t)
+	if err := n.InstallChild(OwnerIKE, state(sa.DirIn, 0x7001, 1), state(sa.DirOut, 0x7002, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.AddState(OwnerControl, state(sa.DirOut, 0x7003, 3)); err != nil {
+		t.Fatal(err)
+	}
+	dst := netip.MustParseAddr("192.0.2.2")
+	out := StateID{Dir: sa.DirOut, SPI: 0x7002, Dst: dst}
+	before := n.SAD().States()
+	moved := netip.MustParseAddrPort("198.51.100.7:20001")
+	if err := n.SetPeer(OwnerIKE, out, moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range n.SAD().States() {
+		if s.SPI() == 0x7002 {
+			if s.Peer() != moved || s.Dst() != dst || !slices.Contains(before, s) {
+				t.Errorf("after SetPeer: peer %v, dst %v, same SA %v; want %v, %v, true", s.Peer(), s.Dst(), slices.Contains(before, s), moved, dst)
+			}
+		}
+	}
+	for name, c := range map[string]struct {
+		id   StateID
+		want error
+	}{
+		"another owner's": {StateID{Dir: sa.DirOut, SPI: 0x7003, Dst: dst}, ErrOwned},
+		"an unknown":      {StateID{Dir: sa.DirOut, SPI: 0x7999, Dst: dst}, sa.ErrNotFound},
+		"an inbound":      {StateID{Dir: sa.DirIn, SPI: 0x7001, Dst: netip.MustParseAddr("192.0.2.1")}, sa.ErrInvalidConfig},
+	} {
+		if err := n.SetPeer(OwnerIKE, c.id, moved); !errors.Is(err, c.want) {
+			t.Errorf("SetPeer of %s SA: %v, want %v", name, err, c.want)
+		}
+	}
+}

@@ -46,6 +46,9 @@ type SA struct {
 
 	// sad receives this SA's events; set when the SA joins a SAD.
 	sad atomic.Pointer[SAD]
+	// peer, once set (SetPeer), is where an outbound SA's packets go
+	// instead of cfg's destination: the peer moved behind its NAT.
+	peer atomic.Pointer[netip.AddrPort]
 
 	// Outbound: the last sequence number handed out. Inbound: unused (the
 	// window's Top is the highest accepted).
@@ -196,8 +199,12 @@ func (s *SA) Dst() netip.Addr { return s.cfg.Dst }
 
 // Peer returns where packets sealed by an outbound SA go: its outer
 // destination, with the encapsulation's destination port for ESP in UDP
-// and port 0 for raw ESP. It does not allocate.
+// and port 0 for raw ESP; or where SetPeer moved it. It does not
+// allocate.
 func (s *SA) Peer() netip.AddrPort {
+	if p := s.peer.Load(); p != nil {
+		return *p
+	}
 	var port uint16
 	if s.cfg.Encap != nil {
 		port = s.cfg.Encap.DstPort

@@ -24,10 +24,11 @@ fuzztime=${FUZZTIME:-5s}
 # watches the benchmark's sockets; timeout (coreutils) bounds a capture;
 # swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
 # of ike's interop test, run inside charon's namespaces with nsenter and
-# unshare (util-linux); tshark decrypts the capture with ike's keylog lines.
+# unshare (util-linux); tshark decrypts the capture with ike's keylog lines;
+# conntrack flushes the test NAT's mappings (TestIKENAT's mapping change).
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
 podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
-swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark"
+swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark conntrack:conntrack"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
