@@ -70,6 +70,7 @@ func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
 			ec.ForceEncap = true
 		}
 		ec.AllocSPI = m.allocSPI
+		ec.HasContact = m.hasContact
 		if !m.cfg.Trap && (ch.StartAction == "trap" || ch.DPDAction == "trap") {
 			m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
 		}

@@ -6,11 +6,9 @@ import (
 	"github.com/ipsecd/ipsecd/ike"
 )
 
-// INITIAL_CONTACT (RFC 7296 §2.4) is being added to the engine on another
-// branch (ike.EventInitialContact, ike.Config.HasContact). These are the
-// daemon's halves, ready for it: once merged, event() calls
-// initialContact for ike.EventInitialContact and connsFrom sets
-// ec.HasContact = m.hasContact.
+// INITIAL_CONTACT (RFC 7296 §2.4): the engine asks hasContact
+// (ike.Config.HasContact) whether to send it, and reports the peer's as
+// ike.EventInitialContact, which event hands to initialContact.
 
 // hasContact reports whether an IKE SA between the identities is up or
 // on its way: when none is, our IKE_AUTH carries INITIAL_CONTACT and the

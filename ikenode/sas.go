@@ -211,6 +211,10 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.childUp(x, e.Child, now)
 	case ike.EventChildDown:
 		m.childDown(e.Child)
+	case ike.EventInitialContact:
+		// The peer restarted: what we hold of its previous life goes
+		// before the new child is installed (the event comes first).
+		m.initialContact(x, e.Peer, now)
 	case ike.EventIKEDown:
 		// afterCall sees the state and ends it.
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 )
 
@@ -35,12 +36,12 @@ func (r *ikeRunner) deliverNonESP(b []byte, peer netip.AddrPort, local netip.Add
 	}
 }
 
-// acquire hands the manager a packet a trap policy let through with no
-// SA. For node.Config.Acquire once the node raises acquires (then
-// ikenode.Config.Trap is set too).
-func (r *ikeRunner) acquire(ifID uint32, src, dst netip.Addr) {
+// acquire is node.Config.Acquire: it hands the manager a packet a trap
+// policy let through with no SA. It runs on a data-path worker; the
+// manager's Acquire never blocks.
+func (r *ikeRunner) acquire(a sa.Acquire) {
 	if m := r.mgr.Load(); m != nil {
-		m.Acquire(ifID, src, dst)
+		m.Acquire(a.Policy.IfID, a.Src, a.Dst)
 	}
 }
 
@@ -69,6 +70,7 @@ func (n *node) startIKE(cfg *config.Config) error {
 		NATTAddr: cfg.Underlay.UDP.Addr().Unmap(),
 		RawESP:   cfg.Underlay.RawESP,
 		Mark:     cfg.Underlay.Mark,
+		Trap:     true, // the node raises acquires (node.Config.Acquire)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Log:      log,
 	})

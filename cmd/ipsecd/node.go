@@ -71,6 +71,9 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		StateDir:       cfg.StateDir,
 		Log:            log,
 		Events:         func(ev ipnode.Event) { n.events.Publish(monitorEvent(ev)) },
+		// Packets a trap policy lets through with no SA start IKE
+		// (start_action: trap); only IKE's trap policies raise them.
+		Acquire: n.ike.acquire,
 	})
 	if err != nil {
 		return n, err
