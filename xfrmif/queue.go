@@ -60,9 +60,11 @@ func (ifc *Interface) ReadQueue(q int, bufs [][]byte, sizes []int, offset int) (
 // deadline (or Close) releases it. Queues without a file (a netstack link,
 // a test double) return ErrNoDeadline: Close releases them.
 func (ifc *Interface) SetReadDeadline(q int, t time.Time) error {
-	f, ok := ifc.queues[q].(interface{ File() *os.File })
-	if !ok {
-		return ErrNoDeadline
+	switch f := ifc.queues[q].(type) {
+	case interface{ SetReadDeadline(time.Time) error }: // a TUN queue
+		return f.SetReadDeadline(t)
+	case interface{ File() *os.File }: // a wireguard/tun device
+		return f.File().SetReadDeadline(t)
 	}
-	return f.File().SetReadDeadline(t)
+	return ErrNoDeadline
 }
