@@ -120,17 +120,18 @@ func (r *Registry) Close() error {
 	old := r.current()
 	empty := map[uint32]*Interface{}
 	r.table.Store(&empty)
-	return closeAll(slices.Collect(maps.Values(old)))
+	return closeAll(slices.Collect(maps.Values(old))).err()
 }
 
 // closeParallelism bounds concurrent interface removals.
 const closeParallelism = 32
 
-func closeAll(ifcs []*Interface) error {
+// closeAll closes ifcs and returns their failures.
+func closeAll(ifcs []*Interface) *SyncError {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = &SyncError{Total: len(ifcs)}
 	)
 	ch := make(chan *Interface)
 	for range min(closeParallelism, len(ifcs)) {
@@ -138,7 +139,7 @@ func closeAll(ifcs []*Interface) error {
 			for ifc := range ch {
 				if err := ifc.Close(); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
+					failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
 					mu.Unlock()
 				}
 			}
@@ -149,7 +150,7 @@ func closeAll(ifcs []*Interface) error {
 	}
 	close(ch)
 	wg.Wait()
-	return errors.Join(errs...)
+	return failed
 }
 
 // SyncResult says what Sync did, by interface name.
@@ -173,7 +174,7 @@ type SyncResult struct {
 // cfgs is validated whole first (ValidateAll); if it is invalid nothing
 // changes. Failures after that (a device that cannot be created, an address
 // the kernel refuses) do not stop the rest: Sync applies all it can and
-// returns the failures joined; the registry then holds what works, and a
+// returns them as a *SyncError; the registry then holds what works, and a
 // later Sync retries the rest. Interfaces are published before Sync returns
 // and removed ones are unpublished before they are closed. Creation runs on
 // the calling goroutine, so TUN devices are made in its thread's network
@@ -194,7 +195,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	var (
 		keep   = make(map[uint32]*Interface, len(cfgs))
 		toMake []Config
-		errs   []error
+		failed = &SyncError{Total: len(cfgs)}
 	)
 	for _, c := range cfgs {
 		c = c.withDefaults()
@@ -213,9 +214,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 			res.Unchanged = append(res.Unchanged, c.Name)
 			continue
 		}
-		if err := ifc.Reconfigure(c); err != nil {
-			errs = append(errs, err)
-		}
+		failed.add(c.Name, ifc.Reconfigure(c))
 		res.Reconfigured = append(res.Reconfigured, c.Name)
 	}
 
@@ -233,8 +232,9 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	if len(gone) > 0 {
 		next := maps.Clone(keep)
 		r.table.Store(&next)
-		if err := closeAll(gone); err != nil {
-			errs = append(errs, err)
+		closed := closeAll(gone)
+		for i, err := range closed.Errs {
+			failed.add(closed.Names[i], err)
 		}
 	}
 
@@ -242,7 +242,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	for _, c := range toMake {
 		ifc, err := create(c)
 		if err != nil {
-			errs = append(errs, err)
+			failed.add(c.Name, err)
 			continue
 		}
 		next[c.IfID] = ifc
@@ -254,7 +254,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	for _, l := range [][]string{res.Added, res.Removed, res.Reconfigured, res.Replaced, res.Unchanged} {
 		slices.Sort(l)
 	}
-	return res, errors.Join(errs...)
+	return res, failed.err()
 }
 
 // sameConfig reports whether c (with defaults) is what ifc has applied.
