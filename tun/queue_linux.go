@@ -121,10 +121,18 @@ func (q *queue) activate() error {
 	if err != nil {
 		return fmt.Errorf("tun: activate queue: %w", err)
 	}
+	// What wireguard/tun asks first (TUNGETIFF), asked here: past its
+	// first step it owns fd through an *os.File whose finalizer closes
+	// the number, so that a failure there must not close it again (a
+	// later socket may have the number by then). A queue of a deleted
+	// interface fails here, with EBADFD.
+	if err := tunGetIff(fd); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("tun: activate queue: %w", err)
+	}
 	// Sets TUNSETOFFLOAD from IFF_VNET_HDR, as CreateTUN does.
 	dev, _, err := wgtun.CreateUnmonitoredTUNFromFD(fd)
 	if err != nil {
-		unix.Close(fd)
 		return fmt.Errorf("tun: activate queue: %w", err)
 	}
 	if !q.deadline.IsZero() {
@@ -191,4 +199,13 @@ func (q *queue) Close() error {
 	err := q.idle.Close()
 	q.idle = nil
 	return err
+}
+
+// tunGetIff asks the kernel which interface the queue fd is attached to.
+func tunGetIff(fd int) error {
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return err
+	}
+	return unix.IoctlIfreq(fd, unix.TUNGETIFF, ifr)
 }
