@@ -255,3 +255,31 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapInuse)
 }
+
+// TestActivateDeletedLink checks that a queue whose interface is gone
+// fails to become active without closing a descriptor twice: wireguard/tun
+// wraps the descriptor in an *os.File before it can fail, and closing the
+// number as well let that file's finalizer close it again later, under
+// whatever had the number then (a netlink socket: ENOTSOCK).
+func TestActivateDeletedLink(t *testing.T) {
+	ns := netnstest.New(t, "tundel")
+	d := openConfigured(t, ns, "ipsec1", 1)
+	ns.IP(t, "link", "del", "ipsec1")
+	pkt := append(make([]byte, MinOffset), udpPacket(netip.MustParseAddrPort("192.0.2.1:1"), netip.MustParseAddrPort("192.0.2.2:2"), []byte("x"))...)
+	if _, err := d.Queues()[0].Write([][]byte{pkt}, MinOffset); err == nil {
+		t.Fatal("Write to a deleted interface succeeded")
+	}
+	// Whatever descriptor comes next must stay open through collections.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for range 5 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		t.Errorf("a socket opened after the failed activation was closed under us: %v", err)
+	}
+}
