@@ -283,3 +283,20 @@ func TestActivateDeletedLink(t *testing.T) {
 		t.Errorf("a socket opened after the failed activation was closed under us: %v", err)
 	}
 }
+
+// TestActiveQueueWriteAllocs checks that the lazy queue adds no
+// allocation to a write once the queue is active: the data path writes
+// every inbound batch through it.
+func TestActiveQueueWriteAllocs(t *testing.T) {
+	ns := netnstest.New(t, "tunalloc")
+	d := openConfigured(t, ns, "ipsec1", 1)
+	q := d.Queues()[0]
+	pkt := append(make([]byte, MinOffset), udpPacket(netip.MustParseAddrPort("192.0.2.1:1"), netip.MustParseAddrPort("192.0.2.2:2"), []byte("x"))...)
+	bufs := [][]byte{pkt}
+	if _, err := q.Write(bufs, MinOffset); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { q.Write(bufs, MinOffset) }); n != 0 {
+		t.Errorf("Write of an active queue: %v allocations, want 0", n)
+	}
+}
