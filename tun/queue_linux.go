@@ -53,23 +53,34 @@ func newActiveQueue(dev wgtun.Device) *queue {
 }
 
 // Read reads a batch of packets as wireguard/tun's Read does; an idle
-// queue first waits until a packet is there (or the read deadline passes,
-// or the queue is closed), then becomes active.
+// queue first waits for a packet (Wait).
 func (q *queue) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
-	for {
-		if a := q.dev.Load(); a != nil {
-			return a.Read(bufs, sizes, offset)
-		}
-		if err := q.waitReadable(); err != nil {
-			if q.dev.Load() == nil {
-				return 0, err
-			}
-			continue // made active by a Write meanwhile
-		}
-		if err := q.activate(); err != nil {
+	a := q.dev.Load()
+	if a == nil {
+		if err := q.Wait(); err != nil {
 			return 0, err
 		}
+		a = q.dev.Load()
 	}
+	return a.Read(bufs, sizes, offset)
+}
+
+// Wait returns once the queue is active, making it active when a packet
+// is there to read; or once the read deadline passes (an error matching
+// os.ErrDeadlineExceeded) or the queue is closed (os.ErrClosed). A reader
+// waits before it allocates its buffers, so that an idle queue costs its
+// reader nothing either.
+func (q *queue) Wait() error {
+	if q.dev.Load() != nil {
+		return nil
+	}
+	if err := q.waitReadable(); err != nil {
+		if q.dev.Load() != nil {
+			return nil // made active by a Write meanwhile
+		}
+		return err
+	}
+	return q.activate()
 }
 
 // waitReadable blocks in the poller until the idle descriptor is
