@@ -21,31 +21,35 @@ type transmitter struct {
 	ifc *xfrmif.Interface
 	q   int
 
-	full  [][]byte // every packet's whole buffer, allocated once
-	bufs  [][]byte // what the queue reads into: full, resliced
-	sizes []int
-	pkts  []sa.Packet
-	msgs  []underlay.Message
+	packetSize int      // the largest packet the buffers hold
+	full       [][]byte // every packet's whole buffer, allocated once, with the first traffic
+	bufs       [][]byte // what the queue reads into: full, resliced
+	sizes      []int
+	pkts       []sa.Packet
+	msgs       []underlay.Message
 }
 
-// newTransmitter allocates the buffers of queue q's worker: all it will
-// need, once. Each holds a packet of up to packetSize bytes at sa.Headroom,
-// with sa.Tailroom behind it, so that it is sealed in place.
+// newTransmitter makes queue q's worker. Its buffers, allocated once with
+// the queue's first traffic (allocate), each hold a packet of up to
+// packetSize bytes at sa.Headroom, with sa.Tailroom behind it, so that it
+// is sealed in place.
 func newTransmitter(e *Engine, ifc *xfrmif.Interface, q, packetSize int) *transmitter {
-	batch := ifc.QueueBatchSize(q)
 	if packetSize <= 0 {
 		packetSize = xfrmif.MaxPacketSize
 	}
-	return &transmitter{
-		e:     e,
-		ifc:   ifc,
-		q:     q,
-		full:  batchBuffers(batch, sa.Headroom+packetSize+sa.Tailroom),
-		bufs:  make([][]byte, batch),
-		sizes: make([]int, batch),
-		pkts:  make([]sa.Packet, batch),
-		msgs:  make([]underlay.Message, 0, batch),
-	}
+	return &transmitter{e: e, ifc: ifc, q: q, packetSize: packetSize}
+}
+
+// allocate makes the buffers, once the queue has traffic (xfrmif's
+// WaitQueue): 128 of the MTU are 190 KiB, which 10,000 mostly idle
+// interfaces would otherwise hold.
+func (w *transmitter) allocate() {
+	batch := w.ifc.QueueBatchSize(w.q)
+	w.full = batchBuffers(batch, sa.Headroom+w.packetSize+sa.Tailroom)
+	w.bufs = make([][]byte, batch)
+	w.sizes = make([]int, batch)
+	w.pkts = make([]sa.Packet, batch)
+	w.msgs = make([]underlay.Message, 0, batch)
 }
 
 // routineTransmit is the worker of queue q of ifc until ctx is done or
@@ -60,6 +64,12 @@ func (e *Engine) routineTransmit(ctx context.Context, ifc *xfrmif.Interface, q, 
 
 // read reads a batch from the queue (counted there as tx).
 func (w *transmitter) read() (int, error) {
+	if w.full == nil {
+		if err := w.ifc.WaitQueue(w.q); err != nil {
+			return 0, err
+		}
+		w.allocate()
+	}
 	copy(w.bufs, w.full) // the queue may have resliced them
 	return w.ifc.ReadQueue(w.q, w.bufs, w.sizes, sa.Headroom)
 }

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
-	"golang.org/x/sys/unix"
 
 	"github.com/ipsecd/ipsecd/ike"
 )
@@ -90,23 +89,6 @@ func (m *Manager) openSocket(ap netip.AddrPort) (*ikeSocket, error) {
 		}
 	}
 	return s, nil
-}
-
-func setMark(c *net.UDPConn, mark uint32) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_MARK, int(mark))
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("SO_MARK: %w", serr)
-	}
-	return nil
 }
 
 func (s *ikeSocket) close() { s.c.Close() }

@@ -36,10 +36,10 @@ type Device struct {
 	name   string
 	index  int
 	queues []Queue
-	wg     []wgtun.Device // the same queues, for File and Close
-	nl     *rtnl          // shared handles of the namespace the device was created in
-	table  uint32         // routing table of AddRoute; 0 is main
-	up     atomic.Bool    // set up by SetLink
+	qs     []*queue    // the same queues, for deadlines and Close
+	nl     *rtnl       // shared handles of the namespace the device was created in
+	table  uint32      // routing table of AddRoute; 0 is main
+	up     atomic.Bool // set up by SetLink
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,28 +87,24 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 		if i == 0 {
 			name, d.name = actual, actual
 		}
-		var q wgtun.Device
-		if i == 0 && opts.Monitor {
-			// As CreateTUN does: sets TUNSETOFFLOAD and the MTU by ioctl
-			// and starts the link event listener.
-			q, err = wgtun.CreateTUNFromFile(os.NewFile(uintptr(fd), cloneDevicePath), mtu)
-			if err == nil {
-				// Nobody reads link events; drain them, or the listener
-				// blocks and never exits after Close.
-				go func(ev <-chan wgtun.Event) {
-					for range ev {
-					}
-				}(q.Events())
-			}
-		} else {
-			// Sets TUNSETOFFLOAD from IFF_VNET_HDR, as CreateTUN does.
-			q, _, err = wgtun.CreateUnmonitoredTUNFromFD(fd)
+		if i > 0 || !opts.Monitor {
+			// Offloads and their memory come with the first packet.
+			d.addQueue(newIdleQueue(fd))
+			continue
 		}
+		// As CreateTUN does: sets TUNSETOFFLOAD and the MTU by ioctl and
+		// starts the link event listener.
+		q, err := wgtun.CreateTUNFromFile(os.NewFile(uintptr(fd), cloneDevicePath), mtu)
 		if err != nil {
-			unix.Close(fd)
 			return nil, fmt.Errorf("tun: %s queue %d: %w", name, i, err)
 		}
-		d.addQueue(q)
+		// Nobody reads link events; drain them, or the listener blocks
+		// and never exits after Close.
+		go func(ev <-chan wgtun.Event) {
+			for range ev {
+			}
+		}(q.Events())
+		d.addQueue(newActiveQueue(q))
 	}
 	if d.index, err = ifIndex(d.name); err != nil {
 		return nil, fmt.Errorf("tun: %s: index: %w", d.name, err)
@@ -123,8 +119,8 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 	return d, nil
 }
 
-func (d *Device) addQueue(q wgtun.Device) {
-	d.wg = append(d.wg, q)
+func (d *Device) addQueue(q *queue) {
+	d.qs = append(d.qs, q)
 	d.queues = append(d.queues, q)
 }
 
@@ -176,11 +172,26 @@ func (d *Device) Name() string { return d.name }
 func (d *Device) Index() int { return d.index }
 
 // Queues returns the device's queues; the slice must not be modified.
-// Each is a golang.zx2c4.com/wireguard/tun.Device.
+// Each has the methods of a golang.zx2c4.com/wireguard/tun.Device that
+// Queue lists, and SetReadDeadline (see Device.SetReadDeadline).
 func (d *Device) Queues() []Queue { return d.queues }
 
-// File returns queue q's file, for deadlines. It is owned by the Device.
-func (d *Device) File(q int) *os.File { return d.wg[q].File() }
+// SetReadDeadline makes a blocked or later Read of queue q return an
+// error matching os.ErrDeadlineExceeded once t has passed; the zero time
+// removes the deadline.
+func (d *Device) SetReadDeadline(q int, t time.Time) error { return d.qs[q].SetReadDeadline(t) }
+
+// ActiveQueues is how many queues have their offload machinery: those
+// that carried a packet.
+func (d *Device) ActiveQueues() int {
+	n := 0
+	for _, q := range d.qs {
+		if q.active() {
+			n++
+		}
+	}
+	return n
+}
 
 // BatchSize is the largest batch a queue reads or writes at once: 128 with
 // offloads (always, on Linux), else 1.
@@ -282,7 +293,7 @@ func (d *Device) Close() error {
 				errs = append(errs, fmt.Errorf("tun: %s: delete: %w", d.name, err))
 			}
 		}
-		for _, q := range d.wg {
+		for _, q := range d.qs {
 			if err := q.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 				errs = append(errs, err)
 			}

@@ -90,14 +90,13 @@ func readAll(t testing.TB, d *Device, stop <-chan struct{}, calls chan<- []int) 
 				bufs[i] = make([]byte, MinOffset+MaxPacketSize)
 			}
 			sizes := make([]int, len(bufs))
-			f := d.File(qi)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				f.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+				d.SetReadDeadline(qi, time.Now().Add(50*time.Millisecond))
 				n, err := q.Read(bufs, sizes, MinOffset)
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					continue

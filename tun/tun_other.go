@@ -4,7 +4,7 @@ package tun
 
 import (
 	"net/netip"
-	"os"
+	"time"
 )
 
 // Device is one TUN network interface and its queues; Linux only.
@@ -24,16 +24,17 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 // Open returns ErrNotSupported: TUN multiqueue and offloads are Linux only.
 func Open(name string, mtu, queues int) (*Device, error) { return nil, ErrNotSupported }
 
-func (d *Device) Name() string                       { return "" }
-func (d *Device) Index() int                         { return 0 }
-func (d *Device) Queues() []Queue                    { return nil }
-func (d *Device) File(q int) *os.File                { return nil }
-func (d *Device) BatchSize() int                     { return 1 }
-func (d *Device) SetLink(mtu int, up bool) error     { return ErrNotSupported }
-func (d *Device) SetMTU(mtu int) error               { return ErrNotSupported }
-func (d *Device) SetTxQueueLen(n int) error          { return ErrNotSupported }
-func (d *Device) AddAddress(p netip.Prefix) error    { return ErrNotSupported }
-func (d *Device) RemoveAddress(p netip.Prefix) error { return ErrNotSupported }
-func (d *Device) AddRoute(p netip.Prefix) error      { return ErrNotSupported }
-func (d *Device) RemoveRoute(p netip.Prefix) error   { return ErrNotSupported }
-func (d *Device) Close() error                       { return nil }
+func (d *Device) Name() string                             { return "" }
+func (d *Device) Index() int                               { return 0 }
+func (d *Device) Queues() []Queue                          { return nil }
+func (d *Device) SetReadDeadline(q int, t time.Time) error { return ErrNotSupported }
+func (d *Device) ActiveQueues() int                        { return 0 }
+func (d *Device) BatchSize() int                           { return 1 }
+func (d *Device) SetLink(mtu int, up bool) error           { return ErrNotSupported }
+func (d *Device) SetMTU(mtu int) error                     { return ErrNotSupported }
+func (d *Device) SetTxQueueLen(n int) error                { return ErrNotSupported }
+func (d *Device) AddAddress(p netip.Prefix) error          { return ErrNotSupported }
+func (d *Device) RemoveAddress(p netip.Prefix) error       { return ErrNotSupported }
+func (d *Device) AddRoute(p netip.Prefix) error            { return ErrNotSupported }
+func (d *Device) RemoveRoute(p netip.Prefix) error         { return ErrNotSupported }
+func (d *Device) Close() error                             { return nil }

@@ -95,12 +95,21 @@ func Create(cfg Config) (*Interface, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	dev, err := openTUN(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newInterface(cfg, tunLink{dev, queuesOf(dev)}, cfg.MTU)
+}
+
+// openTUN opens the TUN device of cfg (with defaults), with its MTU and
+// up, without addresses or routes.
+func openTUN(cfg Config) (*tun.Device, error) {
 	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, tun.Options{RouteTable: cfg.Table})
 	if err != nil {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
 	}
-	// tun.Open set the MTU and brought the link up.
-	return newInterface(cfg, tunLink{dev, queuesOf(dev)}, cfg.MTU)
+	return dev, nil
 }
 
 // tunLink is a TUN device as a Link.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ipsecd/ipsecd/tun"
 )
 
 // ErrExists is returned by Add when the if_id or name is taken: remove the
@@ -120,17 +122,18 @@ func (r *Registry) Close() error {
 	old := r.current()
 	empty := map[uint32]*Interface{}
 	r.table.Store(&empty)
-	return closeAll(slices.Collect(maps.Values(old)))
+	return closeAll(slices.Collect(maps.Values(old))).err()
 }
 
 // closeParallelism bounds concurrent interface removals.
 const closeParallelism = 32
 
-func closeAll(ifcs []*Interface) error {
+// closeAll closes ifcs and returns their failures.
+func closeAll(ifcs []*Interface) *SyncError {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = &SyncError{Total: len(ifcs)}
 	)
 	ch := make(chan *Interface)
 	for range min(closeParallelism, len(ifcs)) {
@@ -138,7 +141,7 @@ func closeAll(ifcs []*Interface) error {
 			for ifc := range ch {
 				if err := ifc.Close(); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
+					failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
 					mu.Unlock()
 				}
 			}
@@ -149,7 +152,7 @@ func closeAll(ifcs []*Interface) error {
 	}
 	close(ch)
 	wg.Wait()
-	return errors.Join(errs...)
+	return failed
 }
 
 // SyncResult says what Sync did, by interface name.
@@ -173,7 +176,7 @@ type SyncResult struct {
 // cfgs is validated whole first (ValidateAll); if it is invalid nothing
 // changes. Failures after that (a device that cannot be created, an address
 // the kernel refuses) do not stop the rest: Sync applies all it can and
-// returns the failures joined; the registry then holds what works, and a
+// returns them as a *SyncError; the registry then holds what works, and a
 // later Sync retries the rest. Interfaces are published before Sync returns
 // and removed ones are unpublished before they are closed. Creation runs on
 // the calling goroutine, so TUN devices are made in its thread's network
@@ -183,10 +186,6 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	if err := ValidateAll(cfgs); err != nil {
 		return res, err
 	}
-	create := r.Create
-	if create == nil {
-		create = Create
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.current()
@@ -194,7 +193,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	var (
 		keep   = make(map[uint32]*Interface, len(cfgs))
 		toMake []Config
-		errs   []error
+		failed = &SyncError{Total: len(cfgs)}
 	)
 	for _, c := range cfgs {
 		c = c.withDefaults()
@@ -213,9 +212,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 			res.Unchanged = append(res.Unchanged, c.Name)
 			continue
 		}
-		if err := ifc.Reconfigure(c); err != nil {
-			errs = append(errs, err)
-		}
+		failed.add(c.Name, ifc.Reconfigure(c))
 		res.Reconfigured = append(res.Reconfigured, c.Name)
 	}
 
@@ -233,18 +230,18 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	if len(gone) > 0 {
 		next := maps.Clone(keep)
 		r.table.Store(&next)
-		if err := closeAll(gone); err != nil {
-			errs = append(errs, err)
+		closed := closeAll(gone)
+		for i, err := range closed.Errs {
+			failed.add(closed.Names[i], err)
 		}
 	}
 
 	next := maps.Clone(keep)
-	for _, c := range toMake {
-		ifc, err := create(c)
-		if err != nil {
-			errs = append(errs, err)
+	for i, ifc := range r.makeAll(toMake, failed) {
+		if ifc == nil {
 			continue
 		}
+		c := toMake[i]
 		next[c.IfID] = ifc
 		if !slices.Contains(res.Replaced, c.Name) {
 			res.Added = append(res.Added, c.Name)
@@ -254,7 +251,39 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	for _, l := range [][]string{res.Added, res.Removed, res.Reconfigured, res.Replaced, res.Unchanged} {
 		slices.Sort(l)
 	}
-	return res, errors.Join(errs...)
+	return res, failed.err()
+}
+
+// makeAll creates the interfaces of cfgs (validated, with defaults),
+// in order, and records the failures; a failed one is nil. TUN devices (no
+// Create hook) are made in two passes: all are opened, given their MTU
+// and brought up first, and get their addresses and routes after. The
+// kernel walks every IPv6 route of the namespace when a link changes its
+// MTU or comes up (rt6_mtu_change, rt6_sync_up: two fifths of the kernel
+// time of bringing up 1,000 interfaces), so the first pass's walks no
+// longer cover the routes of the interfaces made before.
+func (r *Registry) makeAll(cfgs []Config, failed *SyncError) []*Interface {
+	made := make([]*Interface, len(cfgs))
+	if r.Create != nil {
+		for i, c := range cfgs {
+			ifc, err := r.Create(c)
+			failed.add(c.Name, err)
+			made[i] = ifc
+		}
+		return made
+	}
+	devs := make([]*tun.Device, len(cfgs))
+	errs := make([]error, len(cfgs))
+	for i, c := range cfgs {
+		devs[i], errs[i] = openTUN(c)
+	}
+	for i, c := range cfgs {
+		if errs[i] == nil {
+			made[i], errs[i] = newInterface(c, tunLink{devs[i], queuesOf(devs[i])}, c.MTU)
+		}
+		failed.add(c.Name, errs[i])
+	}
+	return made
 }
 
 // sameConfig reports whether c (with defaults) is what ifc has applied.
