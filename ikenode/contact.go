@@ -10,16 +10,19 @@ import (
 // (ike.Config.HasContact) whether to send it, and reports the peer's as
 // ike.EventInitialContact, which event hands to initialContact.
 
-// hasContact reports whether an IKE SA between the identities is up or
-// on its way: when none is, our IKE_AUTH carries INITIAL_CONTACT and the
-// peer drops what it kept of our previous life. Called by the engine from
-// inside HandleFrom, in the Run goroutine.
+// hasContact reports whether an established IKE SA between the
+// identities is up: when none is, our IKE_AUTH carries INITIAL_CONTACT
+// and the peer drops what it kept of our previous life. Called by the
+// engine from inside HandleFrom, in the Run goroutine, while it builds
+// the IKE_AUTH request of an SA that is itself in m.sas, not yet
+// established: counting SAs on their way would count that one, and
+// INITIAL_CONTACT would never be sent.
 func (m *Manager) hasContact(localID, remoteID string) bool {
 	for _, x := range m.sas {
-		if x.ended || x.rekeyed || x.conn.ec.LocalID != localID {
+		if x.ended || x.rekeyed || x.conn.ec.LocalID != localID || x.sa.State() != ike.StateEstablished {
 			continue
 		}
-		if x.sa.PeerID() == remoteID || (x.sa.PeerID() == "" && x.conn.ec.RemoteID == remoteID) {
+		if x.sa.PeerID() == remoteID {
 			return true
 		}
 	}
