@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // The command tree is cobra's, so that help, completion and man pages come
@@ -93,6 +94,9 @@ func describe(c *cobra.Command, fn command) {
 	}
 	c.Long = "usage: ipsecd " + capture.synopsis
 	c.Flags().AddGoFlagSet(capture.fs)
+	// The backquotes name a flag's value for flag.PrintDefaults; shells
+	// would show them in the completions' descriptions.
+	c.Flags().VisitAll(func(f *pflag.Flag) { f.Usage = strings.ReplaceAll(f.Usage, "`", "") })
 }
 
 // newRoot builds the command tree writing to stdout and stderr.

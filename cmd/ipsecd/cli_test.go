@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -47,6 +48,9 @@ func TestCLIHelpAndVersion(t *testing.T) {
 	for _, tt := range tests {
 		var o, e bytes.Buffer
 		code := run(tt.args, &o, &e)
+		if tt.args[0] == "__complete" && strings.Contains(o.String(), "`") {
+			t.Errorf("ipsecd %q: a completion's description has backquotes: %q", tt.args, o.String())
+		}
 		if code != tt.code || !strings.Contains(o.String(), tt.stdout) || !strings.Contains(e.String(), tt.stderr) {
 			t.Errorf("ipsecd %q: exit %d\nstdout %q\nstderr %q\nwant %d, stdout with %q, stderr with %q",
 				tt.args, code, o.String(), e.String(), tt.code, tt.stdout, tt.stderr)
@@ -116,5 +120,28 @@ func TestManPages(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ipsecd-man.1")); err == nil {
 		t.Errorf("the hidden man command has a page of its own")
+	}
+}
+
+// TestCompletionScriptsParse: the completion scripts are valid for their
+// shells (bash -n, zsh -n, fish -n where the shell is installed).
+func TestCompletionScriptsParse(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			t.Logf("%s not installed: its script is not checked", shell)
+			continue
+		}
+		var o, e bytes.Buffer
+		if code := run([]string{"completion", shell}, &o, &e); code != 0 {
+			t.Fatalf("completion %s: exit %d: %s", shell, code, e.String())
+		}
+		script := filepath.Join(t.TempDir(), "ipsecd."+shell)
+		if err := os.WriteFile(script, o.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(path, "-n", script).CombinedOutput(); err != nil {
+			t.Errorf("%s -n: %v\n%s", shell, err, out)
+		}
 	}
 }
