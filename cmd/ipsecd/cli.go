@@ -117,7 +117,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetVersionTemplate("ipsecd {{.Version}}\n")
-	root.CompletionOptions.HiddenDefaultCmd = false
 	// Help for a command of the tree is that command's own usage (the
 	// same text as COMMAND -h, on stdout); the root's is usage.
 	fns := map[*cobra.Command]command{}
