@@ -51,11 +51,14 @@ type demoEndpoint struct {
 // then what crossed and the counters. Everything it makes is removed when
 // it ends, also on Ctrl-C. Without root, or with --netstack, the two
 // endpoints are netstacks in this process instead (demo_netstack.go).
-func runDemo(args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+func runDemo(args []string, stderr io.Writer) int {
+	fs := newFlags("demo", "demo [--mib N] [--netstack]", stderr)
 	size := fs.Int("mib", 256, "MiB of TCP to send each way")
 	netstack := fs.Bool("netstack", false, "two netstacks in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() != 0 {

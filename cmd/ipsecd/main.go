@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 )
 
 const usage = `usage: ipsecd COMMAND [flags]
@@ -31,12 +30,14 @@ commands:
   reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
   monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
-  help                        this text
+  version                     the version of ipsecd and of Go that built it (also --version)
+  completion bash|zsh|fish    a shell completion script
+  help [COMMAND...]           this text, or a command's usage (as COMMAND -h)
 
 The control commands (state, policy, interface, stats, health, reload,
 monitor, ike) reach the daemon through --control PATH (default
 /run/ipsecd/ipsecd.sock) or --config FILE (its control key), and take
---json. Run "ipsecd COMMAND -h" for its flags.
+--json. Run "ipsecd COMMAND -h" or "ipsecd help COMMAND" for its flags.
 
 exit status: 0 ok, 1 failure or invalid config, 2 usage error
 `
@@ -57,23 +58,8 @@ func usagef(format string, args ...any) error {
 // errReported means the command already printed what went wrong.
 var errReported = errors.New("reported")
 
-// command is one subcommand: it parses its own flags.
+// command is one command of the tree (cli.go): it parses its own flags.
 type command func(args []string, stdout, stderr io.Writer) error
-
-var commands = map[string]command{
-	"run":       cmdRun,
-	"demo":      func(args []string, _, _ io.Writer) error { return exitCode(runDemo(args)) },
-	"check":     cmdCheck,
-	"state":     cmdState,
-	"policy":    cmdPolicy,
-	"interface": cmdInterface,
-	"stats":     cmdStats,
-	"health":    cmdHealth,
-	"reload":    cmdReload,
-	"monitor":   cmdMonitor,
-	"genkey":    cmdGenkey,
-	"ike":       cmdIKE, // ike.go
-}
 
 // exitCode carries a status from a function that reports for itself.
 type exitCode int
@@ -82,44 +68,7 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 
 // run runs the command line args (without the program name) and returns
 // the exit status.
-func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	cmd, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "ipsecd: unknown command %q\n\n%s", name, usage)
-		return 2
-	}
-	err := cmd(args[1:], stdout, stderr)
-	if len(args) > 1 && (name == "state" || name == "policy" || name == "interface") && !strings.HasPrefix(args[1], "-") {
-		name += " " + args[1] // "ipsecd state add: ..."
-	}
-	var ue *usageError
-	var code exitCode
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &code):
-		return int(code)
-	case errors.Is(err, errReported):
-		return 1
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "ipsecd %s: %s\nRun \"ipsecd %s -h\" for usage.\n", name, ue.msg, name)
-		return 2
-	}
-	fmt.Fprintf(stderr, "ipsecd %s: %s\n", name, strings.TrimSpace(err.Error()))
-	return 1
-}
+func run(args []string, stdout, stderr io.Writer) int { return runTree(args, stdout, stderr) }
 
 // newFlags returns a FlagSet for a subcommand whose errors come back as
 // usage errors.
@@ -129,6 +78,9 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ipsecd %s\n\nflags:\n", synopsis)
 		fs.PrintDefaults()
+	}
+	if c, ok := stderr.(*flagCapture); ok { // describe (cli.go) asks for the flags
+		c.fs, c.synopsis = fs, synopsis
 	}
 	return fs
 }
