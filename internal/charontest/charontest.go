@@ -30,7 +30,7 @@ const Bin = "/usr/lib/ipsec/charon"
 
 // conf is strongswan.conf: kernel-libipsec (this kernel has no ESP)
 // before kernel-netlink, and ike = 4, chd = 4 so that the log holds the
-// derived keys that tests compare with their own.
+// derived keys that tests compare with their own (level 4; 1 for none).
 const conf = `charon {
   load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
   install_routes = yes
@@ -39,14 +39,14 @@ const conf = `charon {
   retransmit_timeout = 1
   retransmit_base = 1
   retransmit_tries = 2
-%s
+%[1]s
   filelog {
     test {
-      path = %s
+      path = %[2]s
       time_format = %%T
       default = 1
-      ike = 4
-      chd = 4
+      ike = %[3]d
+      chd = %[3]d
       flush_line = yes
     }
   }
@@ -86,14 +86,26 @@ type Charon struct {
 // Start starts charon in the network namespace ns and returns once its
 // vici socket answers; extra goes into strongswan.conf's charon section.
 // Charon is stopped when the test ends, and its output and log are
-// logged if the test failed.
+// logged if the test failed. Its log holds the keys it derives (Key).
 func Start(t testing.TB, ns, extra string) *Charon {
+	t.Helper()
+	return start(t, ns, extra, 4)
+}
+
+// StartQuiet is Start with charon's default log levels: no keys and no
+// hex dumps in its log, which would cost it time when it is measured.
+func StartQuiet(t testing.TB, ns, extra string) *Charon {
+	t.Helper()
+	return start(t, ns, extra, 1)
+}
+
+func start(t testing.TB, ns, extra string, level int) *Charon {
 	t.Helper()
 	Require(t)
 	dir := t.TempDir()
 	c := &Charon{t: t, Dir: dir, Log: filepath.Join(dir, "charon.log"), out: &syncbuf.Buffer{}}
 	confFile := filepath.Join(dir, "strongswan.conf")
-	if err := os.WriteFile(confFile, []byte(fmt.Sprintf(conf, extra, c.Log)), 0o600); err != nil {
+	if err := os.WriteFile(confFile, []byte(fmt.Sprintf(conf, extra, c.Log, level)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c.cmd = exec.Command("ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c",

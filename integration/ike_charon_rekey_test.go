@@ -1,0 +1,108 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The streams of TestIKECharonRekey: slower than TestRotation's, as
+// charon's userspace data plane is the bottleneck here.
+const (
+	ikeUDPRate = 200 // datagrams per second, each way
+	ikeUDPSize = 256
+)
+
+// charonIKERE finds the unique id of charon's IKE SA: "test: #3, ESTABLISHED".
+var charonIKERE = regexp.MustCompile(`test: #(\d+), ESTABLISHED`)
+
+// charonIKE returns the unique ids of the IKE SAs charon lists as ESTABLISHED.
+func (r *ikeRig) charonIKE() []string {
+	var ids []string
+	for _, m := range charonIKERE.FindAllStringSubmatch(r.ch.ListSAs(), -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+// waitIKERekeyed waits up to 10 s for charon to list one established IKE
+// SA that is not old, with the child still matching ipsecd's.
+func (r *ikeRig) waitIKERekeyed(t *testing.T, what, old string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids := r.charonIKE()
+		ours, one := r.ipsecdChild()
+		theirs := r.charonChildren()
+		if len(ids) == 1 && ids[0] != old && one && len(theirs) == 1 && theirs[0] == (childSPIs{ours.out, ours.in}) {
+			return ids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: charon lists IKE SAs %v (old #%s) and children %+v, ipsecd %+v; charon:\n%s\nipsecd ike list:\n%s",
+				what, ids, old, theirs, ours, r.ch.ListSAs(), r.ikeList())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestIKECharonRekey: while a numbered UDP stream runs each way through
+// the tunnel, the child and then the IKE SA are rekeyed, each first by
+// ipsecd (`ipsecd ike rekey`) and then by charon (`swanctl --rekey`).
+// Every datagram arrives, once (make-before-break on both sides).
+func TestIKECharonRekey(t *testing.T) {
+	r := newIKERig(t, ikeSpec{})
+	child := r.up(t, "ipsecd")
+	ike := r.charonIKE()[0]
+
+	sinkAB := startHelperProc(t, r.p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	sinkBA := startHelperProc(t, r.p.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
+	srcAB := startHelperProc(t, r.p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), fmt.Sprint(ikeUDPRate), fmt.Sprint(ikeUDPSize))
+	srcBA := startHelperProc(t, r.p.b, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerA4, udpPortBA), fmt.Sprint(ikeUDPRate), fmt.Sprint(ikeUDPSize))
+	time.Sleep(time.Second)
+
+	for _, step := range []struct {
+		by, what string
+		rekey    func()
+	}{
+		{"ipsecd", "child", func() { r.ipsecdIKE(t, "rekey", "--child", "net") }},
+		{"charon", "child", func() { r.swanctl(t, "--rekey", "--child", "net") }},
+		{"ipsecd", "ike", func() { r.ipsecdIKE(t, "rekey", "--ike", "charon") }},
+		{"charon", "ike", func() { r.swanctl(t, "--rekey", "--ike", "test") }},
+	} {
+		step.rekey()
+		what := step.by + " rekeying the " + step.what
+		if step.what == "child" {
+			child = r.waitUp(t, what, child)
+		} else {
+			ike = r.waitIKERekeyed(t, what, ike)
+		}
+		t.Logf("%s: child in %08x out %08x, charon's IKE SA #%s", what, child.in, child.out, ike)
+		time.Sleep(time.Second)
+	}
+
+	for _, u := range []struct {
+		dir       string
+		src, sink *helperProc
+	}{{"A→B", srcAB, sinkAB}, {"B→A", srcBA, sinkBA}} {
+		var sent udpSourceReport
+		var got udpSinkReport
+		u.src.finishJSON(t, &sent)
+		u.sink.finishJSON(t, &got)
+		t.Logf("UDP %s: sent %d, received %d, missing %d, duplicates %d, reordered %d, max delay %.1f ms",
+			u.dir, sent.Sent, got.Received, got.Missing, got.Duplicates, got.Reorders, got.MaxDelayMS)
+		if got.Received != sent.Sent || got.Missing != 0 || got.Duplicates != 0 {
+			t.Errorf("UDP %s: sent %d, received %d, missing %d (first %v), duplicates %d: want all received once",
+				u.dir, sent.Sent, got.Received, got.Missing, got.FirstMissing, got.Duplicates)
+		}
+		if least := int64(ikeUDPRate * 4); sent.Sent < least {
+			t.Errorf("UDP %s: sent only %d datagrams, want at least %d to span the rekeys", u.dir, sent.Sent, least)
+		}
+	}
+	if list := r.ch.ListSAs(); strings.Count(list, "INSTALLED") != 1 {
+		t.Errorf("charon lists old children after the rekeys:\n%s", list)
+	}
+}
