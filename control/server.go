@@ -493,6 +493,9 @@ func (s *Server) dispatch(req *Request) (any, error) {
 	case "":
 		return nil, invalid(errors.New(`missing "cmd"`))
 	}
+	if isIKE(req.Cmd) {
+		return s.dispatchIKE(req) // ike.go
+	}
 	return nil, invalid(fmt.Errorf("unknown cmd %q", req.Cmd))
 }
 

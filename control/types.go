@@ -123,6 +123,9 @@ type Request struct {
 	ID     *StateIDSpec `json:"id,omitempty"`
 	State  *StateSpec   `json:"state,omitempty"`
 	Policy *PolicySpec  `json:"policy,omitempty"`
+	// IKE and Child name a connection or a child (ike.go).
+	IKE   string `json:"ike,omitempty"`
+	Child string `json:"child,omitempty"`
 }
 
 // Response is one line the server answers.

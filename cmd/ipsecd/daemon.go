@@ -99,10 +99,4 @@ func logConfigWarnings(log logrus.FieldLogger, cfg *config.Config) {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	if n := len(cfg.Connections); n != 0 {
-		// `ipsecd check` accepts the IKE sections (their syntax is
-		// final); the daemon does not negotiate yet, and must not let
-		// an operator believe it does.
-		log.Warnf("%d IKE connections are configured, but this version does not negotiate IKE yet: no SA comes up from connections:, only the states of the file and of ipsecd state add carry traffic", n)
-	}
 }

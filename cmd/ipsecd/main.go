@@ -65,6 +65,7 @@ var commands = map[string]command{
 	"stats":     cmdStats,
 	"health":    cmdHealth,
 	"genkey":    cmdGenkey,
+	"ike":       cmdIKE, // ike.go
 }
 
 // exitCode carries a status from a function that reports for itself.

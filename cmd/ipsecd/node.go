@@ -40,6 +40,7 @@ type node struct {
 	metrics *http.Server
 	// metricsAddr is where metrics listens (the port chosen, for ":0").
 	metricsAddr net.Addr
+	ike         ikeRunner // ike.go
 
 	mu sync.Mutex
 	// mu guards: cfg, and serialises reloads.
@@ -63,7 +64,8 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		queues = max(queues, c.Queues)
 	}
 	core, err := ipnode.New(ipnode.Config{
-		Underlay:       underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark},
+		Underlay: underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark,
+			NonESP: n.ike.deliverNonESP},
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
@@ -125,6 +127,9 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		log.WithFields(logrus.Fields{"addr": ln.Addr(), "pprof": cfg.Pprof}).Info("metrics: serving /metrics")
 		n.metrics = &http.Server{Handler: metricsHandler(n, cfg.Pprof), ReadHeaderTimeout: 5 * time.Second}
 		go n.metrics.Serve(ln)
+	}
+	if err := n.startIKE(cfg); err != nil {
+		return n, err
 	}
 	n.started = true
 	return n, nil
@@ -245,6 +250,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 		return false
 	}
 	n.cfg = cfg
+	n.reloadIKE(cfg)
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
 	if err := configureLog(n.log, cfg.Log); err != nil {
@@ -266,6 +272,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 // keeps them. It waits for the workers for a few seconds at most.
 func (n *node) stop() error {
 	var errs []error
+	n.stopIKE() // while the underlay still carries its deletes
 	if n.ctl != nil {
 		errs = append(errs, n.ctl.Close())
 	}

@@ -1,0 +1,183 @@
+package ikenode
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+)
+
+// Backoff of start_action start after a failed attempt: 5 s, doubling, at
+// most 5 minutes.
+const (
+	retryFirst = 5 * time.Second
+	retryMax   = 5 * time.Minute
+)
+
+// conn is one connection of the config with the one child the engine
+// negotiates for it.
+type conn struct {
+	cfg   config.Connection
+	child config.Child
+	ec    *ike.Config // PSK copied; cleared when the connection goes
+	// fingerprint tells a changed connection from an unchanged one on
+	// reload (its settings, and digests of its PSK and certificates).
+	fingerprint [32]byte
+	// retryAt is when start_action start tries again (zero: not
+	// waiting); backoff the wait after the next failure.
+	retryAt time.Time
+	backoff time.Duration
+}
+
+// setConnections makes m's connections from ic (New, Reload).
+func (m *Manager) setConnections(ic *config.IKEConfig, now time.Time) {
+	for _, c := range m.connsFrom(ic) {
+		m.conns[c.cfg.Name] = c
+		m.connOrder = append(m.connOrder, c.cfg.Name)
+	}
+}
+
+// connsFrom builds the connections of ic, in file order. The engine
+// negotiates one child per IKE SA: a connection's first child.
+func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
+	var out []*conn
+	for i := range ic.Connections {
+		cn := ic.Connections[i]
+		if len(cn.Children) == 0 {
+			continue
+		}
+		if len(cn.Children) > 1 {
+			m.log.WithField("connection", cn.Name).Warnf("ike: %d children configured; only the first, %q, is negotiated (one child per connection is supported yet)", len(cn.Children), cn.Children[0].Name)
+		}
+		ch := cn.Children[0]
+		ec, err := ic.EngineConfig(cn.Name, ch.Name)
+		if err != nil {
+			m.log.WithError(err).Error("ike: connection skipped")
+			continue
+		}
+		if !m.cfg.RawESP && !ec.ForceEncap {
+			// Raw ESP could not be carried: make NAT detection report a
+			// NAT so that both sides put ESP in UDP.
+			ec.ForceEncap = true
+		}
+		ec.AllocSPI = m.allocSPI
+		if ch.StartAction == "trap" || ch.DPDAction == "trap" {
+			m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported yet: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
+		}
+		out = append(out, &conn{cfg: cn, child: ch, ec: ec, fingerprint: fingerprint(ic, &cn)})
+	}
+	return out
+}
+
+// fingerprint digests what makes a connection: its settings as the
+// config prints them (keys left out), the ike: settings, and its PSK and
+// certificates.
+func fingerprint(ic *config.IKEConfig, cn *config.Connection) [32]byte {
+	h := sha256.New()
+	one := config.IKEConfig{IKE: ic.IKE, Connections: []config.Connection{*cn}}
+	one.Connections[0].PSK = nil
+	h.Write([]byte(one.String()))
+	h.Write(cn.PSK)
+	for _, c := range slices.Concat(cn.Local.Certs, cn.Remote.CACertList) {
+		h.Write(c.Raw)
+	}
+	var f [32]byte
+	h.Sum(f[:0])
+	return f
+}
+
+// admits reports whether c serves a peer at remote talking to local.
+func (c *conn) admits(local, remote netip.Addr) bool {
+	if len(c.cfg.LocalAddrs) > 0 && !slices.Contains(c.cfg.LocalAddrs, local) {
+		return false
+	}
+	return c.cfg.RemoteAny || len(c.cfg.RemoteAddrs) == 0 || slices.Contains(c.cfg.RemoteAddrs, remote)
+}
+
+// startConn initiates c at start-up or reload when its child says
+// start_action start.
+func (m *Manager) startConn(c *conn, now time.Time) {
+	if c.child.StartAction != "start" {
+		return
+	}
+	if err := m.initiate(c, now); err != nil {
+		m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
+		m.retryLater(c, now)
+	}
+}
+
+// retryLater schedules c's next attempt, with backoff.
+func (m *Manager) retryLater(c *conn, now time.Time) {
+	c.backoff = min(max(2*c.backoff, retryFirst), retryMax)
+	c.retryAt = now.Add(c.backoff)
+	m.log.WithField("connection", c.cfg.Name).Infof("ike: retrying in %v", c.backoff)
+}
+
+// initiate starts an IKE SA for c towards the first of its remote_addrs.
+func (m *Manager) initiate(c *conn, now time.Time) error {
+	if len(c.cfg.RemoteAddrs) == 0 {
+		return fmt.Errorf("remote_addrs has no address to initiate to")
+	}
+	remote := netip.AddrPortFrom(c.cfg.RemoteAddrs[0], m.peerPort)
+	var local netip.Addr
+	for _, a := range c.cfg.LocalAddrs {
+		if a.Is4() == remote.Addr().Is4() {
+			local = a
+			break
+		}
+	}
+	if !local.IsValid() {
+		var err error
+		if local, err = localFor(remote.Addr()); err != nil {
+			return err
+		}
+	}
+	s, msg, err := ike.Initiate(c.ec, netip.AddrPortFrom(local, m.Port()), remote, now)
+	if err != nil {
+		return err
+	}
+	c.retryAt = time.Time{}
+	x := m.add(s, c, now)
+	m.log.WithFields(x.fields()).Info("ike: initiating")
+	m.request(x, msg)
+	return nil
+}
+
+// jitter returns d less a random part of its last tenth, as strongSwan
+// subtracts rand_time (default: over_time, 10% of the rekey time) so
+// that both sides rarely rekey at once.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d - rand.N(d/10+1)
+}
+
+// allocSPI is the engine's Config.AllocSPI: an SPI reserved in the node,
+// remembered so that one never installed is released (expireSPIs).
+func (m *Manager) allocSPI() (uint32, error) {
+	spi, err := m.cfg.Node.AllocSPI()
+	if err == nil {
+		m.spis[spi] = time.Now()
+	}
+	return spi, err
+}
+
+// spiHold is how long an SPI may stay reserved without being installed:
+// longer than any exchange with its retransmissions takes.
+const spiHold = 10 * time.Minute
+
+// expireSPIs releases the SPIs of negotiations that never installed them.
+func (m *Manager) expireSPIs(now time.Time) {
+	for spi, at := range m.spis {
+		if now.Sub(at) > spiHold {
+			m.cfg.Node.ReleaseSPI(spi)
+			delete(m.spis, spi)
+		}
+	}
+}

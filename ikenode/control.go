@@ -1,0 +1,357 @@
+package ikenode
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// Errors of the control requests.
+var (
+	ErrNotFound = errors.New("no such connection or child")
+	ErrState    = errors.New("not possible in this state")
+)
+
+// SAInfo is one IKE SA as `ipsecd ike list` shows it (swanctl
+// --list-sas's fields).
+type SAInfo struct {
+	Name      string `json:"name"`
+	State     string `json:"state"` // CONNECTING, ESTABLISHED, REKEYED, DELETING
+	Initiator bool   `json:"initiator"`
+	// SPIs in hex, the initiator's first.
+	SPIInitiator string         `json:"spi_i"`
+	SPIResponder string         `json:"spi_r"`
+	Local        netip.AddrPort `json:"local"`
+	Remote       netip.AddrPort `json:"remote"`
+	LocalID      string         `json:"local_id"`
+	RemoteID     string         `json:"remote_id"`
+	Algorithms   string         `json:"algorithms"`
+	NAT          bool           `json:"nat"`
+	Established  time.Time      `json:"established,omitzero"`
+	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
+	RekeyIn   int64       `json:"rekey_in"`
+	ExpiresIn int64       `json:"expires_in"`
+	Children  []ChildInfo `json:"children"`
+}
+
+// ChildInfo is one CHILD_SA pair of an IKE SA.
+type ChildInfo struct {
+	Name       string   `json:"name"`
+	State      string   `json:"state"` // INSTALLED, or REKEYING: the outbound SA waits for the peer's delete
+	Mode       string   `json:"mode"`
+	IfID       uint32   `json:"if_id"`
+	Encap      bool     `json:"encap"`
+	SPIIn      string   `json:"spi_in"`
+	SPIOut     string   `json:"spi_out"`
+	Algorithms string   `json:"algorithms"`
+	LocalTS    []string `json:"local_ts"`
+	RemoteTS   []string `json:"remote_ts"`
+	BytesIn    uint64   `json:"bytes_in"`
+	PacketsIn  uint64   `json:"packets_in"`
+	BytesOut   uint64   `json:"bytes_out"`
+	PacketsOut uint64   `json:"packets_out"`
+	Installed  time.Time
+	RekeyIn    int64 `json:"rekey_in"`
+	ExpiresIn  int64 `json:"expires_in"`
+}
+
+// List returns the IKE SAs with their children.
+func (m *Manager) List() ([]SAInfo, error) {
+	var out []SAInfo
+	err := m.do(func() {
+		now := time.Now()
+		for _, x := range m.sas {
+			out = append(out, m.info(x, now))
+		}
+	})
+	return out, err
+}
+
+func secondsUntil(t, now time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(int64(t.Sub(now)/time.Second), 0)
+}
+
+func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
+	l, r := x.sa.Addrs()
+	i, rs := x.sa.SPIs()
+	state := x.sa.State().String()
+	switch {
+	case x.rekeyed:
+		state = "REKEYED"
+	case x.ended && x.sa.State() == ike.StateDeleted:
+		state = "DELETING"
+	}
+	info := SAInfo{Name: x.conn.cfg.Name, State: state, Initiator: x.sa.IsInitiator(),
+		SPIInitiator: spiHex(i), SPIResponder: spiHex(rs), Local: l, Remote: r,
+		LocalID: x.conn.ec.LocalID, RemoteID: x.sa.PeerID(), NAT: x.sa.NAT(), Established: x.up,
+		RekeyIn: secondsUntil(x.rekeyAt, now), ExpiresIn: secondsUntil(x.expireAt, now), Children: []ChildInfo{}}
+	if x.sa.State() == ike.StateEstablished {
+		info.Algorithms = x.sa.Suite().String()
+	}
+	for _, c := range x.sa.Children() {
+		rec := m.children[c]
+		if rec == nil {
+			continue
+		}
+		ci := ChildInfo{Name: x.conn.child.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.child.IfID, Encap: c.Encap,
+			SPIIn: fmt.Sprintf("%08x", c.InSPI), SPIOut: fmt.Sprintf("%08x", c.OutSPI), Algorithms: c.Suite.String(),
+			LocalTS: tsStrings(c.LocalTS), RemoteTS: tsStrings(c.RemoteTS), Installed: rec.at,
+			RekeyIn: secondsUntil(rec.rekeyAt, now), ExpiresIn: secondsUntil(rec.lifeAt, now)}
+		if c.Transport {
+			ci.Mode = "TRANSPORT"
+		}
+		if rec.outPending != nil {
+			ci.State = "REKEYING"
+		}
+		if m.cfg.Stats != nil {
+			if st, ok := m.cfg.Stats(rec.in); ok {
+				ci.BytesIn, ci.PacketsIn = st.Bytes, st.Packets
+			}
+			if st, ok := m.cfg.Stats(rec.out); ok && rec.outPending == nil {
+				ci.BytesOut, ci.PacketsOut = st.Bytes, st.Packets
+			}
+		}
+		info.Children = append(info.Children, ci)
+	}
+	return info
+}
+
+func tsStrings(ts []message.Selector) []string {
+	out := make([]string, len(ts))
+	for i, s := range ts {
+		if p, ok := prefixOf(s); ok {
+			out[i] = p.String()
+		} else {
+			out[i] = fmt.Sprintf("%s-%s proto %d ports %d-%d", s.Start, s.End, s.Proto, s.StartPort, s.EndPort)
+		}
+	}
+	return out
+}
+
+// Target names what a control action acts on: a connection (IKE) or a
+// child (Child); one of the two is set.
+type Target struct {
+	IKE, Child string
+}
+
+// lookup returns the connection t names.
+func (m *Manager) lookup(t Target) (*conn, error) {
+	for _, name := range m.connOrder {
+		c := m.conns[name]
+		if (t.IKE != "" && c.cfg.Name == t.IKE) || (t.Child != "" && c.child.Name == t.Child) {
+			return c, nil
+		}
+	}
+	if t.IKE != "" {
+		return nil, fmt.Errorf("%w: connection %q", ErrNotFound, t.IKE)
+	}
+	return nil, fmt.Errorf("%w: child %q", ErrNotFound, t.Child)
+}
+
+// act runs f in the IKE goroutine on t's connection.
+func (m *Manager) act(t Target, f func(c *conn, now time.Time) error) error {
+	var err error
+	if derr := m.do(func() {
+		c, lerr := m.lookup(t)
+		if lerr != nil {
+			err = lerr
+			return
+		}
+		err = f(c, time.Now())
+	}); derr != nil {
+		return derr
+	}
+	return err
+}
+
+// Initiate brings t up: a new IKE SA, or for a child whose IKE SA is up
+// without it, a CREATE_CHILD_SA. It returns once the first request is
+// sent; List shows the outcome.
+func (m *Manager) Initiate(t Target) error {
+	return m.act(t, func(c *conn, now time.Time) error {
+		x := m.liveSA(c)
+		if x == nil {
+			return m.initiate(c, now)
+		}
+		if x.sa.State() != ike.StateEstablished {
+			return fmt.Errorf("%w: %s is already being established", ErrState, c.cfg.Name)
+		}
+		if len(x.sa.Children()) > 0 {
+			return fmt.Errorf("%w: %s is already up", ErrState, c.cfg.Name)
+		}
+		out, err := x.sa.CreateChild(now)
+		if err != nil {
+			return err
+		}
+		m.request(x, out)
+		return nil
+	})
+}
+
+// Terminate deletes t: the IKE SAs of a connection (with their children),
+// or a child. start_action start does not bring it back (until a reload
+// or restart).
+func (m *Manager) Terminate(t Target) error {
+	return m.act(t, func(c *conn, now time.Time) error {
+		c.retryAt = time.Time{}
+		found := false
+		for _, x := range append([]*ikeSA(nil), m.sas...) {
+			if x.conn != c || x.ended {
+				continue
+			}
+			found = true
+			if t.IKE != "" || x.sa.State() != ike.StateEstablished {
+				m.deleteSA(x, now)
+				continue
+			}
+			for _, ch := range x.sa.Children() {
+				out, err := x.sa.DeleteChild(ch, now)
+				if err != nil {
+					return err
+				}
+				m.request(x, out)
+			}
+		}
+		if !found {
+			return fmt.Errorf("%w: %s is not up", ErrState, c.cfg.Name)
+		}
+		return nil
+	})
+}
+
+// Rekey rekeys t's IKE SA or child now.
+func (m *Manager) Rekey(t Target) error {
+	return m.act(t, func(c *conn, now time.Time) error {
+		x := m.liveSA(c)
+		if x == nil || x.sa.State() != ike.StateEstablished {
+			return fmt.Errorf("%w: %s is not up", ErrState, c.cfg.Name)
+		}
+		if t.IKE != "" {
+			out, err := x.sa.RekeyIKE(now)
+			if err != nil {
+				return err
+			}
+			x.rekeyAt = time.Time{}
+			m.request(x, out)
+			return nil
+		}
+		children := x.sa.Children()
+		if len(children) == 0 {
+			return fmt.Errorf("%w: child %s is not up", ErrState, c.child.Name)
+		}
+		ch := children[len(children)-1]
+		out, err := x.sa.RekeyChild(ch, now)
+		if err != nil {
+			return err
+		}
+		x.rekeying[ch] = now
+		if rec := m.children[ch]; rec != nil {
+			rec.rekeyAt = time.Time{}
+		}
+		m.request(x, out)
+		return nil
+	})
+}
+
+// ReloadResult counts what Reload did with the connections.
+type ReloadResult struct {
+	Added, Removed, Changed, Unchanged int
+}
+
+// Reload applies a new config's IKE sections: a connection that is gone
+// or changed is terminated, a changed or new one is brought up as its
+// start_action says, an unchanged one is left as it is.
+func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
+	var res ReloadResult
+	err := m.do(func() {
+		now := time.Now()
+		if p := ic.IKE.Port; p != m.Port() && m.Port() != 0 && len(m.cfg.Listen) == 0 {
+			m.log.Warnf("ike: port %d takes effect on restart; IKE stays on %d", p, m.Port())
+		}
+		m.cookies.Threshold = ic.IKE.CookieSetting()
+		fresh := m.connsFrom(ic)
+		keep := map[string]bool{}
+		var order []string
+		for _, c := range fresh {
+			order = append(order, c.cfg.Name)
+			old := m.conns[c.cfg.Name]
+			if old != nil && old.fingerprint == c.fingerprint {
+				keep[c.cfg.Name] = true
+				clear(c.ec.PSK)
+				res.Unchanged++
+				continue
+			}
+			if old != nil {
+				res.Changed++
+			} else {
+				res.Added++
+			}
+		}
+		for _, name := range m.connOrder {
+			if keep[name] {
+				continue
+			}
+			old := m.conns[name]
+			if !containsConn(fresh, name) {
+				res.Removed++
+			}
+			delete(m.conns, name)
+			for _, x := range append([]*ikeSA(nil), m.sas...) {
+				if x.conn == old && !x.ended {
+					if x.sa.State() == ike.StateEstablished {
+						m.deleteSA(x, now)
+					} else {
+						m.down(x, now)
+					}
+				}
+			}
+			clear(old.ec.PSK)
+		}
+		m.connOrder = order
+		for _, c := range fresh {
+			if keep[c.cfg.Name] {
+				continue
+			}
+			m.conns[c.cfg.Name] = c
+			m.startConn(c, now)
+		}
+	})
+	return res, err
+}
+
+func containsConn(cs []*conn, name string) bool {
+	for _, c := range cs {
+		if c.cfg.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StatsFromSAD returns a Config.Stats that reads sad.
+func StatsFromSAD(sad *sa.SAD) func(node.StateID) (sa.Stats, bool) {
+	return func(id node.StateID) (sa.Stats, bool) {
+		if id.Dir == sa.DirIn {
+			if s := sad.LookupIn(id.SPI, id.Dst); s != nil {
+				return s.Stats(), true
+			}
+			return sa.Stats{}, false
+		}
+		for _, s := range sad.States() {
+			if s.Dir() == id.Dir && s.SPI() == id.SPI && s.Dst() == id.Dst {
+				return s.Stats(), true
+			}
+		}
+		return sa.Stats{}, false
+	}
+}

@@ -1,0 +1,90 @@
+package ikenode
+
+import (
+	"sync/atomic"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// Results of a handled message, for Counters.Exchanges.
+const (
+	resultOK      = iota // processed
+	resultDropped        // ignored: malformed, replayed, out of window, not authentic
+	resultFailed         // an exchange failed on it (refused, authentication failed)
+	numResults
+)
+
+// ResultNames name the results as the metrics label them.
+var ResultNames = [numResults]string{"ok", "dropped", "failed"}
+
+// exchangeTypes are the exchanges counted one by one; others count as
+// "other".
+var exchangeTypes = []message.ExchangeType{message.IKESAInit, message.IKEAuth, message.CreateChildSA, message.Informational}
+
+// counters are the manager's counters, written by its goroutines and
+// read by Counters.
+type counters struct {
+	exchanges                                   [5][numResults]atomic.Uint64
+	retransmits, authFailures                   atomic.Uint64
+	malformed, noSA, noConnection, cookies      atomic.Uint64
+	queueDrops, sendErrors                      atomic.Uint64
+	childrenInstalled, childrenRemoved          atomic.Uint64
+}
+
+func (c *counters) exchange(t message.ExchangeType, res int) {
+	i := len(exchangeTypes)
+	for k, e := range exchangeTypes {
+		if e == t {
+			i = k
+		}
+	}
+	c.exchanges[i][res].Add(1)
+}
+
+// Counters is a snapshot of the manager's counters.
+type Counters struct {
+	// Exchanges counts the IKE messages handled (requests of the peer
+	// and responses to ours) by exchange type ("IKE_SA_INIT",
+	// "IKE_AUTH", "CREATE_CHILD_SA", "INFORMATIONAL", "other") and
+	// result (ResultNames).
+	Exchanges map[string][numResults]uint64
+	// Retransmits counts our requests sent again.
+	Retransmits uint64
+	// AuthFailures counts IKE_AUTH exchanges that failed authentication,
+	// either side's.
+	AuthFailures uint64
+	// Malformed: not an IKE header; NoSA: a message for no SA that is
+	// not an IKE_SA_INIT request; NoConnection: an IKE_SA_INIT that no
+	// connection admits; Cookies: IKE_SA_INIT requests answered with a
+	// cookie (or dropped) under load.
+	Malformed, NoSA, NoConnection, Cookies uint64
+	// QueueDrops: datagrams dropped because the IKE goroutine's queue
+	// was full; SendErrors: datagrams the kernel refused.
+	QueueDrops, SendErrors uint64
+	// ChildrenInstalled and ChildrenRemoved count CHILD_SA pairs.
+	ChildrenInstalled, ChildrenRemoved uint64
+}
+
+// Counters returns the counters.
+func (m *Manager) Counters() Counters {
+	c := &m.ctr
+	out := Counters{
+		Exchanges:   map[string][numResults]uint64{},
+		Retransmits: c.retransmits.Load(), AuthFailures: c.authFailures.Load(),
+		Malformed: c.malformed.Load(), NoSA: c.noSA.Load(), NoConnection: c.noConnection.Load(), Cookies: c.cookies.Load(),
+		QueueDrops: c.queueDrops.Load(), SendErrors: c.sendErrors.Load(),
+		ChildrenInstalled: c.childrenInstalled.Load(), ChildrenRemoved: c.childrenRemoved.Load(),
+	}
+	for i := range c.exchanges {
+		name := "other"
+		if i < len(exchangeTypes) {
+			name = exchangeTypes[i].String()
+		}
+		var v [numResults]uint64
+		for r := range v {
+			v[r] = c.exchanges[i][r].Load()
+		}
+		out.Exchanges[name] = v
+	}
+	return out
+}

@@ -1,0 +1,36 @@
+// Package ikenode is the IKE daemon: it drives package ike's engine over
+// the network and installs what it negotiates into a node.Node.
+//
+// One goroutine (Manager.Run) owns every ike.SA, since the engine is not
+// safe for concurrent use. Everything else reaches it over bounded
+// channels: datagrams from the IKE sockets (ike.port, default 500) and
+// from the underlay's ESP-in-UDP socket (port 4500, IKE after the non-ESP
+// marker, handed over by underlay.Config.NonESP), control requests (list,
+// initiate, terminate, rekey, reload), and a ticker that drives the
+// engine's retransmissions and the daemon's timers: rekeys with
+// strongSwan's jitter, the children's hard lifetimes, liveness checks
+// (dpd_delay) and NAT keepalives. A full queue drops the datagram and
+// counts it: the underlay's receive path never waits for IKE.
+//
+// Messages go to the SA their IKE SPIs name; an IKE_SA_INIT request for
+// none passes ike.Cookies and then ike.Respond with the first connection
+// whose local_addrs and remote_addrs admit the addresses.
+//
+// # Children in the SAD
+//
+// A child's pair is installed under node.OwnerIKE with the child's if_id,
+// its selectors (when each side's is one prefix) and, when UDP
+// encapsulated, the ports IKE moved to. Make-before-break on a rekey:
+//
+//   - we initiated it: the answer means the peer's new inbound SA is in,
+//     so the new pair goes in at once and its outbound SA, the newest,
+//     carries the traffic; the old pair goes when its delete completes;
+//   - the peer initiated it: only the new inbound SA goes in when we
+//     answer (the peer may not have our answer yet, and would drop what
+//     we sent on the new SA); the new outbound SA goes in, and the old
+//     pair out, when the peer deletes the old child.
+//
+// Without a raw ESP socket in the underlay every connection forces UDP
+// encapsulation (strongSwan's encap = yes), since raw ESP could not be
+// carried.
+package ikenode

@@ -1,0 +1,214 @@
+package ikenode
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// installed is a child whose SAs are in the node.
+type installed struct {
+	owner   *ikeSA
+	in, out node.StateID
+	// outPending: the outbound SA waits for the peer's delete of the
+	// child this one replaces (we answered the peer's rekey); out holds
+	// its config until then.
+	outPending *sa.Config
+	replaces   *ike.Child
+	at         time.Time
+	// rekeyAt and lifeAt: rekey_time with jitter, and life_time.
+	rekeyAt, lifeAt time.Time
+}
+
+// childUp installs child c of x (make-before-break: see the package doc).
+func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
+	log := m.log.WithFields(x.fields()).WithField("child", x.conn.child.Name)
+	m.keylog.logESP(c)
+	in, out, err := saConfigs(c, x.conn)
+	if err != nil {
+		log.WithError(err).Error("ike: child cannot be installed")
+		return
+	}
+	ours := false
+	if c.Replaces != nil {
+		_, ours = x.rekeying[c.Replaces]
+		delete(x.rekeying, c.Replaces)
+	}
+	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
+	if c.Replaces != nil && !ours && m.children[c.Replaces] != nil {
+		// The peer rekeys: our answer may not have reached it, so its
+		// new inbound SA may not exist yet. Inbound now; outbound when
+		// it deletes the old child.
+		err = m.cfg.Node.AddState(node.OwnerIKE, in)
+		m.cfg.Node.ReleaseSPI(c.InSPI)
+		rec.outPending = &out
+	} else {
+		err = m.cfg.Node.InstallChild(node.OwnerIKE, in, out)
+		out.ClearKeys()
+	}
+	delete(m.spis, c.InSPI)
+	if err != nil {
+		if rec.outPending != nil {
+			rec.outPending.ClearKeys()
+		}
+		log.WithError(err).Error("ike: installing the child failed")
+		return
+	}
+	c.Clear()
+	if rt := x.conn.child.RekeyTime; rt > 0 {
+		rec.rekeyAt = now.Add(jitter(rt))
+	}
+	if lt := x.conn.child.LifeTime; lt > 0 {
+		rec.lifeAt = now.Add(lt)
+	}
+	m.children[c] = rec
+	m.ctr.childrenInstalled.Add(1)
+	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%08x", c.InSPI), "spi_out": fmt.Sprintf("%08x", c.OutSPI),
+		"suite": c.Suite.String(), "local_ts": c.LocalTS, "remote_ts": c.RemoteTS, "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
+}
+
+// childDown removes child c, which the peer or we deleted. A child whose
+// replacement waits for this delete gets its outbound SA now, in the same
+// step as the old pair goes.
+func (m *Manager) childDown(c *ike.Child) {
+	old := m.children[c]
+	for nc, rec := range m.children {
+		if rec.replaces != c || rec.outPending == nil {
+			continue
+		}
+		err := m.cfg.Node.AddState(node.OwnerIKE, *rec.outPending)
+		rec.outPending.ClearKeys()
+		rec.outPending = nil
+		if err != nil {
+			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed")
+			m.removeChild(nc, rec)
+		}
+	}
+	if old != nil {
+		m.removeChild(c, old)
+	}
+}
+
+// removeChild takes c's SAs out of the node. An SA already gone (its hard
+// lifetime removed it) is no error.
+func (m *Manager) removeChild(c *ike.Child, rec *installed) {
+	delete(m.children, c)
+	ids := []node.StateID{rec.in}
+	if rec.outPending == nil {
+		ids = append(ids, rec.out)
+	} else {
+		rec.outPending.ClearKeys()
+		rec.outPending = nil
+	}
+	for _, id := range ids {
+		if err := m.cfg.Node.RemoveStates(node.OwnerIKE, id); err != nil && !errors.Is(err, sa.ErrNotFound) {
+			m.log.WithError(err).WithField("state", id).Warn("ike: removing a child's SA")
+		}
+	}
+	m.ctr.childrenRemoved.Add(1)
+}
+
+func idOf(c *sa.Config) node.StateID { return node.StateID{Dir: c.Dir, SPI: c.SPI, Dst: c.Dst} }
+
+// saConfigs returns the inbound and outbound SAs of c, with copies of its
+// keys.
+func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
+	mode := sa.ModeTunnel
+	if c.Transport {
+		mode = sa.ModeTransport
+	}
+	local, remote := c.Local, c.Remote
+	sel := selectorOf(c.LocalTS, c.RemoteTS)
+	in = sa.Config{Src: remote.Addr(), Dst: local.Addr(), SPI: c.InSPI, Dir: sa.DirIn, Mode: mode, IfID: cn.child.IfID,
+		ReplayWindow: cn.child.ReplayWindow, ESN: c.ESN, Selector: sa.Selector{Src: sel.Dst, Dst: sel.Src}}
+	out = sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: sa.DirOut, Mode: mode, IfID: cn.child.IfID,
+		ESN: c.ESN, Selector: sel}
+	if lt := cn.child.LifeTime; lt > 0 {
+		// The data path stops the pair at life_time even if IKE could
+		// not delete it; a little later than our own delete.
+		in.Lifetime.HardAdd = lt + 10*time.Second
+		out.Lifetime.HardAdd = lt + 10*time.Second
+	}
+	if c.Encap {
+		in.Encap = &sa.Encap{SrcPort: remote.Port(), DstPort: local.Port()}
+		out.Encap = &sa.Encap{SrcPort: local.Port(), DstPort: remote.Port()}
+	}
+	if err := setAlgorithms(&in, c.Suite, c.In); err != nil {
+		return in, out, err
+	}
+	if err := setAlgorithms(&out, c.Suite, c.Out); err != nil {
+		in.ClearKeys()
+		return in, out, err
+	}
+	return in, out, nil
+}
+
+// setAlgorithms fills the transforms of s for suite with copies of k
+// (docs/ike.md, "From a Child to the SAD").
+func setAlgorithms(s *sa.Config, suite proposal.Suite, k keys.ESPKeys) error {
+	enc, integ := k.Enc, k.Integ
+	switch suite.Encr.ID {
+	case proposal.EncrAESGCM16:
+		s.AEAD = &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: slices.Clone(enc), Bits: 128}
+	case proposal.EncrChaCha:
+		s.AEAD = &sa.Algorithm{Name: "rfc7539esp(chacha20,poly1305)", Key: slices.Clone(enc), Bits: 128}
+	case proposal.EncrAESCBC:
+		if suite.Integ.ID != proposal.IntegSHA256 {
+			return fmt.Errorf("ESP integrity %q is not supported", suite.Integ.Name)
+		}
+		s.Enc = &sa.Algorithm{Name: "cbc(aes)", Key: slices.Clone(enc)}
+		s.Auth = &sa.Algorithm{Name: "hmac(sha256)", Key: slices.Clone(integ), Bits: 128}
+	default:
+		return fmt.Errorf("ESP encryption %q is not supported", suite.Encr.Name)
+	}
+	return nil
+}
+
+// selectorOf returns the SAD selector of the negotiated traffic
+// selectors (Src ours, Dst the peer's) when each side is one prefix of
+// any protocol and port; otherwise the zero selector, which leaves the
+// choice to the interface's routes and policies.
+func selectorOf(local, remote []message.Selector) sa.Selector {
+	if len(local) != 1 || len(remote) != 1 {
+		return sa.Selector{}
+	}
+	l, okL := prefixOf(local[0])
+	r, okR := prefixOf(remote[0])
+	if !okL || !okR || l.Addr().Is4() != r.Addr().Is4() {
+		return sa.Selector{}
+	}
+	return sa.Selector{Src: l, Dst: r}
+}
+
+// prefixOf returns the prefix that is exactly s's address range, for a
+// selector of any protocol and port.
+func prefixOf(s message.Selector) (netip.Prefix, bool) {
+	if s.Proto != 0 || s.StartPort != 0 || s.EndPort != 65535 || !s.Start.IsValid() {
+		return netip.Prefix{}, false
+	}
+	for bits := 0; bits <= s.Start.BitLen(); bits++ {
+		p := netip.PrefixFrom(s.Start, bits).Masked()
+		if p.Addr() == s.Start && lastAddr(p) == s.End {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}

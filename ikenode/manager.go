@@ -1,0 +1,257 @@
+package ikenode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// Bounds of the queues into the IKE goroutine. IKE runs a few messages
+// per SA per rekey interval; 1024 datagrams absorb a burst of thousands
+// of peers re-establishing at once, and what does not fit is dropped and
+// counted (the peers retransmit).
+const (
+	inboxSize   = 1024
+	controlSize = 16
+	// tickEvery is how often timers are checked: retransmissions (4 s
+	// and up), rekeys and liveness checks need no finer grain.
+	tickEvery = 100 * time.Millisecond
+	// keepaliveEvery is the NAT keepalive interval (strongSwan's
+	// keep_alive default).
+	keepaliveEvery = 20 * time.Second
+	// controlWait bounds how long a control request waits for the IKE
+	// goroutine.
+	controlWait = 5 * time.Second
+)
+
+// Node is what the manager needs of a node.Node: installing and removing
+// children's SAs and reserving inbound SPIs.
+type Node interface {
+	InstallChild(owner node.Owner, in, out sa.Config, replaces ...node.StateID) error
+	AddState(owner node.Owner, c sa.Config) error
+	RemoveStates(owner node.Owner, ids ...node.StateID) error
+	AllocSPI() (uint32, error)
+	ReleaseSPI(spi uint32)
+}
+
+// NATT is the underlay's ESP-in-UDP socket, where IKE moves after NAT
+// detection (*underlay.Conn).
+type NATT interface {
+	WriteNonESP(b []byte, peer netip.AddrPort, local netip.Addr) error
+	WriteKeepalive(peer netip.AddrPort, local netip.Addr) error
+}
+
+// Config is what a Manager is made from.
+type Config struct {
+	// IKE holds the ike:, connections: and secrets: sections. The
+	// Manager reads it and keeps copies of the PSKs it needs; the caller
+	// may wipe it after Reload or Run returned.
+	IKE *config.IKEConfig
+	// Node installs the children.
+	Node Node
+	// NATT sends IKE on the ESP-in-UDP socket; nil means none (IKE then
+	// never moves to port 4500: tests without NAT).
+	NATT NATT
+	// RawESP says the underlay carries raw ESP; without it every
+	// connection is UDP-encapsulated.
+	RawESP bool
+	// Listen are the addresses the IKE port is bound on; empty means
+	// 0.0.0.0 and ::, where the local address of each datagram is read
+	// from IP_PKTINFO.
+	Listen []netip.Addr
+	// PeerPort is the peer's IKE port when we initiate; 0 means
+	// IKE.IKE.Port (tests run two managers on one host).
+	PeerPort uint16
+	// Mark is SO_MARK for the IKE sockets (the underlay's), so that IKE
+	// to the peer is never routed into the tunnel it negotiates.
+	Mark uint32
+	// Stats returns the counters of an installed SA, for List; nil
+	// leaves them zero.
+	Stats func(id node.StateID) (sa.Stats, bool)
+	// Log gets the IKE log lines; nil discards them.
+	Log logrus.FieldLogger
+}
+
+// Manager runs the IKE SAs of one daemon. Make it with New, run Run in a
+// goroutine; its other methods are safe for concurrent use.
+type Manager struct {
+	cfg      Config
+	log      logrus.FieldLogger
+	inbox    chan packet
+	control  chan func()
+	sockets  []*ikeSocket
+	peerPort uint16
+	cookies  *ike.Cookies
+	ctr      counters
+	keylog   *keylog
+
+	// Owned by the Run goroutine:
+	conns     map[string]*conn
+	connOrder []string
+	sas       []*ikeSA
+	children  map[*ike.Child]*installed
+	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
+
+	closeOnce sync.Once
+	done      chan struct{}
+}
+
+// packet is one IKE datagram, after any non-ESP marker.
+type packet struct {
+	b      []byte
+	local  netip.AddrPort // the port is the IKE port or ike.NATTPort
+	remote netip.AddrPort
+}
+
+// New makes a Manager and binds the IKE port. Nothing is negotiated
+// before Run.
+func New(cfg Config) (*Manager, error) {
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	m := &Manager{
+		cfg:      cfg,
+		log:      log,
+		inbox:    make(chan packet, inboxSize),
+		control:  make(chan func(), controlSize),
+		peerPort: cfg.PeerPort,
+		cookies:  &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
+		conns:    map[string]*conn{},
+		children: map[*ike.Child]*installed{},
+		spis:     map[uint32]time.Time{},
+		done:     make(chan struct{}),
+	}
+	if m.peerPort == 0 {
+		m.peerPort = cfg.IKE.IKE.Port
+	}
+	if err := m.openKeylog(cfg.IKE.IKE.Keylog); err != nil {
+		return nil, err
+	}
+	if err := m.listen(cfg.IKE.IKE.Port); err != nil {
+		m.keylog.close()
+		return nil, err
+	}
+	m.setConnections(cfg.IKE, time.Now())
+	m.cfg.IKE = nil // the Manager keeps what it needs, not the file
+	return m, nil
+}
+
+// Port returns the bound IKE port (the one chosen, for port 0).
+func (m *Manager) Port() uint16 {
+	if len(m.sockets) == 0 {
+		return 0
+	}
+	return m.sockets[0].port
+}
+
+// DeliverNonESP hands the manager an IKE datagram that arrived on the
+// ESP-in-UDP socket (underlay.Config.NonESP): b starts with the non-ESP
+// marker and is copied. It never blocks: when the queue is full the
+// datagram is dropped and counted.
+func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
+	if len(b) <= 4 {
+		return
+	}
+	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})
+}
+
+func (m *Manager) deliver(p packet) {
+	select {
+	case m.inbox <- p:
+	default:
+		m.ctr.queueDrops.Add(1)
+	}
+}
+
+// Run serves until ctx ends: then it deletes every IKE SA (one try, the
+// daemon is going away), removes their children, and closes the
+// sockets.
+func (m *Manager) Run(ctx context.Context) {
+	defer m.Close()
+	now := time.Now()
+	for _, name := range m.connOrder {
+		m.startConn(m.conns[name], now)
+	}
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.shutdown()
+			return
+		case p := <-m.inbox:
+			m.handle(p, time.Now())
+		case f := <-m.control:
+			f()
+		case now := <-t.C:
+			m.tick(now)
+		}
+	}
+}
+
+// Close closes the sockets and the keylog; Run returns. Safe to call
+// more than once.
+func (m *Manager) Close() {
+	m.closeOnce.Do(func() {
+		close(m.done)
+		for _, s := range m.sockets {
+			s.close()
+		}
+		m.keylog.close()
+	})
+}
+
+// errStopped is a control request's error once the manager stopped.
+var errStopped = errors.New("ike: the IKE daemon is not running")
+
+// do runs f in the Run goroutine and waits for it, at most controlWait.
+func (m *Manager) do(f func()) error {
+	done := make(chan struct{})
+	select {
+	case m.control <- func() { f(); close(done) }:
+	case <-m.done:
+		return errStopped
+	case <-time.After(controlWait):
+		return fmt.Errorf("ike: the IKE daemon did not take the request within %v", controlWait)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-m.done:
+		return errStopped
+	case <-time.After(controlWait):
+		return fmt.Errorf("ike: the IKE daemon did not answer within %v", controlWait)
+	}
+}
+
+// shutdown deletes every IKE SA: the peer learns at once rather than by
+// DPD. The delete is sent once (no one is left to retransmit it).
+func (m *Manager) shutdown() {
+	now := time.Now()
+	for _, x := range m.sas {
+		if x.sa.State() == ike.StateEstablished {
+			if out, err := x.sa.Delete(now); err == nil {
+				m.request(x, out)
+			}
+		}
+		m.down(x, now)
+	}
+	m.sas = nil
+	for spi := range m.spis {
+		m.cfg.Node.ReleaseSPI(spi)
+	}
+}

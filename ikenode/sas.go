@@ -1,0 +1,439 @@
+package ikenode
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// ikeSA is one IKE SA with the daemon's timers around it.
+type ikeSA struct {
+	sa   *ike.SA
+	conn *conn
+	// up is when it was established (or made by a rekey); zero before.
+	up time.Time
+	// rekeyAt and expireAt are when the IKE SA is rekeyed and, if that
+	// has not replaced it, deleted (rekey_time with jitter, and
+	// rekey_time + 10%); zero when not set.
+	rekeyAt, expireAt time.Time
+	// keepaliveAt is when the next NAT keepalive goes.
+	keepaliveAt time.Time
+	// ended: the children are removed and the SA only waits for its
+	// outstanding exchange (a delete's retransmissions) to end.
+	ended bool
+	// rekeyed: a newer SA replaces this one (EventIKERekeyed).
+	rekeyed bool
+	// rekeying holds the children we started to rekey, and when.
+	rekeying map[*ike.Child]time.Time
+}
+
+func (x *ikeSA) fields() logrus.Fields {
+	l, r := x.sa.Addrs()
+	i, rs := x.sa.SPIs()
+	return logrus.Fields{"connection": x.conn.cfg.Name, "local": l, "remote": r, "spi_i": spiHex(i), "spi_r": spiHex(rs)}
+}
+
+// add routes SA s of connection c from now on.
+func (m *Manager) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
+	x := &ikeSA{sa: s, conn: c, rekeying: map[*ike.Child]time.Time{}}
+	m.sas = append(m.sas, x)
+	return x
+}
+
+// find returns the SA a message belongs to: the one whose SPIs it names,
+// or, for an IKE_SA_INIT (a response to our request, or a repeated
+// request, before the responder's SPI is known), whose initiator SPI and
+// peer it has.
+func (m *Manager) find(h message.Header, p packet) *ikeSA {
+	for i := len(m.sas) - 1; i >= 0; i-- {
+		x := m.sas[i]
+		ispi, rspi := x.sa.SPIs()
+		if h.ISPI() != ispi {
+			continue
+		}
+		if h.RSPI() == rspi {
+			return x
+		}
+		if h.ExchangeType() == message.IKESAInit {
+			if _, r := x.sa.Addrs(); r.Addr() == p.remote.Addr() {
+				return x
+			}
+		}
+	}
+	return nil
+}
+
+// halfOpen counts our responder SAs waiting for IKE_AUTH (for cookies).
+func (m *Manager) halfOpen() int {
+	n := 0
+	for _, x := range m.sas {
+		if x.sa.State() == ike.StateInitDone {
+			n++
+		}
+	}
+	return n
+}
+
+// match returns the connection that answers a peer at remote talking to
+// local, the first in the file.
+func (m *Manager) match(local, remote netip.Addr) *conn {
+	for _, name := range m.connOrder {
+		if c := m.conns[name]; c.admits(local, remote) {
+			return c
+		}
+	}
+	return nil
+}
+
+// handle processes one datagram.
+func (m *Manager) handle(p packet, now time.Time) {
+	h := message.Header(p.b)
+	if !h.IsValid() {
+		m.ctr.malformed.Add(1)
+		return
+	}
+	isResponse := h.Flags()&message.FlagResponse != 0
+	x := m.find(h, p)
+	if x == nil {
+		if isResponse || h.ExchangeType() != message.IKESAInit {
+			m.ctr.noSA.Add(1) // a late message of an SA that is gone
+			return
+		}
+		reply, pass := m.cookies.Check(p.b, p.remote, m.halfOpen(), now)
+		if !pass {
+			m.ctr.cookies.Add(1)
+			if reply != nil {
+				m.send(reply, p.local, p.remote)
+			}
+			return
+		}
+		c := m.match(p.local.Addr(), p.remote.Addr())
+		if c == nil {
+			m.ctr.noConnection.Add(1)
+			m.log.WithFields(logrus.Fields{"local": p.local, "remote": p.remote}).Debug("ike: IKE_SA_INIT for no connection")
+			return
+		}
+		s, out, err := ike.Respond(c.ec, p.local, p.remote, p.b, now)
+		m.count(h, err)
+		if s != nil {
+			x = m.add(s, c, now)
+		}
+		if err != nil {
+			m.log.WithError(err).WithFields(logrus.Fields{"connection": c.cfg.Name, "remote": p.remote}).Info("ike: IKE_SA_INIT refused")
+		}
+		if out != nil {
+			m.send(out, p.local, p.remote)
+		}
+		if x != nil {
+			m.afterCall(x, now)
+		}
+		return
+	}
+	out, err := x.sa.HandleFrom(p.b, p.local, p.remote, now)
+	m.count(h, err)
+	if err != nil && !errors.Is(err, ike.ErrDropped) {
+		m.log.WithError(err).WithFields(x.fields()).WithField("exchange", h.ExchangeType().String()).Warn("ike: exchange failed")
+	}
+	if out != nil {
+		if isResponse {
+			// What follows a response is our next request (IKE_AUTH,
+			// the delete after a rekey): it goes to Addrs().
+			m.request(x, out)
+		} else {
+			m.sendAll(x, out, p.local, p.remote)
+		}
+	}
+	m.afterCall(x, now)
+}
+
+// count records one handled message.
+func (m *Manager) count(h message.Header, err error) {
+	res := resultOK
+	switch {
+	case errors.Is(err, ike.ErrDropped):
+		res = resultDropped
+	case err != nil:
+		res = resultFailed
+	}
+	if errors.Is(err, ike.ErrAuthFailed) {
+		m.ctr.authFailures.Add(1)
+	}
+	m.ctr.exchange(h.ExchangeType(), res)
+}
+
+// afterCall acts on what an SA reported after any call: its events, and
+// its end.
+func (m *Manager) afterCall(x *ikeSA, now time.Time) {
+	for _, e := range x.sa.TakeEvents() {
+		m.event(x, e, now)
+	}
+	switch x.sa.State() {
+	case ike.StateFailed, ike.StateDeleted:
+		if !x.ended {
+			m.down(x, now)
+			m.afterEnd(x, now)
+		}
+	}
+}
+
+// event acts on one event of x.
+func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
+	switch e.Kind {
+	case ike.EventIKEUp:
+		m.established(x, now)
+		x.conn.backoff = 0
+		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
+	case ike.EventIKERekeyed:
+		n := m.add(e.SA, x.conn, now)
+		m.established(n, now)
+		x.rekeyed = true
+		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
+		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
+		m.afterCall(n, now)
+	case ike.EventChildUp:
+		m.childUp(x, e.Child, now)
+	case ike.EventChildDown:
+		m.childDown(e.Child)
+	case ike.EventIKEDown:
+		// afterCall sees the state and ends it.
+	}
+}
+
+// established starts x's timers and writes its keylog line.
+func (m *Manager) established(x *ikeSA, now time.Time) {
+	x.up = now
+	if rt := x.conn.cfg.RekeyTime; rt > 0 {
+		x.rekeyAt = now.Add(jitter(rt))
+		x.expireAt = now.Add(rt + rt/10)
+	}
+	m.keylog.logIKE(x.sa)
+}
+
+// down ends x: the children it holds go (those that moved to a rekeyed
+// SA stay with it).
+func (m *Manager) down(x *ikeSA, now time.Time) {
+	x.ended = true
+	for c, in := range m.children {
+		if in.owner != x {
+			continue
+		}
+		if y := m.holder(c, x); y != nil {
+			in.owner = y
+			continue
+		}
+		m.removeChild(c, in)
+	}
+	if !x.rekeyed {
+		l := m.log.WithFields(x.fields())
+		if err := x.sa.Err(); err != nil {
+			l = l.WithError(err)
+		}
+		l.Info("ike: IKE SA down")
+	}
+}
+
+// holder returns the live SA other than x that holds child c.
+func (m *Manager) holder(c *ike.Child, x *ikeSA) *ikeSA {
+	for _, y := range m.sas {
+		if y == x || y.ended {
+			continue
+		}
+		for _, yc := range y.sa.Children() {
+			if yc == c {
+				return y
+			}
+		}
+	}
+	return nil
+}
+
+// afterEnd decides what follows the end of x: dpd_action for a peer that
+// stopped answering, start_action start's retry for a first attempt that
+// failed.
+func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
+	c := x.conn
+	if x.rekeyed || m.conns[c.cfg.Name] != c {
+		return // replaced, or the connection was removed or changed
+	}
+	err := x.sa.Err()
+	switch {
+	case errors.Is(err, ike.ErrAuthFailed):
+		m.ctr.authFailures.Add(1)
+	}
+	if !x.up.IsZero() && errors.Is(err, ike.ErrTimeout) {
+		switch c.child.DPDAction {
+		case "restart":
+			if m.liveSA(c) == nil {
+				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action restart: initiating again")
+				if err := m.initiate(c, now); err != nil {
+					m.retryLater(c, now)
+				}
+			}
+		default:
+			m.log.WithFields(x.fields()).Infof("ike: peer dead, dpd_action %s: cleared", c.child.DPDAction)
+		}
+		return
+	}
+	if x.up.IsZero() && x.sa.IsInitiator() && c.child.StartAction == "start" && m.liveSA(c) == nil {
+		m.retryLater(c, now)
+	}
+}
+
+// liveSA returns an SA of c that is up or on its way, or nil.
+func (m *Manager) liveSA(c *conn) *ikeSA {
+	for _, x := range m.sas {
+		if x.conn == c && !x.ended && !x.rekeyed {
+			return x
+		}
+	}
+	return nil
+}
+
+// tick runs the timers: the engine's retransmissions, rekeys, lifetimes,
+// liveness checks, keepalives, and start_action's retries.
+func (m *Manager) tick(now time.Time) {
+	for _, x := range m.sas {
+		if !x.ended {
+			m.tickSA(x, now)
+		}
+	}
+	// Forget the SAs that are over and have nothing left to send.
+	keep := m.sas[:0]
+	for _, x := range m.sas {
+		if x.ended && x.sa.NextTimeout().IsZero() {
+			continue
+		}
+		keep = append(keep, x)
+	}
+	clear(m.sas[len(keep):])
+	m.sas = keep
+	for _, name := range m.connOrder {
+		c := m.conns[name]
+		if !c.retryAt.IsZero() && !now.Before(c.retryAt) {
+			c.retryAt = time.Time{}
+			if m.liveSA(c) == nil {
+				if err := m.initiate(c, now); err != nil {
+					m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
+					m.retryLater(c, now)
+				}
+			}
+		}
+	}
+	m.expireSPIs(now)
+}
+
+func (m *Manager) tickSA(x *ikeSA, now time.Time) {
+	if t := x.sa.NextTimeout(); !t.IsZero() && !now.Before(t) {
+		out, err := x.sa.Tick(now)
+		if out != nil {
+			m.ctr.retransmits.Add(1)
+			m.request(x, out)
+		}
+		if err != nil {
+			m.log.WithError(err).WithFields(x.fields()).Info("ike: exchange timed out")
+		}
+		m.afterCall(x, now)
+	}
+	if x.ended || x.sa.State() != ike.StateEstablished {
+		return
+	}
+	busy := !x.sa.NextTimeout().IsZero()
+	switch {
+	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
+		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
+		x.expireAt = time.Time{}
+		m.deleteSA(x, now)
+		return
+	case !busy && !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
+		if out, err := x.sa.RekeyIKE(now); err == nil {
+			x.rekeyAt = time.Time{}
+			m.request(x, out)
+			return
+		}
+		x.rekeyAt = now.Add(time.Second) // busy: try again soon
+	}
+	if !busy && !x.rekeyed {
+		m.tickChildren(x, now)
+	}
+	busy = !x.sa.NextTimeout().IsZero()
+	if d := x.conn.cfg.DPDDelay; d > 0 && !busy && now.Sub(x.sa.LastHeard()) >= d {
+		if out, err := x.sa.Ping(now); err == nil {
+			m.request(x, out)
+		}
+	}
+	if m.cfg.NATT != nil && x.sa.NAT() && !now.Before(x.keepaliveAt) {
+		x.keepaliveAt = now.Add(keepaliveEvery)
+		l, r := x.sa.Addrs()
+		if err := m.cfg.NATT.WriteKeepalive(r, l.Addr()); err != nil {
+			m.ctr.sendErrors.Add(1)
+		}
+	}
+}
+
+// rekeyRetry is how long after starting a child's rekey that has not
+// completed it is tried again.
+const rekeyRetry = time.Minute
+
+// tickChildren rekeys or deletes the first child of x that is due (one
+// exchange at a time).
+func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
+	for _, c := range x.sa.Children() {
+		in := m.children[c]
+		if in == nil {
+			continue
+		}
+		if started, ok := x.rekeying[c]; ok {
+			if now.Sub(started) < rekeyRetry {
+				continue
+			}
+			// The rekey failed (the peer refused or did not answer
+			// it): try again.
+			delete(x.rekeying, c)
+			in.rekeyAt = now
+		}
+		switch {
+		case !in.lifeAt.IsZero() && !now.Before(in.lifeAt):
+			if out, err := x.sa.DeleteChild(c, now); err == nil {
+				in.lifeAt = time.Time{}
+				m.log.WithFields(x.fields()).WithField("child", x.conn.child.Name).Warn("ike: child not rekeyed within life_time: deleting it")
+				m.request(x, out)
+				return
+			}
+		case !in.rekeyAt.IsZero() && !now.Before(in.rekeyAt):
+			if out, err := x.sa.RekeyChild(c, now); err == nil {
+				x.rekeying[c] = now
+				in.rekeyAt = time.Time{}
+				m.request(x, out)
+				return
+			}
+		}
+	}
+}
+
+// deleteSA starts deleting x; its children go at once (the peer's answer
+// only confirms, RFC 7296 §1.4.1).
+func (m *Manager) deleteSA(x *ikeSA, now time.Time) {
+	out, err := x.sa.Delete(now)
+	if err != nil {
+		m.log.WithError(err).WithFields(x.fields()).Warn("ike: delete")
+	}
+	if out != nil {
+		m.request(x, out)
+	}
+	m.afterCall(x, now)
+}
+
+func spiHex(v uint64) string {
+	const hexdigits = "0123456789abcdef"
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = hexdigits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
+}
