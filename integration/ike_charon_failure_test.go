@@ -21,42 +21,44 @@ func TestIKECharonFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		spec ikeSpec
-		ours *regexp.Regexp // ipsecd's log
+		// ipsecd's log when it initiated and when it responded
+		ours, oursResp *regexp.Regexp
 		// charon's log when it responded (refusing ipsecd) and when it
 		// initiated (refused by ipsecd)
 		charonResp, charonInit string
 	}{
 		{"wrong psk", ikeSpec{secret: "not-the-psk"}, regexp.MustCompile(`(?i)authentication.failed`),
-			"N(AUTH_FAILED)", "received AUTHENTICATION_FAILED notify error"},
+			regexp.MustCompile(`(?i)authentication.failed`), "N(AUTH_FAILED)", "received AUTHENTICATION_FAILED notify error"},
+		// As responder, ipsecd's line names both sides' proposals.
 		{"disjoint proposals", ikeSpec{ipsecdIKE: "aes128gcm16-prfsha256-ecp256"}, regexp.MustCompile(`(?i)no.proposal.chosen`),
-			"N(NO_PROP)", "received NO_PROPOSAL_CHOSEN notify error"},
+			regexp.MustCompile(`(?i)no.proposal.chosen.*aes256-sha256.*x25519.*aes128gcm16-prfsha256-ecp256`), "N(NO_PROP)", "received NO_PROPOSAL_CHOSEN notify error"},
 	} {
 		for _, initiator := range []string{"ipsecd", "charon"} {
 			t.Run(tc.name+"/"+initiator, func(t *testing.T) {
 				r := newIKERig(t, tc.spec)
 				from := r.ch.LogSize()
-				want := tc.charonResp
+				want, ours := tc.charonResp, tc.ours
 				if initiator == "ipsecd" {
 					// The command may report the failure; the test
 					// looks at what each side did.
 					out, err := r.d.ctl("ike", "initiate", "--child", "net")
 					t.Logf("ipsecd ike initiate: %v %s", err, out)
 				} else {
-					want = tc.charonInit
+					want, ours = tc.charonInit, tc.oursResp
 					if out, err := r.ch.Swanctl("--initiate", "--child", "net", "--timeout", "10"); err == nil {
 						t.Fatalf("swanctl --initiate succeeded:\n%s", out)
 					}
 				}
 				deadline := time.Now().Add(10 * time.Second)
-				for !strings.Contains(r.ch.LogSince(from), want) || !tc.ours.MatchString(r.d.log.String()) {
+				for !strings.Contains(r.ch.LogSince(from), want) || !ours.MatchString(r.d.log.String()) {
 					if time.Now().After(deadline) {
 						t.Fatalf("within 10 s: charon's log says %q: %v; ipsecd's log matches %v: %v",
-							want, strings.Contains(r.ch.LogSince(from), want), tc.ours, tc.ours.MatchString(r.d.log.String()))
+							want, strings.Contains(r.ch.LogSince(from), want), ours, ours.MatchString(r.d.log.String()))
 					}
 					time.Sleep(100 * time.Millisecond)
 				}
 				for _, l := range strings.Split(r.d.log.String(), "\n") {
-					if tc.ours.MatchString(l) {
+					if ours.MatchString(l) {
 						t.Logf("ipsecd: %s", l)
 					}
 				}

@@ -144,8 +144,11 @@ func (r *ikeRig) ipsecdChild() (childSPIs, bool) {
 	return c, nin == 1 && nout == 1
 }
 
-// charonSAs matches a child in swanctl --list-sas: "in  SPI," and "out SPI,".
-var charonChildRE = regexp.MustCompile(`in  ([0-9a-f]{8}),[^\n]*\n\s*out ([0-9a-f]{8}),`)
+// charonChildRE matches an installed child in swanctl --list-sas: its
+// state, then "in  SPI," and "out SPI," two and three lines below. A
+// rekeyed child stays listed as DELETED while charon keeps its inbound SA
+// for delete_rekeyed_delay (5 s).
+var charonChildRE = regexp.MustCompile(`, INSTALLED, [^\n]*\n[^\n]*\n\s*in  ([0-9a-f]{8}),[^\n]*\n\s*out ([0-9a-f]{8}),`)
 
 // charonChildren returns the children charon lists as installed, with
 // its in and out SPIs.
