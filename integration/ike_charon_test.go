@@ -11,6 +11,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -48,25 +50,27 @@ func (s *ikeSpec) fill() {
 	}
 }
 
-// ipsecdConfig is ipsecd's side of the connection. keylog is the
-// ike.keylog prefix ("" for none).
+// ipsecdConfig is ipsecd's config: debug logs, short retransmissions (a
+// dead peer is given up in seconds), keylog as the ike.keylog prefix
+// ("" for none), and the connection.
 func (s ikeSpec) ipsecdConfig(keylog string) string {
-	dpd := ""
-	if s.dpdDelay != "" {
-		dpd = "\n    dpd_delay: " + s.dpdDelay
-	}
 	kl := ""
 	if keylog != "" {
 		kl = "\n  keylog: " + keylog
 	}
-	return fmt.Sprintf(`log: {level: debug}
-underlay: {udp: "0.0.0.0:4500"}
+	return fmt.Sprintf("log: {level: debug}\nike:\n  port: 500\n  retransmit: {timeout: 500ms, base: 1, tries: 2}%s\n%s", kl, s.ipsecdConnection())
+}
+
+// ipsecdConnection is ipsecd's side of the connection, the config that
+// the README shows beside charon's swanctl.conf (TestIKEReadmeExample).
+func (s ikeSpec) ipsecdConnection() string {
+	dpd := ""
+	if s.dpdDelay != "" {
+		dpd = "\n    dpd_delay: " + s.dpdDelay
+	}
+	return fmt.Sprintf(`underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [203.0.113.0/24]}
-ike:
-  port: 500
-  # Short retransmissions: a dead peer is given up in seconds.
-  retransmit: {timeout: 500ms, base: 1, tries: 2}%s
 connections:
   - name: charon
     version: 2
@@ -86,7 +90,8 @@ connections:
         start_action: none
         dpd_action: %s
 secrets:
-  - {ids: [a.test, b.test], secret: %q}`, kl, s.ipsecdIKE, !s.noEncap, dpd, s.esp, s.dpdAction, s.secret)
+  - {ids: [a.test, b.test], secret: %q}
+`, s.ipsecdIKE, !s.noEncap, dpd, s.esp, s.dpdAction, s.secret)
 }
 
 // charonConn is charon's side of the connection, the swanctl.conf that
@@ -249,4 +254,49 @@ func (r *ikeRig) up(t *testing.T, initiator string) childSPIs {
 		r.swanctl(t, "--initiate", "--child", "net", "--timeout", "10")
 	}
 	return r.waitUp(t, initiator+" initiating", childSPIs{})
+}
+
+// readmeBlock returns the fenced block after marker in README.md.
+func readmeBlock(t *testing.T, readme, marker string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readme, marker)
+	if !ok {
+		t.Fatalf("README.md has no %q", marker)
+	}
+	_, block, ok := strings.Cut(after, "```")
+	if !ok {
+		t.Fatalf("README.md has no fenced block after %q", marker)
+	}
+	_, block, _ = strings.Cut(block, "\n") // the fence's language
+	block, _, ok = strings.Cut(block, "```")
+	if !ok {
+		t.Fatalf("README.md: the block after %q is not closed", marker)
+	}
+	return block
+}
+
+// TestIKEReadmeExample: the README shows the ipsecd config and the
+// swanctl.conf that the tests here negotiate between, and `ipsecd check`
+// accepts the ipsecd one as it stands.
+func TestIKEReadmeExample(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := ikeSpec{}
+	spec.fill()
+	ipsecd := readmeBlock(t, string(b), "<!-- ike-example: ipsecd -->")
+	if want := spec.ipsecdConnection(); ipsecd != want {
+		t.Errorf("README.md's ipsecd config:\n%s\nthe tests':\n%s", ipsecd, want)
+	}
+	if want, got := spec.charonConn().String(), readmeBlock(t, string(b), "<!-- ike-example: swanctl -->"); got != want {
+		t.Errorf("README.md's swanctl.conf:\n%s\nthe tests':\n%s", got, want)
+	}
+	f := filepath.Join(t.TempDir(), "ipsecd.yaml")
+	if err := os.WriteFile(f, []byte(ipsecd), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(ipsecdBin, "check", "--config", f).CombinedOutput(); err != nil {
+		t.Errorf("ipsecd check of README.md's config: %v\n%s", err, out)
+	}
 }
