@@ -24,11 +24,11 @@ var exchangeTypes = []message.ExchangeType{message.IKESAInit, message.IKEAuth, m
 // counters are the manager's counters, written by its goroutines and
 // read by Counters.
 type counters struct {
-	exchanges                                   [5][numResults]atomic.Uint64
-	retransmits, authFailures                   atomic.Uint64
-	malformed, noSA, noConnection, cookies      atomic.Uint64
-	queueDrops, sendErrors                      atomic.Uint64
-	childrenInstalled, childrenRemoved          atomic.Uint64
+	exchanges                              [5][numResults]atomic.Uint64
+	retransmits, authFailures              atomic.Uint64
+	malformed, noSA, noConnection, cookies atomic.Uint64
+	queueDrops, sendErrors                 atomic.Uint64
+	childrenInstalled, childrenRemoved     atomic.Uint64
 }
 
 func (c *counters) exchange(t message.ExchangeType, res int) {

@@ -190,25 +190,17 @@ func selectorOf(local, remote []message.Selector) sa.Selector {
 }
 
 // prefixOf returns the prefix that is exactly s's address range, for a
-// selector of any protocol and port.
+// selector of any protocol and port: the one based at Start that holds
+// End and not the address after it.
 func prefixOf(s message.Selector) (netip.Prefix, bool) {
-	if s.Proto != 0 || s.StartPort != 0 || s.EndPort != 65535 || !s.Start.IsValid() {
+	if s.Proto != 0 || s.StartPort != 0 || s.EndPort != 65535 || !s.Start.IsValid() || !s.End.IsValid() {
 		return netip.Prefix{}, false
 	}
 	for bits := 0; bits <= s.Start.BitLen(); bits++ {
 		p := netip.PrefixFrom(s.Start, bits).Masked()
-		if p.Addr() == s.Start && lastAddr(p) == s.End {
+		if p.Addr() == s.Start && p.Contains(s.End) && (!s.End.Next().IsValid() || !p.Contains(s.End.Next())) {
 			return p, true
 		}
 	}
 	return netip.Prefix{}, false
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }

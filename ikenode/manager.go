@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -194,7 +195,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.shutdown()
 			return
 		case p := <-m.inbox:
-			m.handle(p, time.Now())
+			m.handleSafely(p, time.Now())
 		case f := <-m.control:
 			f()
 		case now := <-t.C:
@@ -254,4 +255,17 @@ func (m *Manager) shutdown() {
 	for spi := range m.spis {
 		m.cfg.Node.ReleaseSPI(spi)
 	}
+}
+
+// handleSafely is handle, with a panic (a bug the peer's message
+// reached; the engine is fuzzed, but the daemon must outlive what the
+// fuzzer missed) logged with its stack and the message dropped.
+func (m *Manager) handleSafely(p packet, now time.Time) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.ctr.malformed.Add(1)
+			m.log.WithFields(logrus.Fields{"panic": r, "remote": p.remote, "stack": string(debug.Stack())}).Error("ike: handling a message panicked; dropped")
+		}
+	}()
+	m.handle(p, now)
 }

@@ -25,7 +25,8 @@ type ikeSA struct {
 	keepaliveAt time.Time
 	// ended: the children are removed and the SA only waits for its
 	// outstanding exchange (a delete's retransmissions) to end.
-	ended bool
+	ended   bool
+	endedAt time.Time
 	// rekeyed: a newer SA replaces this one (EventIKERekeyed).
 	rekeyed bool
 	// rekeying holds the children we started to rekey, and when.
@@ -134,6 +135,10 @@ func (m *Manager) handle(p packet, now time.Time) {
 		}
 		return
 	}
+	if x.ended && x.sa.State() == ike.StateEstablished {
+		m.ctr.noSA.Add(1) // dropped by us (INITIAL_CONTACT, a reload): nothing of it is installed any more
+		return
+	}
 	out, err := x.sa.HandleFrom(p.b, p.local, p.remote, now)
 	m.count(h, err)
 	if err != nil && !errors.Is(err, ike.ErrDropped) {
@@ -217,7 +222,7 @@ func (m *Manager) established(x *ikeSA, now time.Time) {
 // down ends x: the children it holds go (those that moved to a rekeyed
 // SA stay with it).
 func (m *Manager) down(x *ikeSA, now time.Time) {
-	x.ended = true
+	x.ended, x.endedAt = true, now
 	for c, in := range m.children {
 		if in.owner != x {
 			continue
@@ -302,10 +307,11 @@ func (m *Manager) tick(now time.Time) {
 			m.tickSA(x, now)
 		}
 	}
-	// Forget the SAs that are over and have nothing left to send.
+	// Forget the SAs that are over, a little later, so that the answer
+	// to their last request (a delete) still finds them.
 	keep := m.sas[:0]
 	for _, x := range m.sas {
-		if x.ended && x.sa.NextTimeout().IsZero() {
+		if x.ended && now.Sub(x.endedAt) > endedGrace {
 			continue
 		}
 		keep = append(keep, x)
@@ -374,6 +380,11 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 		}
 	}
 }
+
+// endedGrace is how long an SA that ended stays routable: the peer's
+// answer to our delete, or its retransmissions, are then taken in
+// silence rather than counted as for no SA.
+const endedGrace = 2 * time.Second
 
 // rekeyRetry is how long after starting a child's rekey that has not
 // completed it is tried again.

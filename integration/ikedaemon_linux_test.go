@@ -5,7 +5,11 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,9 +88,11 @@ func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
 
 // TestIKEDaemons: two `ipsecd run` daemons negotiate with IKEv2 and a PSK
 // (A initiates at start-up, B answers), and ping and a checksummed TCP
-// stream cross the tunnel; then a child rekey and an IKE rekey started
-// over the control socket keep it up, and a terminate takes the SAs down
-// on both sides.
+// stream cross the tunnel; child rekeys from each side and an IKE rekey,
+// started over the control socket, keep it up; terminate takes the SAs
+// down on both sides and initiate brings them back; SIGHUP keeps an
+// unchanged connection, re-establishes a changed one and ends a removed
+// one.
 func TestIKEDaemons(t *testing.T) {
 	p := newPair(t)
 	b := startDaemon(t, p.b, ikeSide(underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
@@ -100,7 +106,11 @@ func TestIKEDaemons(t *testing.T) {
 	ping(t, p.a, innerB4, 3)
 	tcpTransfer(t, p.a, p.b, innerB4, 4<<20)
 
-	// Child rekey from B (the responder), then from A; IKE rekey from B.
+	// Child rekey from B (the responder), then from A; IKE rekey from B;
+	// while numbered UDP datagrams flow each way and a TCP stream from A
+	// to B, none of which may be lost (make-before-break).
+	st := startStreams(t, p)
+	time.Sleep(300 * time.Millisecond)
 	for _, step := range []struct {
 		d    *daemon
 		args []string
@@ -117,22 +127,175 @@ func TestIKEDaemons(t *testing.T) {
 		ping(t, p.a, innerB4, 3)
 		ping(t, p.b, innerA4, 3)
 	}
+	time.Sleep(300 * time.Millisecond)
+	st.stopAndCheck(t, false)
 	if got := len(a.ikeList()); got > 2 {
 		t.Errorf("A lists %d IKE SAs after the rekeys, want 1 (or 2 while the old one's delete completes)", got)
 	}
 
 	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
-	for _, d := range []*daemon{a, b} {
+	bothEmpty(t, a, b)
+	a.mustCtl(t, "ike", "initiate", "--ike", "peer")
+	up := a.waitIKE("a child after ike initiate", anyChild)
+	ping(t, p.a, innerB4, 3)
+
+	// SIGHUP: an unchanged connection stays up, a changed one is brought
+	// up again, a removed one goes.
+	cfgA := ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	a.reload(t, cfgA)
+	a.waitLogCount(t, "unchanged=1", 1)
+	if now := a.ikeList(); len(now) != 1 || now[0].SPIInitiator != up.SPIInitiator {
+		t.Errorf("an unchanged connection's IKE SA changed on reload: %+v, was %+v", now, up)
+	}
+	a.reload(t, strings.Replace(cfgA, "dpd_delay: 2s", "dpd_delay: 3s", 1))
+	a.waitLogCount(t, "changed=1", 1)
+	a.waitIKE("a new IKE SA after the connection changed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != up.SPIInitiator })
+	ping(t, p.a, innerB4, 3)
+	a.reload(t, cfgA[:strings.Index(cfgA, "connections:")])
+	a.waitLogCount(t, "removed=1", 1)
+	bothEmpty(t, a, b)
+	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
+		t.Errorf("ping crossed after terminate:\n%s", out)
+	}
+}
+
+// bothEmpty waits until neither daemon lists an IKE SA or holds an SA.
+func bothEmpty(t *testing.T, ds ...*daemon) {
+	t.Helper()
+	for _, d := range ds {
 		deadline := time.Now().Add(10 * time.Second)
 		for len(d.ikeList()) != 0 || len(d.states()) != 0 {
 			if time.Now().After(deadline) {
 				out, _ := d.ctl("ike", "list")
-				t.Fatalf("in %s: SAs left 10 s after terminate:\n%s\n%v", d.ns.name, out, d.states())
+				t.Fatalf("in %s: SAs left after 10 s:\n%s\n%v", d.ns.name, out, d.states())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
-		t.Errorf("ping crossed after terminate:\n%s", out)
+}
+
+// waitLogCount waits until the daemon's log has n lines with want.
+func (d *daemon) waitLogCount(t *testing.T, want string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(d.log.String(), want) < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsecd log in %s: %d lines with %q within 10 s, want %d:\n%s", d.ns.name, strings.Count(d.log.String(), want), want, n, d.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// strongswan.conf for TestIKEDaemonCharon: kernel-libipsec (this kernel
+// has no ESP) and a log in the test's directory.
+const ikeCharonConf = `charon {
+  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  install_routes = yes
+  filelog { test { path = %s
+                   default = 1
+                   flush_line = yes } }
+  syslog { daemon { default = -1 } }
+}
+`
+
+// swanctl.conf of TestIKEDaemonCharon: the mirror of ikeSide's A.
+const ikeCharonSwanctl = `connections {
+  peer {
+    local_addrs = 192.0.2.2
+    remote_addrs = 192.0.2.1
+    proposals = aes256-sha256-x25519
+    local {
+      auth = psk
+      id = b.example.net
+    }
+    remote {
+      auth = psk
+      id = a.example.net
+    }
+    children {
+      net {
+        local_ts = 203.0.113.0/24
+        remote_ts = 198.51.100.0/24
+        esp_proposals = aes128gcm16
+      }
+    }
+  }
+}
+secrets {
+  ike-a {
+    id-a = a.example.net
+    id-b = b.example.net
+    secret = 0x6d79207475726e656c207365637265742c206e6f7420666f7220757365
+  }
+}
+`
+
+// TestIKEDaemonCharon: `ipsecd run` against strongSwan's charon: ipsecd
+// initiates at start-up and ping crosses; charon rekeys the child; then
+// charon initiates after ipsecd terminated, and ping crosses again.
+func TestIKEDaemonCharon(t *testing.T) {
+	const charonBin = "/usr/lib/ipsec/charon"
+	if _, err := os.Stat(charonBin); err != nil {
+		t.Skip("strongSwan's charon is not installed (scripts/test.sh installs strongswan-charon)")
+	}
+	p := newPair(t)
+	// kernel-libipsec routes remote_ts into its TUN from an address of
+	// local_ts, and needs a route towards the peer's side to do it.
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	dir := t.TempDir()
+	conf, swanctlConf, logPath := filepath.Join(dir, "strongswan.conf"), filepath.Join(dir, "swanctl.conf"), filepath.Join(dir, "charon.log")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(ikeCharonConf, logPath)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(swanctlConf, []byte(ikeCharonSwanctl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", p.b.name, "unshare", "-m", "sh", "-c",
+		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+conf+" "+charonBin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("charon log:\n%s", b)
+		}
+	})
+	// ip netns exec, unshare and sh all exec: the pid is charon's.
+	swanctl := func(args ...string) (string, error) {
+		out, err := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(cmd.Process.Pid), "-m", "-n", "swanctl"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for i := 0; ; i++ {
+		out, err := swanctl("--load-all", "--file", swanctlConf)
+		if err == nil {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("charon did not take its config within 5 s: %v\n%s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	a := startDaemon(t, p.a, ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+	first := a.waitIKE("a child with charon", anyChild)
+	ping(t, p.a, innerB4, 3)
+
+	if out, err := swanctl("--rekey", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --rekey: %v\n%s", err, out)
+	}
+	a.waitIKE("the child charon rekeyed", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
+	ping(t, p.a, innerB4, 3)
+
+	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
+	bothEmpty(t, a)
+	if out, err := swanctl("--initiate", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, out)
+	}
+	if s := a.waitIKE("a child charon initiated", anyChild); s.Initiator {
+		t.Errorf("ipsecd lists itself as the initiator of charon's IKE SA: %+v", s)
+	}
+	ping(t, p.a, innerB4, 3)
 }

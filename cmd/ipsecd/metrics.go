@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
@@ -54,6 +55,22 @@ var (
 		"Packets through one queue of an xfrm interface (rx written through it, tx read by its worker): the spread of flows over queues. Summed over queue, it is ipsecd_interface_packets_total.",
 		[]string{"name", "queue", "dir"}, nil)
 
+	descIKESAs = prometheus.NewDesc("ipsecd_ike_sas",
+		"IKE SAs by state: CONNECTING (IKE_SA_INIT or IKE_AUTH under way), ESTABLISHED, REKEYED (replaced, its delete under way), DELETING.",
+		[]string{"state"}, nil)
+	descIKEChildSAs = prometheus.NewDesc("ipsecd_ike_child_sas",
+		"CHILD_SA pairs negotiated by IKE and installed.", nil, nil)
+	descIKEExchanges = prometheus.NewDesc("ipsecd_ike_exchanges_total",
+		"IKE messages handled, the peer's requests and the responses to ours, by exchange (IKE_SA_INIT, IKE_AUTH, CREATE_CHILD_SA, INFORMATIONAL, other) and result: ok, dropped (malformed, replayed, out of window, not authentic), failed (the exchange failed: refused, authentication failed).",
+		[]string{"exchange", "result"}, nil)
+	descIKERetransmissions = prometheus.NewDesc("ipsecd_ike_retransmissions_total",
+		"IKE requests of ours sent again for want of an answer.", nil, nil)
+	descIKEAuthFailures = prometheus.NewDesc("ipsecd_ike_auth_failures_total",
+		"IKE_AUTH exchanges that failed authentication (a wrong PSK or certificate, either side's verdict).", nil, nil)
+	descIKEDropped = prometheus.NewDesc("ipsecd_ike_dropped_total",
+		"IKE datagrams dropped before any SA handled them, by reason: malformed, no_sa (for an SA that is gone), no_connection (no connection admits the addresses), cookie (answered with a cookie under load), queue_full; send_error counts datagrams the kernel refused to send.",
+		[]string{"reason"}, nil)
+
 	descBuildInfo = prometheus.NewDesc("ipsecd_build_info",
 		"Always 1; the labels say which build of ipsecd runs (from the Go build information).",
 		[]string{"version", "revision", "goversion"}, nil)
@@ -66,6 +83,9 @@ type metricsSource struct {
 	counters   func() []control.Counter
 	states     func() []*sa.SA
 	interfaces func() []*xfrmif.Interface
+	// ike returns the IKE daemon's SAs and counters, false when it does
+	// not run.
+	ike func() ([]ikenode.SAInfo, ikenode.Counters, bool)
 }
 
 // nodeMetricsSource reads n's SAD, interfaces and counters.
@@ -74,6 +94,14 @@ func nodeMetricsSource(n *node) metricsSource {
 		counters:   (*backend)(n).Stats,
 		states:     n.sad.States,
 		interfaces: n.reg.All,
+		ike: func() ([]ikenode.SAInfo, ikenode.Counters, bool) {
+			m := n.ike.manager()
+			if m == nil {
+				return nil, ikenode.Counters{}, false
+			}
+			sas, err := m.List()
+			return sas, m.Counters(), err == nil
+		},
 	}
 }
 
@@ -127,6 +155,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descSABytes, descSAPackets, descSAErrors, descSAExpired,
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
+		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
 	} {
 		ch <- d
 	}
@@ -142,6 +171,42 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, ifc := range c.src.interfaces() {
 		collectInterface(ch, ifc)
+	}
+	if c.src.ike != nil {
+		if sas, ctr, ok := c.src.ike(); ok {
+			collectIKE(ch, sas, ctr)
+		}
+	}
+}
+
+// ikeStates are the states ipsecd_ike_sas always reports, 0 included,
+// so that a dashboard sees a state go to zero rather than vanish.
+var ikeStates = []string{"CONNECTING", "ESTABLISHED", "REKEYED", "DELETING"}
+
+func collectIKE(ch chan<- prometheus.Metric, sas []ikenode.SAInfo, ctr ikenode.Counters) {
+	byState := map[string]uint64{}
+	var children uint64
+	for _, s := range sas {
+		byState[s.State]++
+		children += uint64(len(s.Children))
+	}
+	for _, st := range ikeStates {
+		emit(ch, descIKESAs, prometheus.GaugeValue, byState[st], st)
+	}
+	emit(ch, descIKEChildSAs, prometheus.GaugeValue, children)
+	for ex, results := range ctr.Exchanges {
+		for r, v := range results {
+			emit(ch, descIKEExchanges, prometheus.CounterValue, v, ex, ikenode.ResultNames[r])
+		}
+	}
+	emit(ch, descIKERetransmissions, prometheus.CounterValue, ctr.Retransmits)
+	emit(ch, descIKEAuthFailures, prometheus.CounterValue, ctr.AuthFailures)
+	for _, d := range []struct {
+		reason string
+		v      uint64
+	}{{"malformed", ctr.Malformed}, {"no_sa", ctr.NoSA}, {"no_connection", ctr.NoConnection}, {"cookie", ctr.Cookies},
+		{"queue_full", ctr.QueueDrops}, {"send_error", ctr.SendErrors}} {
+		emit(ch, descIKEDropped, prometheus.CounterValue, d.v, d.reason)
 	}
 }
 

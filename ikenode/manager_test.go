@@ -1,0 +1,620 @@
+package ikenode
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/internal/syncbuf"
+	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/sa"
+)
+
+// fakeNode records what a manager installs, in order, and checks what a
+// node.Node checks of it: pairs of an inbound and an outbound SA, no SA
+// twice, removals of SAs that exist.
+type fakeNode struct {
+	mu     sync.Mutex
+	states map[node.StateID]sa.Config
+	order  []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
+	spis   map[uint32]bool
+	next   uint32
+}
+
+func newFakeNode(base uint32) *fakeNode {
+	return &fakeNode{states: map[node.StateID]sa.Config{}, spis: map[uint32]bool{}, next: base}
+}
+
+func clone(c sa.Config) sa.Config {
+	for _, a := range []**sa.Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
+		if *a != nil {
+			cp := **a
+			cp.Key = slices.Clone(cp.Key)
+			*a = &cp
+		}
+	}
+	return c
+}
+
+func (f *fakeNode) addLocked(c sa.Config) error {
+	id := idOf(&c)
+	if _, ok := f.states[id]; ok {
+		return fmt.Errorf("%s: %w", id, sa.ErrExists)
+	}
+	f.states[id] = clone(c)
+	f.order = append(f.order, fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
+	return nil
+}
+
+func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ...node.StateID) error {
+	defer in.ClearKeys()
+	defer out.ClearKeys()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if owner != node.OwnerIKE || in.Dir != sa.DirIn || out.Dir != sa.DirOut || len(replaces) != 0 {
+		return fmt.Errorf("bad InstallChild(%s, %s, %s, %v)", owner, in.Dir, out.Dir, replaces)
+	}
+	if err := f.addLocked(in); err != nil {
+		return err
+	}
+	delete(f.spis, in.SPI)
+	if err := f.addLocked(out); err != nil {
+		return err
+	}
+	// One change for both: the order shows them as one step.
+	f.order = append(f.order[:len(f.order)-2], fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
+	return nil
+}
+
+func (f *fakeNode) AddState(owner node.Owner, c sa.Config) error {
+	defer c.ClearKeys()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addLocked(c)
+}
+
+func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := f.states[id]; !ok {
+			return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
+		}
+		delete(f.states, id)
+		f.order = append(f.order, fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
+	}
+	return nil
+}
+
+func (f *fakeNode) AllocSPI() (uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.next++
+	f.spis[f.next] = true
+	return f.next, nil
+}
+
+func (f *fakeNode) ReleaseSPI(spi uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.spis, spi)
+}
+
+// snapshot returns the installed SAs by direction and SPI.
+func (f *fakeNode) snapshot() (in, out map[uint32]sa.Config) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, out = map[uint32]sa.Config{}, map[uint32]sa.Config{}
+	for id, c := range f.states {
+		if id.Dir == sa.DirIn {
+			in[id.SPI] = c
+		} else {
+			out[id.SPI] = c
+		}
+	}
+	return in, out
+}
+
+func (f *fakeNode) events() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.order)
+}
+
+// side is a config for one of two managers on loopback.
+const sideYAML = `interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [%[5]s.1/24], routes: [%[6]s.0/24]}
+connections:
+  - name: peer
+    local_addrs: [%[1]s]
+    remote_addrs: [%[2]s]
+    proposals: [aes128gcm16-prfsha256-x25519]
+    rekey_time: %[8]s
+    dpd_delay: %[9]s
+    local: {auth: psk, id: %[3]s}
+    remote: {auth: psk, id: %[4]s}
+    children:
+      - name: net
+        if_id: 1
+        local_ts: [%[5]s.0/24]
+        remote_ts: [%[6]s.0/24]
+        esp_proposals: [aes128gcm16, aes128-sha256-x25519]
+        start_action: %[7]s
+        dpd_action: %[10]s
+        rekey_time: %[11]s
+secrets:
+  - {ids: [a.test, b.test], secret: "0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"}
+`
+
+type sideOpts struct {
+	start, dpdAction     string
+	ikeRekey, childRekey string
+	dpdDelay             string
+	retransmit           time.Duration
+}
+
+func (o sideOpts) fill() sideOpts {
+	if o.start == "" {
+		o.start = "none"
+	}
+	if o.dpdAction == "" {
+		o.dpdAction = "clear"
+	}
+	if o.ikeRekey == "" {
+		o.ikeRekey = "4h"
+	}
+	if o.childRekey == "" {
+		o.childRekey = "1h"
+	}
+	if o.dpdDelay == "" {
+		o.dpdDelay = "0s"
+	}
+	return o
+}
+
+// endpoint is one manager with its fake node and log.
+type endpoint struct {
+	m    *Manager
+	node *fakeNode
+	log  *syncbuf.Buffer
+	stop func()
+}
+
+func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
+	t.Helper()
+	o = o.fill()
+	y := fmt.Sprintf(sideYAML, local, remote, lid, rid, net, rnet, o.start, o.ikeRekey, o.dpdDelay, o.dpdAction, o.childRekey)
+	cfg, err := config.Parse("test.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.IKE.Port = 0
+	if o.retransmit != 0 {
+		cfg.IKE.Retransmit = ike.Retransmit{Timeout: o.retransmit, Base: 1, Tries: 2}
+	}
+	return cfg
+}
+
+func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
+	t.Helper()
+	log := &syncbuf.Buffer{}
+	l := logrus.New()
+	l.SetOutput(log)
+	l.SetLevel(logrus.DebugLevel)
+	e := &endpoint{node: newFakeNode(base), log: log}
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort,
+		Listen: []netip.Addr{netip.MustParseAddr(local)}, Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	e.stop = func() { cancel(); <-done }
+	t.Cleanup(func() {
+		e.stop()
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", local, log.String())
+		}
+	})
+	return e
+}
+
+// pairUp starts B (responder) on 127.0.0.2 and A on 127.0.0.1, which
+// initiates when oa says start.
+func pairUp(t *testing.T, oa, ob sideOpts) (a, b *endpoint) {
+	t.Helper()
+	b = startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
+	a = startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
+	return a, b
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// matched reports whether A's and B's SADs hold exactly mirrored pairs:
+// each outbound SA of one is an inbound SA of the other with the same
+// key, and there are want pairs.
+func matched(a, b *fakeNode, want int) bool {
+	ain, aout := a.snapshot()
+	bin, bout := b.snapshot()
+	if len(ain) != want || len(aout) != want || len(bin) != want || len(bout) != want {
+		return false
+	}
+	for _, dir := range []struct{ out, in map[uint32]sa.Config }{{aout, bin}, {bout, ain}} {
+		for spi, o := range dir.out {
+			i, ok := dir.in[spi]
+			if !ok || o.AEAD == nil || i.AEAD == nil || !bytes.Equal(o.AEAD.Key, i.AEAD.Key) || o.Src != i.Src || o.Dst != i.Dst {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func list(t *testing.T, e *endpoint) []SAInfo {
+	t.Helper()
+	l, err := e.m.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func established(e *endpoint) bool {
+	l, _ := e.m.List()
+	return len(l) == 1 && l[0].State == "ESTABLISHED" && len(l[0].Children) == 1
+}
+
+// TestUpRekeyDelete: A initiates at start; both sides install mirrored
+// pairs with selectors and if_id; a child rekey from each side, and an
+// IKE rekey, leave one mirrored pair each, installed before the old one
+// goes; a terminate removes everything on both sides.
+func TestUpRekeyDelete(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	_, aout := a.node.snapshot()
+	for _, c := range aout {
+		want := sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}
+		if c.Selector != want || c.IfID != 1 || c.Mode != sa.ModeTunnel || c.Src != netip.MustParseAddr("127.0.0.1") || c.Encap != nil {
+			t.Errorf("A's outbound SA: %+v", c)
+		}
+	}
+	l := list(t, a)[0]
+	if !l.Initiator || l.RemoteID != "b.test" || l.LocalID != "a.test" || l.Children[0].Name != "net" || l.Children[0].Algorithms != "aes128gcm16-noesn" {
+		t.Errorf("A lists %+v", l)
+	}
+
+	for _, step := range []struct {
+		name string
+		e    *endpoint
+		t    Target
+	}{{"child rekey by B", b, Target{Child: "net"}}, {"child rekey by A", a, Target{Child: "net"}}, {"IKE rekey by A", a, Target{IKE: "peer"}}, {"IKE rekey by B", b, Target{IKE: "peer"}}} {
+		t.Run(step.name, func(t *testing.T) {
+			before := list(t, step.e)[0]
+			na, nb := len(a.node.events()), len(b.node.events())
+			if err := step.e.m.Rekey(step.t); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the rekey", func() bool {
+				l, _ := step.e.m.List()
+				if len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 1 {
+					return false
+				}
+				if step.t.IKE != "" {
+					return l[0].SPIInitiator != before.SPIInitiator
+				}
+				return l[0].Children[0].SPIIn != before.Children[0].SPIIn && matched(a.node, b.node, 1)
+			})
+			if step.t.Child == "" {
+				if len(a.node.events()) != na || len(b.node.events()) != nb {
+					t.Errorf("an IKE rekey changed the children: A %v, B %v", a.node.events()[na:], b.node.events()[nb:])
+				}
+				return
+			}
+			// Make-before-break: the side that rekeyed installs the new
+			// pair at once; the other adds the new inbound SA, then
+			// (when the old child's delete comes) the outbound SA; the
+			// old pairs go last.
+			initiator, responder := a, b
+			if step.e == b {
+				initiator, responder = b, a
+			}
+			n := map[*endpoint]int{a: na, b: nb}
+			if ev := initiator.node.events()[n[initiator]:]; len(ev) != 3 || !strings.HasPrefix(ev[0], "install") || !strings.HasPrefix(ev[1], "remove") {
+				t.Errorf("the rekeying side's changes %v: want install, then two removes", ev)
+			}
+			if ev := responder.node.events()[n[responder]:]; len(ev) != 4 || !strings.HasPrefix(ev[0], "add in") || !strings.HasPrefix(ev[1], "add out") || !strings.HasPrefix(ev[2], "remove") {
+				t.Errorf("the other side's changes %v: want add in, add out, then two removes", ev)
+			}
+		})
+	}
+
+	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both sides empty", func() bool {
+		ain, _ := a.node.snapshot()
+		bin, _ := b.node.snapshot()
+		la, _ := a.m.List()
+		lb, _ := b.m.List()
+		return len(ain) == 0 && len(bin) == 0 && len(la) == 0 && len(lb) == 0
+	})
+	if err := a.m.Rekey(Target{IKE: "nope"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("rekey of an unknown connection: %v, want ErrNotFound", err)
+	}
+}
+
+// TestResponderDefersOutbound: when the peer rekeys a child, our new
+// outbound SA goes in only with the peer's delete of the old child: in
+// the changes, the new inbound SA comes first, then the new outbound SA,
+// and the old pair last.
+func TestResponderDefersOutbound(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	nb := len(b.node.events())
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rekey", func() bool { return len(b.node.events()) >= nb+3 && matched(a.node, b.node, 1) })
+	ev := b.node.events()[nb:]
+	if len(ev) != 4 || ev[0][:6] != "add in" || ev[1][:7] != "add out" || ev[2][:6] != "remove" || ev[3][:6] != "remove" {
+		t.Errorf("B's changes %v: want the new inbound SA, the new outbound SA, then the old pair", ev)
+	}
+}
+
+// TestTimers: rekey_time drives child and IKE rekeys on their own.
+func TestTimers(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", childRekey: "1s", ikeRekey: "2s"}, sideOpts{childRekey: "1h", ikeRekey: "1h"})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	waitFor(t, "a timed child rekey and IKE rekey", func() bool {
+		l, _ := a.m.List()
+		for _, s := range l {
+			if s.State == "ESTABLISHED" && len(s.Children) == 1 && s.SPIInitiator != first.SPIInitiator &&
+				s.Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDPD: with dpd_delay, a peer that stops answering is noticed: with
+// dpd_action clear the SAs go; the children are removed.
+func TestDPD(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", retransmit: 200 * time.Millisecond}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	b.m.Close() // dead: its sockets are gone, it sends no delete
+	waitFor(t, "A to clear the dead peer's SAs", func() bool {
+		ain, aout := a.node.snapshot()
+		l, _ := a.m.List()
+		return len(ain) == 0 && len(aout) == 0 && len(l) == 0
+	})
+	if !bytes.Contains([]byte(a.log.String()), []byte("dpd_action clear")) {
+		t.Errorf("no dpd_action line in the log")
+	}
+}
+
+// TestDPDRestart: dpd_action restart initiates again, and once the peer
+// is back (restarted, knowing nothing of the old SAs) a new pair replaces
+// the dead one.
+func TestDPDRestart(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", dpdAction: "restart", retransmit: 200 * time.Millisecond}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	b.m.Close() // dead: its sockets are gone, it sends no delete
+	waitFor(t, "A to notice", func() bool { return bytes.Contains([]byte(a.log.String()), []byte("dpd_action restart")) })
+	cfg := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfg.IKE.Port = b.m.Port()
+	b2 := startEndpoint(t, cfg, "127.0.0.2", 0, 0x3000)
+	waitFor(t, "a new IKE SA with the restarted peer", func() bool {
+		l, _ := a.m.List()
+		return len(l) == 1 && l[0].SPIInitiator != first.SPIInitiator && matched(a.node, b2.node, 1)
+	})
+}
+
+// TestInitialContact: when a restarted peer comes back, the SA of its
+// previous life is dropped with its children (the daemon's half of
+// INITIAL_CONTACT), and hasContact tells whether an SA with a peer
+// exists.
+func TestInitialContact(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.m.Close() // A dies without a delete
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	a2 := startEndpoint(t, cfg, "127.0.0.1", b.m.Port(), 0x5000)
+	waitFor(t, "B to hold the new SA beside the old", func() bool {
+		l, _ := b.m.List()
+		in, _ := b.node.snapshot()
+		return len(l) == 2 && len(in) == 2
+	})
+	var had, hasOther bool
+	if err := b.m.do(func() {
+		had = b.m.hasContact("b.test", "a.test")
+		hasOther = b.m.hasContact("b.test", "c.test")
+		b.m.initialContact(b.m.sas[len(b.m.sas)-1], "a.test", time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !had || hasOther {
+		t.Errorf("hasContact: a.test %v, c.test %v; want true, false", had, hasOther)
+	}
+	waitFor(t, "only the new SA and its pair", func() bool {
+		l, _ := b.m.List()
+		return len(l) == 1 && matched(a2.node, b.node, 1)
+	})
+}
+
+// TestKeylog: with ike.keylog both files get the negotiated keys in
+// Wireshark's formats, mode 0600, and the start is warned about.
+func TestKeylog(t *testing.T) {
+	dir := t.TempDir()
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfgB.IKE.Keylog = dir + "/b-"
+	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
+	_ = a
+	waitFor(t, "the child", func() bool { in, _ := b.node.snapshot(); return len(in) == 1 })
+	l := list(t, b)[0]
+	for name, want := range map[string]string{
+		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
+		KeylogESPFile: `"IPv4","127.0.0.1","127.0.0.2","0x` + l.Children[0].SPIIn + `","AES-GCM with 16 octet ICV [RFC4106]","0x`,
+	} {
+		path := dir + "/b-" + name
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(b), want) {
+			t.Errorf("%s: %q, want it to start %q", name, b, want)
+		}
+		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", name, fi.Mode())
+		}
+	}
+	if !strings.Contains(b.log.String(), "KEYLOG ON") {
+		t.Errorf("keylog not warned about:\n%s", b.log.String())
+	}
+}
+
+// TestQueueFullDrops: a manager that does not keep up drops what does not
+// fit its queue and counts it; DeliverNonESP never blocks.
+func TestQueueFullDrops(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	msg := append([]byte{0, 0, 0, 0}, make([]byte, 28)...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range inboxSize + 100 {
+			m.DeliverNonESP(msg, netip.MustParseAddrPort("192.0.2.9:4500"), netip.MustParseAddr("192.0.2.1"))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("DeliverNonESP blocked")
+	}
+	if got := m.Counters().QueueDrops; got != 100 {
+		t.Errorf("QueueDrops = %d, want 100", got)
+	}
+}
+
+// TestGarbage: thousands of random datagrams, some with an IKE header
+// that names IKE_SA_INIT or the live SA's SPIs, on both paths (the IKE
+// port and the non-ESP hook), leave the SA up and the daemon answering:
+// a rekey still completes.
+func TestGarbage(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	l := list(t, b)[0]
+	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), b.m.Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		p := make([]byte, 28+r.IntN(200))
+		for j := range p {
+			p[j] = byte(r.Uint32())
+		}
+		p[17] = 0x20 // version 2.0
+		switch i % 3 {
+		case 0:
+			p[18] = 34 // IKE_SA_INIT
+			binary.BigEndian.PutUint32(p[24:], uint32(len(p)))
+		case 1:
+			binary.BigEndian.PutUint64(p[0:], binary.BigEndian.Uint64(mustHex(t, l.SPIInitiator)))
+			binary.BigEndian.PutUint64(p[8:], binary.BigEndian.Uint64(mustHex(t, l.SPIResponder)))
+			p[18] = byte(34 + r.IntN(4))
+			binary.BigEndian.PutUint32(p[24:], uint32(len(p)))
+		}
+		conn.Write(p)
+		b.m.DeliverNonESP(append([]byte{0, 0, 0, 0}, p...), netip.MustParseAddrPort("127.0.0.1:4500"), netip.MustParseAddr("127.0.0.2"))
+		if i%200 == 0 {
+			time.Sleep(5 * time.Millisecond) // let the queue drain: garbage, not a flood
+		}
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a rekey after the garbage", func() bool {
+		l2, _ := b.m.List()
+		return len(l2) == 1 && len(l2[0].Children) == 1 && l2[0].Children[0].SPIIn != l.Children[0].SPIIn && matched(a.node, b.node, 1)
+	})
+	if strings.Contains(b.log.String(), "panicked") {
+		t.Errorf("a message panicked:\n%s", b.log.String())
+	}
+	c := b.m.Counters()
+	t.Logf("B's counters after the garbage: %+v", c)
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPrefixOf: a selector becomes a prefix only when its range is
+// exactly one, of any protocol and port.
+func TestPrefixOf(t *testing.T) {
+	sel := func(start, end string) message.Selector {
+		return message.Selector{EndPort: 65535, Start: netip.MustParseAddr(start), End: netip.MustParseAddr(end)}
+	}
+	for _, tt := range []struct {
+		s    message.Selector
+		want string
+	}{
+		{sel("10.1.0.0", "10.1.0.255"), "10.1.0.0/24"},
+		{sel("0.0.0.0", "255.255.255.255"), "0.0.0.0/0"},
+		{sel("192.0.2.7", "192.0.2.7"), "192.0.2.7/32"},
+		{sel("2001:db8::", "2001:db8::ffff:ffff:ffff:ffff"), "2001:db8::/64"},
+		{sel("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), "::/0"},
+		{sel("10.1.0.0", "10.1.0.254"), ""},
+		{sel("10.1.0.1", "10.1.0.255"), ""},
+		{sel("10.1.0.0", "10.1.1.255"), "10.1.0.0/23"},
+		{sel("10.1.1.0", "10.1.2.255"), ""},
+		{message.Selector{Proto: 6, EndPort: 65535, Start: netip.MustParseAddr("10.1.0.0"), End: netip.MustParseAddr("10.1.0.255")}, ""},
+	} {
+		p, ok := prefixOf(tt.s)
+		if got := map[bool]string{true: p.String(), false: ""}[ok]; got != tt.want {
+			t.Errorf("prefixOf(%v) = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
