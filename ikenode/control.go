@@ -236,8 +236,14 @@ func (m *Manager) Rekey(t Target) error {
 		if x == nil || x.sa.State() != ike.StateEstablished {
 			return fmt.Errorf("%w: %s is not up", ErrState, c.cfg.Name)
 		}
+		// An exchange under way (ErrBusy): the timers rekey as soon
+		// as it is done, as swanctl queues its requests.
 		if t.IKE != "" {
 			out, err := x.sa.RekeyIKE(now)
+			if errors.Is(err, ike.ErrBusy) {
+				x.rekeyAt = now
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -251,6 +257,10 @@ func (m *Manager) Rekey(t Target) error {
 		}
 		ch := children[len(children)-1]
 		out, err := x.sa.RekeyChild(ch, now)
+		if rec := m.children[ch]; errors.Is(err, ike.ErrBusy) && rec != nil {
+			rec.rekeyAt = now
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package ikenode
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/ipsecd/ipsecd/ike"
@@ -26,6 +27,11 @@ type keylog struct {
 func (m *Manager) openKeylog(prefix string) error {
 	if prefix == "" {
 		return nil
+	}
+	if fi, err := os.Stat(prefix); err == nil && fi.IsDir() {
+		// A directory (the config's path join drops a trailing
+		// slash): the files go in it.
+		prefix = filepath.Join(prefix, "") + string(filepath.Separator)
 	}
 	k := &keylog{}
 	var err error

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -480,9 +481,10 @@ func TestKeylog(t *testing.T) {
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	cfgB.IKE.Keylog = dir + "/b-"
 	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
-	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
-	_ = a
-	waitFor(t, "the child", func() bool { in, _ := b.node.snapshot(); return len(in) == 1 })
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	cfgA.IKE.Keylog = dir // a directory: the files go in it
+	a := startEndpoint(t, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 	l := list(t, b)[0]
 	for name, want := range map[string]string{
 		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
@@ -499,6 +501,9 @@ func TestKeylog(t *testing.T) {
 		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", name, fi.Mode())
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, KeylogESPFile)); err != nil || fi.Size() == 0 {
+		t.Errorf("A's keylog in the directory %s: %v", dir, err)
 	}
 	if !strings.Contains(b.log.String(), "KEYLOG ON") {
 		t.Errorf("keylog not warned about:\n%s", b.log.String())
@@ -617,4 +622,49 @@ func TestPrefixOf(t *testing.T) {
 			t.Errorf("prefixOf(%v) = %q, want %q", tt.s, got, tt.want)
 		}
 	}
+}
+
+// TestWrongPSK: a wrong PSK installs nothing on either side, counts one
+// authentication failure on each, and start_action start tries again
+// later.
+func TestWrongPSK(t *testing.T) {
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	cfgB.Connections[0].PSK = config.Key("not the same secret at all, no")
+	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
+	waitFor(t, "the failure on both sides", func() bool {
+		return a.m.Counters().AuthFailures > 0 && b.m.Counters().AuthFailures > 0 && strings.Contains(a.log.String(), "retrying in 5s")
+	})
+	if fa, fb := a.m.Counters().AuthFailures, b.m.Counters().AuthFailures; fa != 1 || fb != 1 {
+		t.Errorf("authentication failures: A %d, B %d; want 1 each", fa, fb)
+	}
+	for _, e := range []*endpoint{a, b} {
+		if ev := e.node.events(); len(ev) != 0 {
+			t.Errorf("installed after a wrong PSK: %v", ev)
+		}
+	}
+}
+
+// TestRekeyQueued: a rekey asked while another exchange is under way is
+// not refused: it follows once that exchange is done.
+func TestRekeyQueued(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	first := list(t, a)[0]
+	if err := a.m.Rekey(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatalf("a child rekey right after an IKE rekey: %v", err)
+	}
+	waitFor(t, "both rekeys", func() bool {
+		l, _ := a.m.List()
+		for _, s := range l {
+			if s.State == "ESTABLISHED" && s.SPIInitiator != first.SPIInitiator && len(s.Children) == 1 &&
+				s.Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1) {
+				return true
+			}
+		}
+		return false
+	})
 }

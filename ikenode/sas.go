@@ -266,10 +266,6 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 		return // replaced, or the connection was removed or changed
 	}
 	err := x.sa.Err()
-	switch {
-	case errors.Is(err, ike.ErrAuthFailed):
-		m.ctr.authFailures.Add(1)
-	}
 	if !x.up.IsZero() && errors.Is(err, ike.ErrTimeout) {
 		switch c.child.DPDAction {
 		case "restart":

@@ -229,9 +229,11 @@ secrets {
 }
 `
 
-// TestIKEDaemonCharon: `ipsecd run` against strongSwan's charon: ipsecd
-// initiates at start-up and ping crosses; charon rekeys the child; then
-// charon initiates after ipsecd terminated, and ping crosses again.
+// TestIKEDaemonCharon: `ipsecd run` against strongSwan's charon, a smoke
+// test (the full matrix is elsewhere): ipsecd initiates at start-up;
+// charon rekeys the child and the IKE SA, then ipsecd does; ipsecd
+// terminates, charon initiates, and charon's delete clears ipsecd. Ping
+// crosses at each step.
 func TestIKEDaemonCharon(t *testing.T) {
 	const charonBin = "/usr/lib/ipsec/charon"
 	if _, err := os.Stat(charonBin); err != nil {
@@ -288,6 +290,14 @@ func TestIKEDaemonCharon(t *testing.T) {
 	}
 	a.waitIKE("the child charon rekeyed", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
 	ping(t, p.a, innerB4, 3)
+	if out, err := swanctl("--rekey", "--ike", "peer"); err != nil {
+		t.Fatalf("swanctl --rekey --ike: %v\n%s", err, out)
+	}
+	a.waitIKE("the IKE SA charon rekeyed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != first.SPIInitiator })
+	ping(t, p.a, innerB4, 3)
+	a.mustCtl(t, "ike", "rekey", "--ike", "peer")
+	a.mustCtl(t, "ike", "rekey", "--child", "net")
+	ping(t, p.a, innerB4, 3)
 
 	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
 	bothEmpty(t, a)
@@ -298,4 +308,8 @@ func TestIKEDaemonCharon(t *testing.T) {
 		t.Errorf("ipsecd lists itself as the initiator of charon's IKE SA: %+v", s)
 	}
 	ping(t, p.a, innerB4, 3)
+	if out, err := swanctl("--terminate", "--ike", "peer"); err != nil {
+		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
+	}
+	bothEmpty(t, a)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/control/controltest"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/xfrmif"
@@ -49,6 +51,29 @@ func TestIKEMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(out, "\n"+line+"\n") {
 			t.Errorf("no series %s in\n%s", line, out)
+		}
+	}
+}
+
+// TestIKECommandErrors: the ike commands' usage errors (exit 2), and a
+// daemon without IKE answers that it runs none (exit 1).
+func TestIKECommandErrors(t *testing.T) {
+	srv := controltest.Start(t, &controltest.Backend{})
+	for _, tt := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"ike"}, 2, "want ipsecd ike list|initiate|terminate|rekey"},
+		{[]string{"ike", "fly"}, 2, `unknown ike command "fly"`},
+		{[]string{"ike", "initiate", "--control", srv.Path()}, 2, "want one of --ike NAME and --child NAME"},
+		{[]string{"ike", "rekey", "--ike", "a", "--child", "b", "--control", srv.Path()}, 2, "want one of --ike NAME and --child NAME"},
+		{[]string{"ike", "list", "--control", srv.Path()}, 1, "IKE is not running"},
+		{[]string{"ike", "terminate", "--ike", "a", "--control", srv.Path()}, 1, "IKE is not running"},
+	} {
+		var o, e bytes.Buffer
+		if code := run(tt.args, &o, &e); code != tt.code || !strings.Contains(o.String()+e.String(), tt.out) {
+			t.Errorf("ipsecd %q: exit %d, output %q; want %d and %q", tt.args, code, o.String()+e.String(), tt.code, tt.out)
 		}
 	}
 }

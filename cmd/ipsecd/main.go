@@ -25,11 +25,12 @@ commands:
   policy list|add|delete      policies, like ip xfrm policy
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
+  ike    list|initiate|terminate|rekey  IKE SAs and children, like swanctl --list-sas, --initiate, ...
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   genkey --alg ALG [--bits N] fresh key material for ALG, as 0x-hex
   help                        this text
 
-The control commands (state, policy, interface, stats, health) reach the daemon
+The control commands (state, policy, interface, stats, health, ike) reach the daemon
 through --control PATH (default /run/ipsecd/ipsecd.sock) or --config FILE
 (its control key), and take --json. Run "ipsecd COMMAND -h" for its flags.
 
