@@ -300,3 +300,31 @@ func TestIKEReadmeExample(t *testing.T) {
 		t.Errorf("ipsecd check of README.md's config: %v\n%s", err, out)
 	}
 }
+
+// charonIKESPIs finds the SPIs of charon's IKE SA: "ESTABLISHED, IKEv2, SPI_i SPI_r".
+var charonIKESPIs = regexp.MustCompile(`ESTABLISHED, IKEv2, ([0-9a-f]{16})_i\*? ([0-9a-f]{16})_r`)
+
+// checkIKEList checks that `ipsecd ike list --json` shows the one IKE SA
+// charon lists, with ipsecd's role, and child with the SPIs of the SAD
+// and traffic counted both ways.
+func (r *ikeRig) checkIKEList(t *testing.T, initiator bool, child childSPIs) {
+	t.Helper()
+	list := r.ch.ListSAs()
+	m := charonIKESPIs.FindStringSubmatch(list)
+	if m == nil {
+		t.Fatalf("charon lists no established IKE SA:\n%s", list)
+	}
+	sas := r.d.ikeList()
+	if len(sas) != 1 || len(sas[0].Children) != 1 {
+		t.Fatalf("ipsecd ike list: want one IKE SA with one child, got %+v", sas)
+	}
+	s, c := sas[0], sas[0].Children[0]
+	if s.State != "ESTABLISHED" || s.Initiator != initiator || s.SPIInitiator != m[1] || s.SPIResponder != m[2] {
+		t.Errorf("ipsecd ike list: %s, initiator %v, SPIs %s_i %s_r; want ESTABLISHED, initiator %v, charon's %s_i %s_r",
+			s.State, s.Initiator, s.SPIInitiator, s.SPIResponder, initiator, m[1], m[2])
+	}
+	if c.State != "INSTALLED" || c.SPIIn != fmt.Sprintf("%08x", child.in) || c.SPIOut != fmt.Sprintf("%08x", child.out) ||
+		c.PacketsIn == 0 || c.PacketsOut == 0 {
+		t.Errorf("ipsecd ike list: child %+v; want INSTALLED, in %08x, out %08x, packets both ways", c, child.in, child.out)
+	}
+}

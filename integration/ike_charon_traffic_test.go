@@ -30,6 +30,7 @@ func TestIKECharonProposals(t *testing.T) {
 				ping(t, r.p.b, innerA4, 3)
 				tcpTransfer(t, r.p.a, r.p.b, innerB4, 1<<20)
 				tcpTransfer(t, r.p.b, r.p.a, innerA4, 1<<20)
+				r.checkIKEList(t, initiator == "ipsecd", first)
 
 				r.ipsecdIKE(t, "rekey", "--child", "net")
 				r.waitUp(t, "after ipsecd's child rekey", first)
