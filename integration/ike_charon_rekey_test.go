@@ -3,7 +3,9 @@
 package integration
 
 import (
+	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -57,6 +59,12 @@ func TestIKECharonRekey(t *testing.T) {
 	r := newIKERig(t, ikeSpec{})
 	child := r.up(t, "ipsecd")
 	ike := r.charonIKE()[0]
+	// ESP on ipsecd's side of the wire, each way: where a datagram was
+	// lost, it says on which side of the wire.
+	dir := t.TempDir()
+	wire := map[string]string{"A→B": filepath.Join(dir, "ab.pcap"), "B→A": filepath.Join(dir, "ba.pcap")}
+	stopAB := captureFile(t, r.p.a, "veth0", wire["A→B"], "src", "host", underlayA4, "and", "udp", "port", "4500")
+	stopBA := captureFile(t, r.p.a, "veth0", wire["B→A"], "dst", "host", underlayA4, "and", "udp", "port", "4500")
 
 	sinkAB := startHelperProc(t, r.p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
 	sinkBA := startHelperProc(t, r.p.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
@@ -87,22 +95,36 @@ func TestIKECharonRekey(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 
-	for _, u := range []struct {
-		dir       string
-		src, sink *helperProc
-	}{{"A→B", srcAB, sinkAB}, {"B→A", srcBA, sinkBA}} {
-		var sent udpSourceReport
-		var got udpSinkReport
-		u.src.finishJSON(t, &sent)
-		u.sink.finishJSON(t, &got)
-		t.Logf("UDP %s: sent %d, received %d, missing %d, duplicates %d, reordered %d, max delay %.1f ms",
-			u.dir, sent.Sent, got.Received, got.Missing, got.Duplicates, got.Reorders, got.MaxDelayMS)
+	var sent [2]udpSourceReport
+	var got [2]udpSinkReport
+	srcAB.finishJSON(t, &sent[0])
+	srcBA.finishJSON(t, &sent[1])
+	sinkAB.finishJSON(t, &got[0])
+	sinkBA.finishJSON(t, &got[1])
+	captured := map[string]string{"A→B": stopAB(), "B→A": stopBA()}
+	for i, dir := range []string{"A→B", "B→A"} {
+		sent, got := sent[i], got[i]
+		// ESP datagrams of the stream, the only ESP while it runs; IKE
+		// (SPI 0, the non-ESP marker) and NAT keepalives left out.
+		pkts, err := readPcapESP(wire[dir], false)
+		esp := 0
+		for _, p := range pkts {
+			if len(p) >= 8 && binary.BigEndian.Uint32(p) != 0 {
+				esp++
+			}
+		}
+		onWire := fmt.Sprint(esp)
+		if m := captureDropped.FindStringSubmatch(captured[dir]); err != nil || m == nil || m[1] != "0" {
+			onWire = fmt.Sprintf("%d (capture incomplete: %v %q)", esp, err, captured[dir])
+		}
+		t.Logf("UDP %s: sent %d, ESP on the wire at ipsecd's side %s, received %d, missing %d, duplicates %d, reordered %d, max delay %.1f ms",
+			dir, sent.Sent, onWire, got.Received, got.Missing, got.Duplicates, got.Reorders, got.MaxDelayMS)
 		if got.Received != sent.Sent || got.Missing != 0 || got.Duplicates != 0 {
 			t.Errorf("UDP %s: sent %d, received %d, missing %d (first %v), duplicates %d: want all received once",
-				u.dir, sent.Sent, got.Received, got.Missing, got.FirstMissing, got.Duplicates)
+				dir, sent.Sent, got.Received, got.Missing, got.FirstMissing, got.Duplicates)
 		}
 		if least := int64(ikeUDPRate * 4); sent.Sent < least {
-			t.Errorf("UDP %s: sent only %d datagrams, want at least %d to span the rekeys", u.dir, sent.Sent, least)
+			t.Errorf("UDP %s: sent only %d datagrams, want at least %d to span the rekeys", dir, sent.Sent, least)
 		}
 	}
 	// Where a datagram was lost, ipsecd's counters say which way it
