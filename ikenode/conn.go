@@ -10,6 +10,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // Backoff of start_action start after a failed attempt: 5 s, doubling, at
@@ -32,6 +33,9 @@ type conn struct {
 	// waiting); backoff the wait after the next failure.
 	retryAt time.Time
 	backoff time.Duration
+	// trapped: the trap policies are in (policies, those we added).
+	trapped  bool
+	policies []sa.Policy
 }
 
 // setConnections makes m's connections from ic (New, Reload).
@@ -66,8 +70,8 @@ func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
 			ec.ForceEncap = true
 		}
 		ec.AllocSPI = m.allocSPI
-		if ch.StartAction == "trap" || ch.DPDAction == "trap" {
-			m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported yet: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
+		if !m.cfg.Trap && (ch.StartAction == "trap" || ch.DPDAction == "trap") {
+			m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
 		}
 		out = append(out, &conn{cfg: cn, child: ch, ec: ec, fingerprint: fingerprint(ic, &cn)})
 	}
@@ -102,6 +106,9 @@ func (c *conn) admits(local, remote netip.Addr) bool {
 // startConn initiates c at start-up or reload when its child says
 // start_action start.
 func (m *Manager) startConn(c *conn, now time.Time) {
+	if c.child.StartAction == "trap" {
+		m.trap(c)
+	}
 	if c.child.StartAction != "start" {
 		return
 	}

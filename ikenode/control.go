@@ -43,23 +43,23 @@ type SAInfo struct {
 
 // ChildInfo is one CHILD_SA pair of an IKE SA.
 type ChildInfo struct {
-	Name       string   `json:"name"`
-	State      string   `json:"state"` // INSTALLED, or REKEYING: the outbound SA waits for the peer's delete
-	Mode       string   `json:"mode"`
-	IfID       uint32   `json:"if_id"`
-	Encap      bool     `json:"encap"`
-	SPIIn      string   `json:"spi_in"`
-	SPIOut     string   `json:"spi_out"`
-	Algorithms string   `json:"algorithms"`
-	LocalTS    []string `json:"local_ts"`
-	RemoteTS   []string `json:"remote_ts"`
-	BytesIn    uint64   `json:"bytes_in"`
-	PacketsIn  uint64   `json:"packets_in"`
-	BytesOut   uint64   `json:"bytes_out"`
-	PacketsOut uint64   `json:"packets_out"`
-	Installed  time.Time
-	RekeyIn    int64 `json:"rekey_in"`
-	ExpiresIn  int64 `json:"expires_in"`
+	Name       string    `json:"name"`
+	State      string    `json:"state"` // INSTALLED, or REKEYING: the outbound SA waits for the peer's delete
+	Mode       string    `json:"mode"`
+	IfID       uint32    `json:"if_id"`
+	Encap      bool      `json:"encap"`
+	SPIIn      string    `json:"spi_in"`
+	SPIOut     string    `json:"spi_out"`
+	Algorithms string    `json:"algorithms"`
+	LocalTS    []string  `json:"local_ts"`
+	RemoteTS   []string  `json:"remote_ts"`
+	BytesIn    uint64    `json:"bytes_in"`
+	PacketsIn  uint64    `json:"packets_in"`
+	BytesOut   uint64    `json:"bytes_out"`
+	PacketsOut uint64    `json:"packets_out"`
+	Installed  time.Time `json:"installed"`
+	RekeyIn    int64     `json:"rekey_in"`
+	ExpiresIn  int64     `json:"expires_in"`
 }
 
 // List returns the IKE SAs with their children.
@@ -326,6 +326,7 @@ func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 				}
 			}
 			clear(old.ec.PSK)
+			m.untrap(old)
 		}
 		m.connOrder = order
 		for _, c := range fresh {

@@ -27,7 +27,7 @@ type counters struct {
 	exchanges                              [5][numResults]atomic.Uint64
 	retransmits, authFailures              atomic.Uint64
 	malformed, noSA, noConnection, cookies atomic.Uint64
-	queueDrops, sendErrors                 atomic.Uint64
+	queueDrops, sendErrors, sent           atomic.Uint64
 	childrenInstalled, childrenRemoved     atomic.Uint64
 }
 
@@ -59,8 +59,9 @@ type Counters struct {
 	// cookie (or dropped) under load.
 	Malformed, NoSA, NoConnection, Cookies uint64
 	// QueueDrops: datagrams dropped because the IKE goroutine's queue
-	// was full; SendErrors: datagrams the kernel refused.
-	QueueDrops, SendErrors uint64
+	// was full; Sent: datagrams sent; SendErrors: those the kernel
+	// refused.
+	QueueDrops, Sent, SendErrors uint64
 	// ChildrenInstalled and ChildrenRemoved count CHILD_SA pairs.
 	ChildrenInstalled, ChildrenRemoved uint64
 }
@@ -72,7 +73,7 @@ func (m *Manager) Counters() Counters {
 		Exchanges:   map[string][numResults]uint64{},
 		Retransmits: c.retransmits.Load(), AuthFailures: c.authFailures.Load(),
 		Malformed: c.malformed.Load(), NoSA: c.noSA.Load(), NoConnection: c.noConnection.Load(), Cookies: c.cookies.Load(),
-		QueueDrops: c.queueDrops.Load(), SendErrors: c.sendErrors.Load(),
+		QueueDrops: c.queueDrops.Load(), Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(),
 		ChildrenInstalled: c.childrenInstalled.Load(), ChildrenRemoved: c.childrenRemoved.Load(),
 	}
 	for i := range c.exchanges {

@@ -30,6 +30,11 @@
 //     we sent on the new SA); the new outbound SA goes in, and the old
 //     pair out, when the peer deletes the old child.
 //
+// start_action trap and dpd_action trap install an allow out policy for
+// the child and initiate on the data path's acquire (Acquire), when the
+// node raises acquires (Config.Trap); otherwise they act as none and
+// clear. See trap.go.
+//
 // Without a raw ESP socket in the underlay every connection forces UDP
 // encapsulation (strongSwan's encap = yes), since raw ESP could not be
 // carried.

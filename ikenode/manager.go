@@ -44,6 +44,9 @@ type Node interface {
 	RemoveStates(owner node.Owner, ids ...node.StateID) error
 	AllocSPI() (uint32, error)
 	ReleaseSPI(spi uint32)
+	// AddPolicy and DeletePolicy install and remove trap policies.
+	AddPolicy(owner node.Owner, p sa.Policy) error
+	DeletePolicy(p sa.Policy) error
 }
 
 // NATT is the underlay's ESP-in-UDP socket, where IKE moves after NAT
@@ -77,6 +80,11 @@ type Config struct {
 	// Mark is SO_MARK for the IKE sockets (the underlay's), so that IKE
 	// to the peer is never routed into the tunnel it negotiates.
 	Mark uint32
+	// Trap says that the node raises acquires for packets an allow out
+	// policy lets through with no SA, and hands them to Acquire: trap
+	// (start_action, dpd_action) works. Without, it acts as none and
+	// clear.
+	Trap bool
 	// Stats returns the counters of an installed SA, for List; nil
 	// leaves them zero.
 	Stats func(id node.StateID) (sa.Stats, bool)
@@ -90,6 +98,7 @@ type Manager struct {
 	cfg      Config
 	log      logrus.FieldLogger
 	inbox    chan packet
+	acquires chan acquire
 	control  chan func()
 	sockets  []*ikeSocket
 	peerPort uint16
@@ -128,6 +137,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg:      cfg,
 		log:      log,
 		inbox:    make(chan packet, inboxSize),
+		acquires: make(chan acquire, acquireSize),
 		control:  make(chan func(), controlSize),
 		peerPort: cfg.PeerPort,
 		cookies:  &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
@@ -196,6 +206,8 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case p := <-m.inbox:
 			m.handleSafely(p, time.Now())
+		case a := <-m.acquires:
+			m.onAcquire(a, time.Now())
 		case f := <-m.control:
 			f()
 		case now := <-t.C:
@@ -254,6 +266,9 @@ func (m *Manager) shutdown() {
 	m.sas = nil
 	for spi := range m.spis {
 		m.cfg.Node.ReleaseSPI(spi)
+	}
+	for _, c := range m.conns {
+		clear(c.ec.PSK) // the engine's copies; the file's are the caller's
 	}
 }
 

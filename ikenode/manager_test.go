@@ -32,11 +32,26 @@ import (
 // node.Node checks of it: pairs of an inbound and an outbound SA, no SA
 // twice, removals of SAs that exist.
 type fakeNode struct {
-	mu     sync.Mutex
-	states map[node.StateID]sa.Config
-	order  []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
-	spis   map[uint32]bool
-	next   uint32
+	mu       sync.Mutex
+	states   map[node.StateID]sa.Config
+	order    []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
+	spis     map[uint32]bool
+	next     uint32
+	policies []sa.Policy
+	// sent, when set, reads the manager's datagrams sent; sentAt holds
+	// its value at each change of order.
+	sent   func() uint64
+	sentAt []uint64
+}
+
+// note records one change.
+func (f *fakeNode) note(change string) {
+	f.order = append(f.order, change)
+	if f.sent != nil {
+		f.sentAt = append(f.sentAt, f.sent())
+	} else {
+		f.sentAt = append(f.sentAt, 0)
+	}
 }
 
 func newFakeNode(base uint32) *fakeNode {
@@ -60,7 +75,7 @@ func (f *fakeNode) addLocked(c sa.Config) error {
 		return fmt.Errorf("%s: %w", id, sa.ErrExists)
 	}
 	f.states[id] = clone(c)
-	f.order = append(f.order, fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
+	f.note(fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
 	return nil
 }
 
@@ -80,7 +95,8 @@ func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ..
 		return err
 	}
 	// One change for both: the order shows them as one step.
-	f.order = append(f.order[:len(f.order)-2], fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
+	f.order, f.sentAt = f.order[:len(f.order)-2], f.sentAt[:len(f.sentAt)-2]
+	f.note(fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
 	return nil
 }
 
@@ -99,8 +115,29 @@ func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
 			return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
 		}
 		delete(f.states, id)
-		f.order = append(f.order, fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
+		f.note(fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
 	}
+	return nil
+}
+
+func (f *fakeNode) AddPolicy(owner node.Owner, p sa.Policy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if slices.Contains(f.policies, p) {
+		return sa.ErrExists
+	}
+	f.policies = append(f.policies, p)
+	return nil
+}
+
+func (f *fakeNode) DeletePolicy(p sa.Policy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.Index(f.policies, p)
+	if i < 0 {
+		return sa.ErrNotFound
+	}
+	f.policies = slices.Delete(f.policies, i, i+1)
 	return nil
 }
 
@@ -144,8 +181,8 @@ const sideYAML = `interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%[5]s.1/24], routes: [%[6]s.0/24]}
 connections:
   - name: peer
-    local_addrs: [%[1]s]
-    remote_addrs: [%[2]s]
+    local_addrs: ["%[1]s"]
+    remote_addrs: ["%[2]s"]
     proposals: [aes128gcm16-prfsha256-x25519]
     rekey_time: %[8]s
     dpd_delay: %[9]s
@@ -198,7 +235,7 @@ type endpoint struct {
 	stop func()
 }
 
-func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
+func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
 	t.Helper()
 	o = o.fill()
 	y := fmt.Sprintf(sideYAML, local, remote, lid, rid, net, rnet, o.start, o.ikeRekey, o.dpdDelay, o.dpdAction, o.childRekey)
@@ -213,7 +250,7 @@ func parseSide(t *testing.T, local, remote, lid, rid, net, rnet string, o sideOp
 	return cfg
 }
 
-func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
+func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
@@ -241,7 +278,7 @@ func startEndpoint(t *testing.T, cfg *config.Config, local string, peerPort uint
 
 // pairUp starts B (responder) on 127.0.0.2 and A on 127.0.0.1, which
 // initiates when oa says start.
-func pairUp(t *testing.T, oa, ob sideOpts) (a, b *endpoint) {
+func pairUp(t testing.TB, oa, ob sideOpts) (a, b *endpoint) {
 	t.Helper()
 	b = startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
 	a = startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
@@ -667,4 +704,156 @@ func TestRekeyQueued(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestTrap: with a node that raises acquires, start_action trap installs
+// the child's allow out policy and initiates on the first acquire that
+// matches it (interface and selectors), not on others; a reload that
+// removes the connection removes the policy.
+func TestTrap(t *testing.T) {
+	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
+	log := &syncbuf.Buffer{}
+	l := logrus.New()
+	l.SetOutput(log)
+	fa := newFakeNode(0x1000)
+	m, err := New(Config{IKE: &cfgA.IKEConfig, Node: fa, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}, Action: sa.ActionAllow}
+	waitFor(t, "the trap policy", func() bool {
+		fa.mu.Lock()
+		defer fa.mu.Unlock()
+		return len(fa.policies) == 1 && fa.policies[0] == want
+	})
+	m.Acquire(2, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7")) // another interface
+	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.9.0.7")) // outside remote_ts
+	time.Sleep(200 * time.Millisecond)
+	if l, _ := m.List(); len(l) != 0 {
+		t.Fatalf("an acquire the trap does not cover initiated: %+v", l)
+	}
+	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7"))
+	waitFor(t, "the trapped child", func() bool { return matched(fa, b.node, 1) })
+
+	cfgNone, err := config.Parse("none.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Reload(&cfgNone.IKEConfig); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the policy and the child gone", func() bool {
+		fa.mu.Lock()
+		np := len(fa.policies)
+		fa.mu.Unlock()
+		in, _ := fa.snapshot()
+		return np == 0 && len(in) == 0
+	})
+}
+
+// TestInstallBeforeSend: what a message installs is in before the message
+// that lets the peer use it leaves. A rekeys a child: A installs the new
+// pair before it sends the delete of the old one (after which the peer
+// sends on the new child); B adds the new inbound SA before its
+// CREATE_CHILD_SA answer leaves, and the new outbound SA before its
+// answer to the delete.
+func TestInstallBeforeSend(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	var na, nb int
+	var sa0, sb0 uint64
+	if err := errors.Join(a.m.do(func() {
+		a.node.sent = func() uint64 { return a.m.Counters().Sent }
+		na, sa0 = len(a.node.events()), a.m.Counters().Sent
+	}), b.m.do(func() {
+		b.node.sent = func() uint64 { return b.m.Counters().Sent }
+		nb, sb0 = len(b.node.events()), b.m.Counters().Sent
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rekey", func() bool { return len(a.node.events()) == na+3 && len(b.node.events()) == nb+4 })
+	a.node.mu.Lock()
+	b.node.mu.Lock()
+	defer a.node.mu.Unlock()
+	defer b.node.mu.Unlock()
+	if got := a.node.sentAt[na]; got != sa0+1 {
+		t.Errorf("A installed the new pair after %d datagrams, want %d (the request only, not yet the delete)", got-sa0, 1)
+	}
+	if got := b.node.sentAt[nb]; got != sb0 {
+		t.Errorf("B added the new inbound SA after %d datagrams, want 0 (before its answer)", got-sb0)
+	}
+	if got := b.node.sentAt[nb+1]; got != sb0+1 {
+		t.Errorf("B added the new outbound SA after %d datagrams, want 1 (its answer, not yet the one to the delete)", got-sb0)
+	}
+}
+
+// TestWildcardIPv6: bound to the unspecified addresses (the daemon's
+// default), IKE over IPv6 reads the local address from IPV6_PKTINFO and
+// answers from it.
+func TestWildcardIPv6(t *testing.T) {
+	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
+		e := &endpoint{node: newFakeNode(base), log: &syncbuf.Buffer{}}
+		l := logrus.New()
+		l.SetOutput(e.log)
+		m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort, Log: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.m = m
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); m.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			<-done
+			if t.Failed() {
+				t.Logf("log:\n%s", e.log.String())
+			}
+		})
+		return e
+	}
+	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
+	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
+	waitFor(t, "a child over IPv6", func() bool { return matched(a.node, b.node, 1) })
+	_, out := a.node.snapshot()
+	for _, c := range out {
+		if c.Src != netip.MustParseAddr("::1") || c.Dst != netip.MustParseAddr("::1") {
+			t.Errorf("outer addresses %s -> %s, want ::1", c.Src, c.Dst)
+		}
+	}
+}
+
+// TestStopWipesPSK: the manager's copies of the PSKs are zeroed when it
+// stops; a reload zeroes those of the connections it replaces.
+func TestStopWipesPSK(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	e := startEndpoint(t, cfg, "127.0.0.1", 0, 0x1000)
+	var old []byte
+	if err := e.m.do(func() { old = e.m.conns["peer"].ec.PSK }); err != nil {
+		t.Fatal(err)
+	}
+	changed := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{dpdDelay: "5s"})
+	if _, err := e.m.Reload(&changed.IKEConfig); err != nil {
+		t.Fatal(err)
+	}
+	var now []byte
+	if err := e.m.do(func() { now = e.m.conns["peer"].ec.PSK }); err != nil {
+		t.Fatal(err)
+	}
+	e.stop()
+	for name, k := range map[string][]byte{"replaced": old, "at stop": now} {
+		if len(k) == 0 || !bytes.Equal(k, make([]byte, len(k))) {
+			t.Errorf("PSK %s: %x, want zeroes", name, k)
+		}
+	}
 }

@@ -123,15 +123,13 @@ func (m *Manager) handle(p packet, now time.Time) {
 		m.count(h, err)
 		if s != nil {
 			x = m.add(s, c, now)
+			m.afterCall(x, now)
 		}
 		if err != nil {
 			m.log.WithError(err).WithFields(logrus.Fields{"connection": c.cfg.Name, "remote": p.remote}).Info("ike: IKE_SA_INIT refused")
 		}
 		if out != nil {
 			m.send(out, p.local, p.remote)
-		}
-		if x != nil {
-			m.afterCall(x, now)
 		}
 		return
 	}
@@ -144,6 +142,12 @@ func (m *Manager) handle(p packet, now time.Time) {
 	if err != nil && !errors.Is(err, ike.ErrDropped) {
 		m.log.WithError(err).WithFields(x.fields()).WithField("exchange", h.ExchangeType().String()).Warn("ike: exchange failed")
 	}
+	// What the message brought goes into the SAD before anything
+	// leaves that lets the peer use it: our IKE_AUTH or CREATE_CHILD_SA
+	// answer (the peer sends on the new child once it has it), or the
+	// delete of the old child after our rekey (the peer then switches
+	// to the new one).
+	m.afterCall(x, now)
 	if out != nil {
 		if isResponse {
 			// What follows a response is our next request (IKE_AUTH,
@@ -153,7 +157,6 @@ func (m *Manager) handle(p packet, now time.Time) {
 			m.sendAll(x, out, p.local, p.remote)
 		}
 	}
-	m.afterCall(x, now)
 }
 
 // count records one handled message.
@@ -268,6 +271,13 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 	err := x.sa.Err()
 	if !x.up.IsZero() && errors.Is(err, ike.ErrTimeout) {
 		switch c.child.DPDAction {
+		case "trap":
+			if !m.cfg.Trap {
+				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap (not supported by this build): cleared")
+				break
+			}
+			m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap: cleared; traffic brings it up again")
+			m.trap(c)
 		case "restart":
 			if m.liveSA(c) == nil {
 				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action restart: initiating again")

@@ -156,6 +156,7 @@ func (m *Manager) read(s *ikeSocket) {
 // non-ESP marker when local is the NAT-T port, else on the IKE socket of
 // local's family.
 func (m *Manager) send(b []byte, local, remote netip.AddrPort) {
+	m.ctr.sent.Add(1)
 	var err error
 	if local.Port() == ike.NATTPort && m.cfg.NATT != nil && local.Port() != m.Port() {
 		err = m.cfg.NATT.WriteNonESP(b, remote, local.Addr())

@@ -35,6 +35,15 @@ func (r *ikeRunner) deliverNonESP(b []byte, peer netip.AddrPort, local netip.Add
 	}
 }
 
+// acquire hands the manager a packet a trap policy let through with no
+// SA. For node.Config.Acquire once the node raises acquires (then
+// ikenode.Config.Trap is set too).
+func (r *ikeRunner) acquire(ifID uint32, src, dst netip.Addr) {
+	if m := r.mgr.Load(); m != nil {
+		m.Acquire(ifID, src, dst)
+	}
+}
+
 // manager returns the running manager, or nil.
 func (r *ikeRunner) manager() *ikenode.Manager { return r.mgr.Load() }
 
