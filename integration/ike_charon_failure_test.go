@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,8 @@ print(len(pkts))
 // namespace leaves ipsecd answering its control socket and negotiating:
 // charon then gets its tunnel up and a ping through.
 func TestIKEMalformedBurst(t *testing.T) {
-	r := newIKERig(t, ikeSpec{})
+	r := newIKERig(t, ikeSpec{metrics: true})
+	before := ikeInputCounted(t, r)
 	_, tmpl, err := ike.Initiate(engineConfig(t, r.spec.ike, r.spec.esp, false),
 		netip.MustParseAddrPort(underlayB4+":500"), netip.MustParseAddrPort(underlayA4+":500"), time.Now())
 	if err != nil {
@@ -136,7 +138,23 @@ func TestIKEMalformedBurst(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scapy: %v\n%s", err, out)
 	}
-	t.Logf("scapy sent %s malformed IKE datagrams", strings.TrimSpace(out))
+	sent, _ := strconv.Atoi(strings.TrimSpace(out))
+	t.Logf("scapy sent %d malformed IKE datagrams", sent)
+	// Every datagram is counted, as dropped or as an exchange's result,
+	// once IKE has taken it from the queue.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := ikeInputCounted(t, r)
+		if got-before >= float64(sent) {
+			t.Logf("ipsecd counted %.0f IKE datagrams", got-before)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsecd counted %.0f of the %d datagrams in ipsecd_ike_dropped_total and ipsecd_ike_exchanges_total:\n%s",
+				got-before, sent, scrape(t, r.p.a, "http://"+ikeMetricsAddr+"/metrics"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if out, err := r.d.ctl("health"); err != nil {
 		t.Fatalf("ipsecd health after the burst: %v\n%s", err, out)
 	}
@@ -145,4 +163,23 @@ func TestIKEMalformedBurst(t *testing.T) {
 	if r.d.cmd.ProcessState != nil {
 		t.Fatalf("ipsecd exited: %v", r.d.cmd.ProcessState)
 	}
+}
+
+// ikeInputCounted sums the IKE messages ipsecd counted as dropped (any
+// reason) and as handled (any exchange and result).
+func ikeInputCounted(t *testing.T, r *ikeRig) float64 {
+	t.Helper()
+	var sum float64
+	for _, l := range strings.Split(scrape(t, r.p.a, "http://"+ikeMetricsAddr+"/metrics"), "\n") {
+		if !strings.HasPrefix(l, "ipsecd_ike_dropped_total{") && !strings.HasPrefix(l, "ipsecd_ike_exchanges_total{") {
+			continue
+		}
+		f := strings.Fields(l)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", l, err)
+		}
+		sum += v
+	}
+	return sum
 }

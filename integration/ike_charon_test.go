@@ -33,7 +33,11 @@ type ikeSpec struct {
 	dpdAction  string // ipsecd's dpd_action
 	charonConf string // extra lines of charon's strongswan.conf
 	noEncap    bool   // ESP in UDP only if a NAT is detected (none here)
+	metrics    bool   // Prometheus metrics on ikeMetricsAddr
 }
+
+// ikeMetricsAddr serves ipsecd's metrics inside its namespace.
+const ikeMetricsAddr = "127.0.0.1:9578"
 
 func (s *ikeSpec) fill() {
 	if s.ike == "" {
@@ -57,6 +61,9 @@ func (s ikeSpec) ipsecdConfig(keylog string) string {
 	kl := ""
 	if keylog != "" {
 		kl = "\n  keylog: " + keylog
+	}
+	if s.metrics {
+		kl += "\nmetrics: " + ikeMetricsAddr
 	}
 	return fmt.Sprintf("log: {level: debug}\nike:\n  port: 500\n  retransmit: {timeout: 500ms, base: 1, tries: 2}%s\n%s", kl, s.ipsecdConnection())
 }
