@@ -44,7 +44,11 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		delete(x.rekeying, c.Replaces)
 	}
 	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
-	if c.Replaces != nil && !ours && m.children[c.Replaces] != nil {
+	// A child that replaces none while x holds one is the redundant
+	// child of simultaneous rekeys (§2.8.1), which the engine deletes:
+	// it takes the peer's packets until then, and carries none of ours.
+	redundant := c.Replaces == nil && m.holdsChild(x)
+	if (c.Replaces != nil && !ours && m.children[c.Replaces] != nil) || redundant {
 		// The peer rekeys: our answer may not have reached it, so its
 		// new inbound SA may not exist yet. Inbound now; outbound when
 		// it deletes the old child.
@@ -76,6 +80,16 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		"suite": c.Suite.String(), "local_ts": c.LocalTS, "remote_ts": c.RemoteTS, "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
 }
 
+// holdsChild reports whether x holds an installed child.
+func (m *Manager) holdsChild(x *ikeSA) bool {
+	for _, rec := range m.children {
+		if rec.owner == x {
+			return true
+		}
+	}
+	return false
+}
+
 // childDown removes child c, which the peer or we deleted. A child whose
 // replacement waits for this delete gets its outbound SA now, in the same
 // step as the old pair goes.
@@ -90,31 +104,68 @@ func (m *Manager) childDown(c *ike.Child) {
 		rec.outPending = nil
 		if err != nil {
 			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed")
-			m.removeChild(nc, rec)
+			m.removeChild(nc, rec, 0)
 		}
 	}
 	if old != nil {
-		m.removeChild(c, old)
+		m.removeChild(c, old, m.linger)
 	}
 }
 
-// removeChild takes c's SAs out of the node. An SA already gone (its hard
-// lifetime removed it) is no error.
-func (m *Manager) removeChild(c *ike.Child, rec *installed) {
+// removeChild takes c's SAs out of the node; with linger, the inbound SA
+// only after that long (lingering), for the peer's packets still on the
+// way: a delete that ends a child may arrive before the ESP the peer sent
+// just before it, when the two come over different sockets (IKE on port
+// 500, raw ESP). An SA already gone (its hard lifetime removed it) is no
+// error.
+func (m *Manager) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
-	ids := []node.StateID{rec.in}
+	var ids []node.StateID
 	if rec.outPending == nil {
 		ids = append(ids, rec.out)
 	} else {
 		rec.outPending.ClearKeys()
 		rec.outPending = nil
 	}
+	if linger > 0 {
+		m.lingering = append(m.lingering, lingering{rec.in, time.Now().Add(linger)})
+	} else {
+		ids = append(ids, rec.in)
+	}
+	m.removeStates(ids...)
+	m.ctr.childrenRemoved.Add(1)
+}
+
+func (m *Manager) removeStates(ids ...node.StateID) {
 	for _, id := range ids {
 		if err := m.cfg.Node.RemoveStates(node.OwnerIKE, id); err != nil && !errors.Is(err, sa.ErrNotFound) {
 			m.log.WithError(err).WithField("state", id).Warn("ike: removing a child's SA")
 		}
 	}
-	m.ctr.childrenRemoved.Add(1)
+}
+
+// DefaultLinger is how long the inbound SA of a child the peer deleted
+// stays: packets that left the peer before its delete are still opened.
+const DefaultLinger = 2 * time.Second
+
+// lingering is an inbound SA to remove at a time.
+type lingering struct {
+	id node.StateID
+	at time.Time
+}
+
+// removeLingering removes the lingering SAs due by now (all with a zero
+// now).
+func (m *Manager) removeLingering(now time.Time) {
+	keep := m.lingering[:0]
+	for _, l := range m.lingering {
+		if now.IsZero() || !now.Before(l.at) {
+			m.removeStates(l.id)
+			continue
+		}
+		keep = append(keep, l)
+	}
+	m.lingering = keep
 }
 
 func idOf(c *sa.Config) node.StateID { return node.StateID{Dir: c.Dir, SPI: c.SPI, Dst: c.Dst} }

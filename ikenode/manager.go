@@ -112,6 +112,10 @@ type Manager struct {
 	sas       []*ikeSA
 	children  map[*ike.Child]*installed
 	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
+	lingering []lingering
+	// linger is how long a deleted child's inbound SA stays
+	// (DefaultLinger; tests set 0).
+	linger time.Duration
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -145,6 +149,7 @@ func New(cfg Config) (*Manager, error) {
 		children: map[*ike.Child]*installed{},
 		spis:     map[uint32]time.Time{},
 		done:     make(chan struct{}),
+		linger:   DefaultLinger,
 	}
 	if m.peerPort == 0 {
 		m.peerPort = cfg.IKE.IKE.Port
@@ -264,6 +269,7 @@ func (m *Manager) shutdown() {
 		m.down(x, now)
 	}
 	m.sas = nil
+	m.removeLingering(time.Time{})
 	for spi := range m.spis {
 		m.cfg.Node.ReleaseSPI(spi)
 	}

@@ -22,7 +22,9 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/keys"
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
@@ -252,25 +254,33 @@ func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOp
 
 func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
+	return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
+}
+
+// startManager runs a manager of c (its Node a fake, its log kept) until
+// the test ends.
+func startManager(t testing.TB, c Config, base uint32) *endpoint {
+	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
 	l.SetOutput(log)
 	l.SetLevel(logrus.DebugLevel)
 	e := &endpoint{node: newFakeNode(base), log: log}
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort,
-		Listen: []netip.Addr{netip.MustParseAddr(local)}, Log: l})
+	c.Node, c.Log = e.node, l
+	m, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.m = m
+	m.linger = 0 // the tests count the changes of a rekey at once; TestLinger sets it
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
 	e.stop = func() { cancel(); <-done }
 	t.Cleanup(func() {
 		e.stop()
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", local, log.String())
+		if t.Failed() || os.Getenv("IKENODE_LOG") != "" {
+			t.Logf("log of %v:\n%s", c.Listen, log.String())
 		}
 	})
 	return e
@@ -713,19 +723,9 @@ func TestRekeyQueued(t *testing.T) {
 func TestTrap(t *testing.T) {
 	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
-	log := &syncbuf.Buffer{}
-	l := logrus.New()
-	l.SetOutput(log)
-	fa := newFakeNode(0x1000)
-	m, err := New(Config{IKE: &cfgA.IKEConfig, Node: fa, RawESP: true, PeerPort: b.m.Port(), Trap: true,
-		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	a := startManager(t, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
+	m, fa := a.m, a.node
 
 	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}, Action: sa.ActionAllow}
 	waitFor(t, "the trap policy", func() bool {
@@ -802,25 +802,7 @@ func TestInstallBeforeSend(t *testing.T) {
 // answers from it.
 func TestWildcardIPv6(t *testing.T) {
 	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
-		e := &endpoint{node: newFakeNode(base), log: &syncbuf.Buffer{}}
-		l := logrus.New()
-		l.SetOutput(e.log)
-		m, err := New(Config{IKE: &cfg.IKEConfig, Node: e.node, RawESP: true, PeerPort: peerPort, Log: l})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.m = m
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); m.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			<-done
-			if t.Failed() {
-				t.Logf("log:\n%s", e.log.String())
-			}
-		})
-		return e
+		return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
 	}
 	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
 	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
@@ -855,5 +837,62 @@ func TestStopWipesPSK(t *testing.T) {
 		if len(k) == 0 || !bytes.Equal(k, make([]byte, len(k))) {
 			t.Errorf("PSK %s: %x, want zeroes", name, k)
 		}
+	}
+}
+
+// TestLinger: the inbound SA of a child the peer deleted (after its
+// rekey) stays a while for packets still on the way, then goes.
+func TestLinger(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	if err := b.m.do(func() { b.m.linger = 500 * time.Millisecond }); err != nil {
+		t.Fatal(err)
+	}
+	oldIn, _ := b.node.snapshot()
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "B's new outbound SA", func() bool { _, out := b.node.snapshot(); _, ok := out[0x1002]; return ok && len(out) == 1 })
+	in, _ := b.node.snapshot()
+	for spi := range oldIn {
+		if _, ok := in[spi]; !ok {
+			t.Errorf("B removed the old inbound SA %08x at once", spi)
+		}
+	}
+	time.Sleep(700 * time.Millisecond)
+	if !matched(a.node, b.node, 1) {
+		in, _ := b.node.snapshot()
+		t.Errorf("B still has %d inbound SAs after the linger", len(in))
+	}
+}
+
+// TestRedundantChild: a child that replaces none while the IKE SA holds
+// one (the redundant child of simultaneous rekeys, which the engine then
+// deletes) gets its inbound SA and no outbound SA: nothing is sent on it.
+func TestRedundantChild(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	f := newFakeNode(0)
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	now := time.Now()
+	c := m.conns["peer"]
+	local, remote := netip.MustParseAddrPort("127.0.0.1:500"), netip.MustParseAddrPort("127.0.0.2:500")
+	s, _, err := ike.Initiate(c.ec, local, remote, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := m.add(s, c, now)
+	gcm, _ := proposal.Lookup("aes128gcm16")
+	child := func(in, out uint32) *ike.Child {
+		key := func(b byte) keys.ESPKeys { return keys.ESPKeys{Enc: bytes.Repeat([]byte{b}, 20)} }
+		return &ike.Child{Suite: proposal.Suite{Encr: gcm}, InSPI: in, OutSPI: out, In: key(byte(in)), Out: key(byte(out)), Local: local, Remote: remote}
+	}
+	m.childUp(x, child(0x100, 0x200), now)
+	m.childUp(x, child(0x101, 0x201), now)
+	if ev := f.events(); len(ev) != 2 || ev[0] != "install 00000100 00000200" || ev[1] != "add in 00000101" {
+		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
 }

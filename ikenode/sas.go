@@ -234,7 +234,7 @@ func (m *Manager) down(x *ikeSA, now time.Time) {
 			in.owner = y
 			continue
 		}
-		m.removeChild(c, in)
+		m.removeChild(c, in, 0)
 	}
 	if !x.rekeyed {
 		l := m.log.WithFields(x.fields())
@@ -337,6 +337,7 @@ func (m *Manager) tick(now time.Time) {
 		}
 	}
 	m.expireSPIs(now)
+	m.removeLingering(now)
 }
 
 func (m *Manager) tickSA(x *ikeSA, now time.Time) {

@@ -20,8 +20,14 @@ import (
 // with a PSK between the underlay addresses, one child carrying the
 // inner /24s through ipsec1.
 func ikeSide(local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
+	return ikeSideRaw(false, local, remote, localID, remoteID, addr, remoteNet, startAction, extra)
+}
+
+// ikeSideRaw is ikeSide with underlay.raw_esp as raw says: IKE then stays
+// on port 500 and ESP is IP protocol 50.
+func ikeSideRaw(raw bool, local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
 	return fmt.Sprintf(`log: {level: debug, format: text}
-underlay: {udp: "0.0.0.0:4500"}
+underlay: {udp: "0.0.0.0:4500", raw_esp: %t}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%s/24], routes: [%s/24]}
 ike: {port: 500}
@@ -43,7 +49,7 @@ connections:
 %s
 secrets:
   - {ids: [a.example.net, b.example.net], secret: "0x6d79207475726e656c207365637265742c206e6f7420666f7220757365"}
-`, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
+`, raw, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
 }
 
 // ikeList returns the daemon's IKE SAs (ipsecd ike list --json).
@@ -94,13 +100,24 @@ func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
 // unchanged connection, re-establishes a changed one and ends a removed
 // one.
 func TestIKEDaemons(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		t.Run(map[bool]string{false: "udp", true: "raw"}[raw], func(t *testing.T) { testIKEDaemons(t, raw) })
+	}
+}
+
+// testIKEDaemons is TestIKEDaemons with ESP in UDP (forced: the underlay
+// has no raw ESP socket, so IKE moves to port 4500 with it) or, with
+// raw, as IP protocol 50 (IKE stays on port 500).
+func testIKEDaemons(t *testing.T, raw bool) {
 	p := newPair(t)
-	b := startDaemon(t, p.b, ikeSide(underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
-	a := startDaemon(t, p.a, ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
+	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
+	cfgA := ikeSideRaw(raw, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	a := startDaemon(t, p.a, cfgA)
 
 	sa := a.waitIKE("a child", anyChild)
-	if !sa.Initiator || sa.RemoteID != "b.example.net" || !sa.NAT || sa.Children[0].Algorithms == "" || !sa.Children[0].Encap {
-		t.Errorf("A's IKE SA: %+v; want the initiator, peer b.example.net, forced encapsulation (no raw ESP)", sa)
+	wantPort := map[bool]uint16{false: 4500, true: 500}[raw]
+	if !sa.Initiator || sa.RemoteID != "b.example.net" || sa.NAT == raw || sa.Children[0].Algorithms == "" || sa.Children[0].Encap == raw || sa.Remote.Port() != wantPort {
+		t.Errorf("A's IKE SA: %+v; want the initiator, peer b.example.net, on port %d, UDP encapsulation %v", sa, wantPort, !raw)
 	}
 	b.waitIKE("a child", anyChild)
 	ping(t, p.a, innerB4, 3)
@@ -141,7 +158,6 @@ func TestIKEDaemons(t *testing.T) {
 
 	// SIGHUP: an unchanged connection stays up, a changed one is brought
 	// up again, a removed one goes.
-	cfgA := ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
 	a.reload(t, cfgA)
 	a.waitLogCount(t, "unchanged=1", 1)
 	if now := a.ikeList(); len(now) != 1 || now[0].SPIInitiator != up.SPIInitiator {
@@ -284,6 +300,14 @@ func TestIKEDaemonCharon(t *testing.T) {
 	a := startDaemon(t, p.a, ikeSide(underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", ""))
 	first := a.waitIKE("a child with charon", anyChild)
 	ping(t, p.a, innerB4, 3)
+	// Numbered datagrams each way at a rate charon's userspace data
+	// path (kernel-libipsec) keeps up with: none may be lost through the
+	// rekeys.
+	sinkAB := startHelperProc(t, p.b, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerB4, udpPortAB))
+	sinkBA := startHelperProc(t, p.a, "udp-seq-sink", true, fmt.Sprintf("%s:%d", innerA4, udpPortBA))
+	srcAB := startHelperProc(t, p.a, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerB4, udpPortAB), "300", "200")
+	srcBA := startHelperProc(t, p.b, "udp-seq-source", false, fmt.Sprintf("%s:%d", innerA4, udpPortBA), "300", "200")
+	time.Sleep(300 * time.Millisecond)
 
 	if out, err := swanctl("--rekey", "--child", "net"); err != nil {
 		t.Fatalf("swanctl --rekey: %v\n%s", err, out)
@@ -298,6 +322,19 @@ func TestIKEDaemonCharon(t *testing.T) {
 	a.mustCtl(t, "ike", "rekey", "--ike", "peer")
 	a.mustCtl(t, "ike", "rekey", "--child", "net")
 	ping(t, p.a, innerB4, 3)
+	time.Sleep(500 * time.Millisecond)
+	for _, u := range []struct {
+		dir       string
+		src, sink *helperProc
+	}{{"ipsecd→charon", srcAB, sinkAB}, {"charon→ipsecd", srcBA, sinkBA}} {
+		var sent udpSourceReport
+		var got udpSinkReport
+		u.src.finishJSON(t, &sent)
+		u.sink.finishJSON(t, &got)
+		if got.Received != sent.Sent || got.Missing != 0 {
+			t.Errorf("UDP %s through the rekeys: sent %d, received %d, missing %d (first %v)", u.dir, sent.Sent, got.Received, got.Missing, got.FirstMissing)
+		}
+	}
 
 	a.mustCtl(t, "ike", "terminate", "--ike", "peer")
 	bothEmpty(t, a)
