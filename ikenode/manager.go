@@ -180,6 +180,7 @@ func (m *Manager) Port() uint16 {
 // datagram is dropped and counted.
 func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
 	if len(b) <= 4 {
+		m.ctr.malformed.Add(1) // the marker alone: an empty IKE message
 		return
 	}
 	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})
