@@ -67,6 +67,10 @@ type Config struct {
 	// NATT sends IKE on the ESP-in-UDP socket; nil means none (IKE then
 	// never moves to port 4500: tests without NAT).
 	NATT NATT
+	// NATTAddr is the address the ESP-in-UDP socket is bound to: the
+	// local address of what arrives there when the socket does not say
+	// (it says only when bound to an unspecified address).
+	NATTAddr netip.Addr
 	// RawESP says the underlay carries raw ESP; without it every
 	// connection is UDP-encapsulated.
 	RawESP bool
@@ -113,6 +117,9 @@ type Manager struct {
 	children  map[*ike.Child]*installed
 	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
 	lingering []lingering
+	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
+	// shorten it).
+	keepalive time.Duration
 	// linger is how long a deleted child's inbound SA stays
 	// (DefaultLinger; tests set 0).
 	linger time.Duration
@@ -138,18 +145,19 @@ func New(cfg Config) (*Manager, error) {
 		log = l
 	}
 	m := &Manager{
-		cfg:      cfg,
-		log:      log,
-		inbox:    make(chan packet, inboxSize),
-		acquires: make(chan acquire, acquireSize),
-		control:  make(chan func(), controlSize),
-		peerPort: cfg.PeerPort,
-		cookies:  &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
-		conns:    map[string]*conn{},
-		children: map[*ike.Child]*installed{},
-		spis:     map[uint32]time.Time{},
-		done:     make(chan struct{}),
-		linger:   DefaultLinger,
+		cfg:       cfg,
+		log:       log,
+		inbox:     make(chan packet, inboxSize),
+		acquires:  make(chan acquire, acquireSize),
+		control:   make(chan func(), controlSize),
+		peerPort:  cfg.PeerPort,
+		cookies:   &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
+		conns:     map[string]*conn{},
+		children:  map[*ike.Child]*installed{},
+		spis:      map[uint32]time.Time{},
+		done:      make(chan struct{}),
+		linger:    DefaultLinger,
+		keepalive: keepaliveEvery,
 	}
 	if m.peerPort == 0 {
 		m.peerPort = cfg.IKE.IKE.Port
@@ -179,8 +187,11 @@ func (m *Manager) Port() uint16 {
 // marker and is copied. It never blocks: when the queue is full the
 // datagram is dropped and counted.
 func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
-	if len(b) <= 4 {
-		m.ctr.malformed.Add(1) // the marker alone: an empty IKE message
+	if !local.IsValid() {
+		local = m.cfg.NATTAddr
+	}
+	if len(b) <= 4 || !local.IsValid() || local.IsUnspecified() {
+		m.ctr.malformed.Add(1) // the marker alone (an empty IKE message), or no address to answer from
 		return
 	}
 	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})

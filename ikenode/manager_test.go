@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -895,4 +896,85 @@ func TestRedundantChild(t *testing.T) {
 	if ev := f.events(); len(ev) != 2 || ev[0] != "install 00000100 00000200" || ev[1] != "add in 00000101" {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
+}
+
+// TestNATTLocalAddress: IKE from an underlay bound to one address (which
+// then reports no local address) is taken as arriving at that address.
+func TestNATTLocalAddress(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, NATTAddr: netip.MustParseAddr("192.0.2.1"),
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.DeliverNonESP(make([]byte, 32), netip.MustParseAddrPort("192.0.2.9:4500"), netip.Addr{})
+	m.DeliverNonESP(make([]byte, 32), netip.MustParseAddrPort("192.0.2.9:4500"), netip.MustParseAddr("192.0.2.3"))
+	for _, want := range []string{"192.0.2.1:4500", "192.0.2.3:4500"} {
+		if p := <-m.inbox; p.local.String() != want {
+			t.Errorf("local %s, want %s", p.local, want)
+		}
+	}
+}
+
+// loopNATT stands in for the underlay's ESP-in-UDP socket of one manager
+// at addr: what it sends reaches the peer manager's DeliverNonESP, as from
+// addr:4500, marker included; keepalives are counted.
+type loopNATT struct {
+	addr       netip.Addr
+	peer       atomic.Pointer[Manager]
+	keepalives atomic.Int64
+}
+
+func (n *loopNATT) WriteNonESP(b []byte, to netip.AddrPort, local netip.Addr) error {
+	if to.Port() != ike.NATTPort || local != n.addr {
+		return fmt.Errorf("IKE to %v from %v, want port 4500 from %v", to, local, n.addr)
+	}
+	if p := n.peer.Load(); p != nil {
+		p.DeliverNonESP(append([]byte{0, 0, 0, 0}, b...), netip.AddrPortFrom(n.addr, ike.NATTPort), to.Addr())
+	}
+	return nil
+}
+
+func (n *loopNATT) WriteKeepalive(to netip.AddrPort, local netip.Addr) error {
+	n.keepalives.Add(1)
+	return nil
+}
+
+// TestNATT: without raw ESP, IKE moves to port 4500 after IKE_SA_INIT
+// (forced NAT detection), on the underlay's socket with the non-ESP
+// marker; the children are UDP-encapsulated between the 4500s, a rekey
+// runs there, and NAT keepalives go out.
+func TestNATT(t *testing.T) {
+	na, nb := &loopNATT{addr: netip.MustParseAddr("127.0.0.1")}, &loopNATT{addr: netip.MustParseAddr("127.0.0.2")}
+	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
+	b := startManager(t, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
+	a := startManager(t, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	na.peer.Store(b.m)
+	nb.peer.Store(a.m)
+	for _, e := range []*endpoint{a, b} {
+		if err := e.m.do(func() { e.m.keepalive = 100 * time.Millisecond }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	_, out := a.node.snapshot()
+	for _, c := range out {
+		if c.Encap == nil || c.Encap.SrcPort != 4500 || c.Encap.DstPort != 4500 {
+			t.Errorf("A's outbound SA encap %+v, want UDP 4500 to 4500", c.Encap)
+		}
+	}
+	if l := list(t, a)[0]; !l.NAT || l.Remote.Port() != 4500 || l.Local.Port() != 4500 {
+		t.Errorf("A's IKE SA: %+v, want NAT and port 4500", l)
+	}
+	first := list(t, a)[0]
+	if err := b.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a rekey on port 4500 and keepalives", func() bool {
+		l, _ := a.m.List()
+		return len(l) == 1 && len(l[0].Children) == 1 && l[0].Children[0].SPIIn != first.Children[0].SPIIn &&
+			matched(a.node, b.node, 1) && na.keepalives.Load() >= 2 && nb.keepalives.Load() >= 2
+	})
 }

@@ -380,7 +380,7 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 		}
 	}
 	if m.cfg.NATT != nil && x.sa.NAT() && !now.Before(x.keepaliveAt) {
-		x.keepaliveAt = now.Add(keepaliveEvery)
+		x.keepaliveAt = now.Add(m.keepalive)
 		l, r := x.sa.Addrs()
 		if err := m.cfg.NATT.WriteKeepalive(r, l.Addr()); err != nil {
 			m.ctr.sendErrors.Add(1)

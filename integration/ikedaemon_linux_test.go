@@ -19,17 +19,38 @@ import (
 // ikeSide is the config of one daemon of TestIKEDaemons: one connection
 // with a PSK between the underlay addresses, one child carrying the
 // inner /24s through ipsec1.
-func ikeSide(local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
-	return ikeSideRaw(false, local, remote, localID, remoteID, addr, remoteNet, startAction, extra)
+func ikeSide(local, remote, localID, remoteID, addr, remoteNet, startAction, static string) string {
+	return ikeSideRaw(false, "0.0.0.0", local, remote, localID, remoteID, addr, remoteNet, startAction, static)
 }
 
-// ikeSideRaw is ikeSide with underlay.raw_esp as raw says: IKE then stays
-// on port 500 and ESP is IP protocol 50.
-func ikeSideRaw(raw bool, local, remote, localID, remoteID, addr, remoteNet, startAction, extra string) string {
+// staticBeside is a second interface, ipsec2 (if_id 2, 100.64.1.1/24 on A
+// routing 100.64.2.0/24, the reverse on B), with a hand-keyed pair of
+// states of the file (SPIs 0x3001 A→B, 0x3002 B→A): they run beside
+// IKE's and a reload of the connections leaves them alone.
+func staticBeside(a bool, kAB, kBA []byte) string {
+	local, remote, addr, route, out, in, kOut, kIn := underlayA4, underlayB4, "100.64.1.1", "100.64.2.0", 0x3001, 0x3002, kAB, kBA
+	if !a {
+		local, remote, addr, route, out, in, kOut, kIn = underlayB4, underlayA4, "100.64.2.1", "100.64.1.0", 0x3002, 0x3001, kBA, kAB
+	}
+	state := func(src, dst string, spi int, dir string, k []byte) string {
+		return fmt.Sprintf(`  - {src: "%s", dst: "%s", spi: 0x%x, dir: %s, mode: tunnel, if_id: 2, aead: {name: "rfc4106(gcm(aes))", key: "0x%x", icv_bits: 128}, encap: {type: espinudp, sport: 4500, dport: 4500}}
+`, src, dst, spi, dir, k)
+	}
+	return fmt.Sprintf("  - {name: ipsec2, if_id: 2, addresses: [%s/24], routes: [%s/24]}\nstates:\n", addr, route) +
+		state(local, remote, out, "out", kOut) + state(remote, local, in, "in", kIn)
+}
+
+// ikeSideRaw is ikeSide with underlay.raw_esp as raw says (IKE then stays
+// on port 500 and ESP is IP protocol 50) and the underlay bound to
+// underlay (then it reports no local address: IKE on port 4500 is taken
+// as arriving there). static goes after ipsec1's line: more interfaces,
+// then states: beside IKE's.
+func ikeSideRaw(raw bool, underlay, local, remote, localID, remoteID, addr, remoteNet, startAction, static string) string {
 	return fmt.Sprintf(`log: {level: debug, format: text}
-underlay: {udp: "0.0.0.0:4500", raw_esp: %t}
+underlay: {udp: "%s:4500", raw_esp: %t}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%s/24], routes: [%s/24]}
+%s
 ike: {port: 500}
 connections:
   - name: peer
@@ -46,10 +67,9 @@ connections:
         remote_ts: [%s/24]
         esp_proposals: [aes128gcm16]
         start_action: %s
-%s
 secrets:
   - {ids: [a.example.net, b.example.net], secret: "0x6d79207475726e656c207365637265742c206e6f7420666f7220757365"}
-`, raw, addr, remoteNet, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction, extra)
+`, underlay, raw, addr, remoteNet, static, local, remote, localID, remoteID, prefix24(addr), remoteNet, startAction)
 }
 
 // ikeList returns the daemon's IKE SAs (ipsecd ike list --json).
@@ -98,7 +118,7 @@ func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
 // started over the control socket, keep it up; terminate takes the SAs
 // down on both sides and initiate brings them back; SIGHUP keeps an
 // unchanged connection, re-establishes a changed one and ends a removed
-// one.
+// one, while the file's own states on a second interface keep working.
 func TestIKEDaemons(t *testing.T) {
 	for _, raw := range []bool{false, true} {
 		t.Run(map[bool]string{false: "udp", true: "raw"}[raw], func(t *testing.T) { testIKEDaemons(t, raw) })
@@ -107,11 +127,13 @@ func TestIKEDaemons(t *testing.T) {
 
 // testIKEDaemons is TestIKEDaemons with ESP in UDP (forced: the underlay
 // has no raw ESP socket, so IKE moves to port 4500 with it) or, with
-// raw, as IP protocol 50 (IKE stays on port 500).
+// raw, as IP protocol 50 (IKE stays on port 500). The underlay is bound
+// to the underlay address (TestIKEDaemonCharon's to 0.0.0.0).
 func testIKEDaemons(t *testing.T, raw bool) {
 	p := newPair(t)
-	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", ""))
-	cfgA := ikeSideRaw(raw, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", "")
+	kAB, kBA := randomKey(20), randomKey(20)
+	b := startDaemon(t, p.b, ikeSideRaw(raw, underlayB4, underlayB4, underlayA4, "b.example.net", "a.example.net", innerB4, prefix24(innerA4), "none", staticBeside(false, kAB, kBA)))
+	cfgA := ikeSideRaw(raw, underlayA4, underlayA4, underlayB4, "a.example.net", "b.example.net", innerA4, prefix24(innerB4), "start", staticBeside(true, kAB, kBA))
 	a := startDaemon(t, p.a, cfgA)
 
 	sa := a.waitIKE("a child", anyChild)
@@ -121,6 +143,7 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	}
 	b.waitIKE("a child", anyChild)
 	ping(t, p.a, innerB4, 3)
+	ping(t, p.a, "100.64.2.1", 3) // the file's states, beside IKE's
 	tcpTransfer(t, p.a, p.b, innerB4, 4<<20)
 
 	// Child rekey from B (the responder), then from A; IKE rekey from B;
@@ -170,17 +193,31 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	a.reload(t, cfgA[:strings.Index(cfgA, "connections:")])
 	a.waitLogCount(t, "removed=1", 1)
 	bothEmpty(t, a, b)
+	if n := len(a.states()); n != 2 {
+		t.Errorf("A holds %d SAs after the reloads, want the file's 2", n)
+	}
+	ping(t, p.a, "100.64.2.1", 3) // the file's states outlived every reload
 	if out, err := p.a.run("ping", "-n", "-c", "1", "-w", "2", innerB4); err == nil || !strings.Contains(out, "0 received") {
 		t.Errorf("ping crossed after terminate:\n%s", out)
 	}
 }
 
-// bothEmpty waits until neither daemon lists an IKE SA or holds an SA.
+// bothEmpty waits until neither daemon lists an IKE SA or holds an SA of
+// ipsec1 (IKE's; ipsec2 has the file's).
 func bothEmpty(t *testing.T, ds ...*daemon) {
 	t.Helper()
+	ikeStates := func(d *daemon) int {
+		n := 0
+		for _, s := range d.states() {
+			if s.IfID == 1 {
+				n++
+			}
+		}
+		return n
+	}
 	for _, d := range ds {
 		deadline := time.Now().Add(10 * time.Second)
-		for len(d.ikeList()) != 0 || len(d.states()) != 0 {
+		for len(d.ikeList()) != 0 || ikeStates(d) != 0 {
 			if time.Now().After(deadline) {
 				out, _ := d.ctl("ike", "list")
 				t.Fatalf("in %s: SAs left after 10 s:\n%s\n%v", d.ns.name, out, d.states())

@@ -61,13 +61,16 @@ func (n *node) startIKE(cfg *config.Config) error {
 		log.Warnf("ike: the underlay's UDP port is %d: IKE moves to port 4500 after NAT detection (RFC 7296 §2.23), and ESP in UDP with it, so connections that need UDP encapsulation will not work", p)
 	}
 	m, err := ikenode.New(ikenode.Config{
-		IKE:    &cfg.IKEConfig,
-		Node:   n.core,
-		NATT:   n.conn,
-		RawESP: cfg.Underlay.RawESP,
-		Mark:   cfg.Underlay.Mark,
-		Stats:  ikenode.StatsFromSAD(n.sad),
-		Log:    log,
+		IKE:  &cfg.IKEConfig,
+		Node: n.core,
+		NATT: n.conn,
+		// The local address of IKE on port 4500 when the underlay is
+		// bound to one address (IP_PKTINFO tells it otherwise).
+		NATTAddr: cfg.Underlay.UDP.Addr().Unmap(),
+		RawESP:   cfg.Underlay.RawESP,
+		Mark:     cfg.Underlay.Mark,
+		Stats:    ikenode.StatsFromSAD(n.sad),
+		Log:      log,
 	})
 	if err != nil {
 		return err
