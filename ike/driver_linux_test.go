@@ -273,7 +273,7 @@ func (d *driver) while(t *testing.T, ch *charon, done func() bool, args ...strin
 	}
 	rc := make(chan result, 1)
 	go func() {
-		out, err := ch.swanctl(args...)
+		out, err := ch.Swanctl(args...)
 		rc <- result{out, err}
 	}()
 	serr := d.serve(done)

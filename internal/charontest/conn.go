@@ -1,0 +1,96 @@
+//go:build linux
+
+package charontest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PSK is the pre-shared key of the test connections; not a secret.
+const PSK = "a-test-psk-not-a-secret"
+
+// Peer is one side of a connection: swanctl.conf's local or remote block.
+type Peer struct {
+	Auth    string // "psk" (default) or "pubkey"
+	ID      string
+	Certs   string // local pubkey: certificate file
+	CACerts string // remote pubkey: trust anchor file
+}
+
+// Conn is one connection of swanctl.conf with one child, named as
+// swanctl.conf names its keys. Empty fields are left out (charon's
+// defaults) unless the field says otherwise.
+type Conn struct {
+	Name        string // default "test"
+	Child       string // default "net"
+	LocalAddrs  string
+	RemoteAddrs string
+	Proposals   string
+	Encap       bool   // encap = yes; default no
+	DPDDelay    string // dpd_delay; default 0s (none)
+	RekeyTime   string // the IKE SA's rekey_time
+	Local       Peer
+	Remote      Peer
+	LocalTS     string
+	RemoteTS    string
+	ESP         string // esp_proposals
+	StartAction string // default none
+	DPDAction   string // dpd_action
+	ChildRekey  string // the child's rekey_time
+	// Secret is the PSK for Local.ID and Remote.ID; default PSK. It is
+	// written only when both sides authenticate with psk.
+	Secret string
+}
+
+// String is the swanctl.conf text of c, with its secret.
+func (c Conn) String() string {
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	encap := "no"
+	if c.Encap {
+		encap = "yes"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "connections {\n  %s {\n    version = 2\n", or(c.Name, "test"))
+	line := func(indent, key, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%s%s = %s\n", indent, key, v)
+		}
+	}
+	line("    ", "local_addrs", c.LocalAddrs)
+	line("    ", "remote_addrs", c.RemoteAddrs)
+	line("    ", "proposals", c.Proposals)
+	line("    ", "encap", encap)
+	line("    ", "mobike", "no")
+	line("    ", "dpd_delay", or(c.DPDDelay, "0s"))
+	line("    ", "rekey_time", c.RekeyTime)
+	for _, p := range []struct {
+		block string
+		peer  Peer
+	}{{"local", c.Local}, {"remote", c.Remote}} {
+		fmt.Fprintf(&b, "    %s {\n", p.block)
+		line("      ", "auth", or(p.peer.Auth, "psk"))
+		line("      ", "id", p.peer.ID)
+		line("      ", "certs", p.peer.Certs)
+		line("      ", "cacerts", p.peer.CACerts)
+		b.WriteString("    }\n")
+	}
+	fmt.Fprintf(&b, "    children {\n      %s {\n        mode = tunnel\n", or(c.Child, "net"))
+	line("        ", "local_ts", c.LocalTS)
+	line("        ", "remote_ts", c.RemoteTS)
+	line("        ", "esp_proposals", c.ESP)
+	line("        ", "rekey_time", c.ChildRekey)
+	line("        ", "start_action", or(c.StartAction, "none"))
+	line("        ", "dpd_action", c.DPDAction)
+	b.WriteString("      }\n    }\n  }\n}\n")
+	if or(c.Local.Auth, "psk") == "psk" && or(c.Remote.Auth, "psk") == "psk" {
+		fmt.Fprintf(&b, "secrets {\n  ike-test {\n    id-a = %s\n    id-b = %s\n    secret = %q\n  }\n}\n",
+			c.Local.ID, c.Remote.ID, or(c.Secret, PSK))
+	}
+	return b.String()
+}
