@@ -87,11 +87,7 @@ func bothRoles(t *testing.T, ch *charon, d *driver, cfg *Config, wantAuth string
 // bothRolesOne is one role of bothRoles.
 func bothRolesOne(t *testing.T, ch *charon, d *driver, cfg *Config, role, wantAuth string) {
 	t.Helper()
-	from := ch.LogSize()
-	d.establish(t, ch, cfg, role)
-	d.listed(t, ch)
-	checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-	checkChildKeys(t, ch, from, d.sa.Children()[0])
+	from := d.establishChecked(t, ch, cfg, role)
 	if d.sa.PeerID() != "a.test" {
 		t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
 	}

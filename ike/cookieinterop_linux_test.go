@@ -43,13 +43,12 @@ func TestCharonCookies(t *testing.T) {
 	nsG.IP(t, "route", "add", "10.99.0.0/16", "via", "192.0.2.1")
 	loadTest(ch, "aes256-sha256-x25519", "aes128gcm16")
 	cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
-	up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
 
 	t.Run("always", func(t *testing.T) {
 		d.reset(cfg)
 		d.cookies = &Cookies{Threshold: -1}
 		from := ch.LogSize()
-		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
 		if d.cookiesSent != 1 {
 			t.Fatalf("%d COOKIE answers, want 1", d.cookiesSent)
 		}
@@ -87,7 +86,7 @@ func TestCharonCookies(t *testing.T) {
 		if err := d.serve(func() bool { return d.cookiesSent > 100 }); err != nil {
 			t.Fatalf("%v (flood: %s)", err, out.String())
 		}
-		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
 		var ferr error
 		if err := d.serve(func() bool {
 			select {

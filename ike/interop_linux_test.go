@@ -32,40 +32,16 @@ func TestCharonInterop(t *testing.T) {
 		cfg := peerConfig(t, tc.ike, tc.esp)
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.ike+"/"+tc.esp+"/"+role, func(t *testing.T) {
-				from := ch.LogSize()
-				d.establish(t, ch, cfg, role)
-				d.listed(t, ch)
-				checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				from := d.establishChecked(t, ch, cfg, role)
 
-				// charon rekeys the child, then we do.
-				old := d.sa.Children()[0]
-				from = ch.LogSize()
-				rekeyed := func() bool {
-					cs := d.sa.Children()
-					return len(cs) == 1 && cs[0].Replaces == old
-				}
-				d.while(t, ch, rekeyed, "--rekey", "--child", "net")
-				checkChildKeys(t, ch, from, d.sa.Children()[0])
+				// charon rekeys the child, then we do (and charon answers
+				// our delete of the old one).
+				d.rekeyChild(t, ch, false)
 				wantPFS := strings.Contains(tc.esp, "-modp") || strings.Contains(tc.esp, "-ecp")
 				if pfs := d.sa.Children()[0].Suite.DH.Name; (pfs != "") != wantPFS {
 					t.Errorf("PFS group %q after a rekey of %q", pfs, tc.esp)
 				}
-				old = d.sa.Children()[0]
-				from = ch.LogSize()
-				req, err := d.sa.RekeyChild(old, time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, req)
-				if err := d.serve(rekeyed); err != nil {
-					t.Fatal(err)
-				}
-				checkChildKeys(t, ch, from, d.sa.Children()[0])
-				// Wait for charon's answer to our delete of the old child.
-				if err := d.serve(func() bool { return d.sa.NextTimeout().IsZero() }); err != nil {
-					t.Fatal(err)
-				}
+				d.rekeyChild(t, ch, true)
 				d.listed(t, ch)
 
 				// charon rekeys the IKE SA, then we do.
@@ -96,7 +72,7 @@ func TestCharonInterop(t *testing.T) {
 				oneChild := func() bool { return len(d.sa.Children()) == 1 && d.sa.NextTimeout().IsZero() }
 				d.while(t, ch, noChild, "--terminate", "--child", "net", "--timeout", "10")
 				from = ch.LogSize()
-				req, err = d.sa.CreateChild(time.Now())
+				req, err := d.sa.CreateChild(time.Now())
 				if err != nil {
 					t.Fatal(err)
 				}
