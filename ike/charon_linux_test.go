@@ -193,14 +193,7 @@ func (d *driver) rekeyChild(t *testing.T, ch *charon, ours bool) {
 	if !ours {
 		d.while(t, ch, rekeyed, "--rekey", "--child", "net")
 	} else {
-		req, err := d.sa.RekeyChild(old, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.request(d.sa, req)
-		if err := d.serve(rekeyed); err != nil {
-			t.Fatal(err)
-		}
+		d.ask(t, rekeyed, func(now time.Time) ([]byte, error) { return d.sa.RekeyChild(old, now) })
 	}
 	checkChildKeys(t, ch, from, d.sa.Children()[0])
 }

@@ -208,6 +208,20 @@ func (d *driver) up() bool {
 	return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1
 }
 
+// ask sends the request that makeReq makes on the current IKE SA and
+// serves until done; both must succeed.
+func (d *driver) ask(t *testing.T, done func() bool, makeReq func(time.Time) ([]byte, error)) {
+	t.Helper()
+	req, err := makeReq(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.request(d.sa, req)
+	if err := d.serve(done); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // while runs swanctl with args in the background and serves until done;
 // both must succeed.
 func (d *driver) while(t *testing.T, ch *charon, done func() bool, args ...string) {

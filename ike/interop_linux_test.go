@@ -50,14 +50,7 @@ func TestCharonInterop(t *testing.T) {
 					from = ch.LogSize()
 					newSA := func() bool { return d.sa != prev && prev.State() == StateDeleted }
 					if ours {
-						req, err := d.sa.RekeyIKE(time.Now())
-						if err != nil {
-							t.Fatal(err)
-						}
-						d.request(d.sa, req)
-						if err := d.serve(newSA); err != nil {
-							t.Fatal(err)
-						}
+						d.ask(t, newSA, d.sa.RekeyIKE)
 					} else {
 						d.while(t, ch, newSA, "--rekey", "--ike", "test")
 					}
@@ -72,24 +65,10 @@ func TestCharonInterop(t *testing.T) {
 				oneChild := func() bool { return len(d.sa.Children()) == 1 && d.sa.NextTimeout().IsZero() }
 				d.while(t, ch, noChild, "--terminate", "--child", "net", "--timeout", "10")
 				from = ch.LogSize()
-				req, err := d.sa.CreateChild(time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, req)
-				if err := d.serve(oneChild); err != nil {
-					t.Fatal(err)
-				}
+				d.ask(t, oneChild, d.sa.CreateChild)
 				checkChildKeys(t, ch, from, d.sa.Children()[0])
 				d.listed(t, ch)
-				req, err = d.sa.DeleteChild(d.sa.Children()[0], time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, req)
-				if err := d.serve(noChild); err != nil {
-					t.Fatal(err)
-				}
+				d.ask(t, noChild, func(now time.Time) ([]byte, error) { return d.sa.DeleteChild(d.sa.Children()[0], now) })
 				if list, _ := ch.Swanctl("--list-sas"); strings.Contains(list, "INSTALLED") {
 					t.Fatalf("charon still lists the child we deleted:\n%s", list)
 				}
@@ -99,14 +78,7 @@ func TestCharonInterop(t *testing.T) {
 				d.listed(t, ch)
 
 				// A liveness check over the newest IKE SA.
-				ping, err := d.sa.Ping(time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, ping)
-				if err := d.serve(func() bool { return d.sa.NextTimeout().IsZero() }); err != nil {
-					t.Fatal(err)
-				}
+				d.ask(t, func() bool { return d.sa.NextTimeout().IsZero() }, d.sa.Ping)
 
 				// charon deletes the IKE SA; we answer and drop ours.
 				d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
