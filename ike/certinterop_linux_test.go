@@ -12,36 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// swanctlCertConf is the test connection with certificates: charon is
-// a.test, we are b.test, both certified by one CA. Paths are absolute.
-const swanctlCertConf = `connections {
-  test {
-    version = 2
-    local_addrs = 192.0.2.1
-    remote_addrs = 192.0.2.2
-    proposals = aes256-sha256-x25519
-    encap = no
-    mobike = no
-    local { auth = pubkey
-            id = a.test
-            certs = %s }
-    remote { auth = pubkey
-             id = %s
-             cacerts = %s }
-    children {
-      net {
-        mode = tunnel
-        local_ts = 198.51.100.0/24
-        remote_ts = 203.0.113.0/24
-        esp_proposals = aes128gcm16
-        start_action = none
-      }
-    }
-  }
-}
-`
+	"github.com/ipsecd/ipsecd/internal/charontest"
+)
 
 func writePEM(t *testing.T, file, typ string, der ...[]byte) string {
 	t.Helper()
@@ -58,18 +31,18 @@ func writePEM(t *testing.T, file, typ string, der ...[]byte) string {
 // loadCerts gives charon its certificate (a.test, issued by ca) and key
 // and the CA it trusts, and returns our config as b.test with our
 // certificate and key.
-func (c *charon) loadCerts(t *testing.T, ca *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
+func loadCerts(t *testing.T, c *charon, ca *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
 	t.Helper()
-	return c.loadCertsFull(t, ca, charonChain[0], charonChain[1:], ours, ourChain, remoteID)
+	return loadCertsFull(t, c, ca, charonChain[0], charonChain[1:], ours, ourChain, remoteID)
 }
 
 // loadCertsWith is loadCerts with intermediate CAs for charon's chain.
-func (c *charon) loadCertsWith(t *testing.T, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate) *Config {
+func loadCertsWith(t *testing.T, c *charon, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate) *Config {
 	t.Helper()
-	return c.loadCertsFull(t, ca, charons, charonChain, ours, ourChain, "b.test")
+	return loadCertsFull(t, c, ca, charons, charonChain, ours, ourChain, "b.test")
 }
 
-func (c *charon) loadCertsFull(t *testing.T, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
+func loadCertsFull(t *testing.T, c *charon, ca, charons *testCert, charonChain []*testCert, ours *testCert, ourChain []*x509.Certificate, remoteID string) *Config {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := x509.MarshalPKCS8PrivateKey(charons.Key)
@@ -89,10 +62,11 @@ func (c *charon) loadCertsFull(t *testing.T, ca, charons *testCert, charonChain 
 	for i, x := range charonChain {
 		writePEM(t, filepath.Join(dir, "x509", fmt.Sprintf("inter%d.pem", i)), "CERTIFICATE", x.Cert.Raw)
 	}
-	c.loadConf(fmt.Sprintf(swanctlCertConf, certs, remoteID, caFile), dir)
-	cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+	conn := testConn("aes256-sha256-x25519", "aes128gcm16")
+	conn.Local = charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: certs}
+	conn.Remote = charontest.Peer{Auth: "pubkey", ID: remoteID, CACerts: caFile}
+	c.LoadDir(conn.String(), dir)
+	cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
 	cfg.PSK = nil
 	cfg.LocalAuth, cfg.RemoteAuth = AuthPubkey, AuthPubkey
 	cfg.LocalCerts = append([]*x509.Certificate{ours.Cert}, ourChain...)
@@ -113,13 +87,11 @@ func bothRoles(t *testing.T, ch *charon, d *driver, cfg *Config, wantAuth string
 // bothRolesOne is one role of bothRoles.
 func bothRolesOne(t *testing.T, ch *charon, d *driver, cfg *Config, role, wantAuth string) {
 	t.Helper()
-	d.reset(cfg)
-	from := d.establishChecked(t, ch, role)
+	from := d.establishChecked(t, ch, cfg, role)
 	if d.sa.PeerID() != "a.test" {
 		t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
 	}
-	log, _ := os.ReadFile(ch.log)
-	if got := string(log[from:]); !strings.Contains(got, wantAuth) {
+	if !strings.Contains(ch.LogSince(from), wantAuth) {
 		t.Errorf("charon's log does not say %q", wantAuth)
 	}
 	d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
@@ -140,7 +112,7 @@ func TestCharonCerts(t *testing.T) {
 			ca := makeCert(t, testKey(t, k, "ca"), certOpts{CN: "ipsecd test CA", CA: true}, nil)
 			a := makeCert(t, testKey(t, k, "a"), certOpts{CN: "a.test", DNS: []string{"a.test"}}, ca)
 			b := makeCert(t, testKey(t, k, "b"), certOpts{CN: "b.test", DNS: []string{"b.test"}}, ca)
-			cfg := ch.loadCerts(t, ca, []*testCert{a}, b, nil, "b.test")
+			cfg := loadCerts(t, ch, ca, []*testCert{a}, b, nil, "b.test")
 			bothRoles(t, ch, d, cfg, "authentication of 'b.test' with "+tc.want+" successful")
 		})
 	}
@@ -159,7 +131,7 @@ func TestCharonCertsClassic(t *testing.T) {
 			ca := makeCert(t, testKey(t, tc.k, "ca"), certOpts{CN: "ipsecd test CA", CA: true}, nil)
 			a := makeCert(t, testKey(t, tc.k, "a"), certOpts{CN: "a.test", DNS: []string{"a.test"}}, ca)
 			b := makeCert(t, testKey(t, tc.k, "b"), certOpts{CN: "b.test", DNS: []string{"b.test"}}, ca)
-			cfg := ch.loadCerts(t, ca, []*testCert{a}, b, nil, "b.test")
+			cfg := loadCerts(t, ch, ca, []*testCert{a}, b, nil, "b.test")
 			bothRoles(t, ch, d, cfg, "authentication of 'b.test' with "+tc.want+" successful")
 		})
 	}
@@ -193,10 +165,9 @@ func TestCharonCertsRefused(t *testing.T) {
 	} {
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.name+"/"+role, func(t *testing.T) {
-				cfg := ch.loadCerts(t, ca, []*testCert{tc.charons}, tc.ours, nil, "b.test")
+				cfg := loadCerts(t, ch, ca, []*testCert{tc.charons}, tc.ours, nil, "b.test")
 				cfg.RemoteID = tc.ourRemote
-				d.reset(cfg)
-				from := ch.logSize()
+				from := ch.LogSize()
 				failed := func() bool {
 					if d.sa != nil && d.sa.Err() != nil {
 						return true // failed, or deleted by charon's AUTHENTICATION_FAILED
@@ -208,29 +179,11 @@ func TestCharonCertsRefused(t *testing.T) {
 					}
 					return false
 				}
-				if role == "initiator" {
-					if tc.ourRemote != "a.test" {
-						t.Skip("as initiator we name z.test in IDr, and charon refuses before we see its identity")
-					}
-					if err := d.start(); err != nil {
-						t.Fatal(err)
-					}
-					if err := d.serve(failed); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					rc := make(chan error, 1)
-					go func() {
-						_, err := ch.swanctl("--initiate", "--child", "net", "--timeout", "10")
-						rc <- err
-					}()
-					serr := d.serve(failed)
-					if err := <-rc; err == nil || serr != nil {
-						t.Fatalf("swanctl --initiate succeeded (%v) or we saw no failure (%v)", err, serr)
-					}
+				if role == "initiator" && tc.ourRemote != "a.test" {
+					t.Skip("as initiator we name z.test in IDr, and charon refuses before we see its identity")
 				}
-				log, _ := os.ReadFile(ch.log)
-				if tc.charonLog != "" && !strings.Contains(string(log[from:]), tc.charonLog) {
+				d.fail(t, ch, cfg, role, failed)
+				if tc.charonLog != "" && !strings.Contains(ch.LogSince(from), tc.charonLog) {
 					t.Errorf("charon's log does not say %q", tc.charonLog)
 				}
 				var ours error
@@ -246,7 +199,7 @@ func TestCharonCertsRefused(t *testing.T) {
 					t.Errorf("our error %v does not say %q", ours, tc.wantOurErr)
 				}
 				t.Logf("our error: %v", ours)
-				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
+				if list, _ := ch.Swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
 					t.Fatalf("charon lists an SA after the refusal:\n%s", list)
 				}
 			})

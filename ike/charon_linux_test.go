@@ -4,216 +4,44 @@ package ike
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/charontest"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
 
 // The strongSwan side of the interop tests: charon in a namespace of its
 // own, driven with swanctl, and the keys it logs.
 
-// charonBin is Debian's charon (strongswan-charon); it is not on PATH.
-const charonBin = "/usr/lib/ipsec/charon"
-
 var (
 	charonAddr = netip.MustParseAddrPort("192.0.2.1:500")
 	driverAddr = netip.MustParseAddrPort("192.0.2.2:500")
 )
 
-// charonConf is strongswan.conf: kernel-libipsec (this kernel has no ESP)
-// before kernel-netlink, and ike = 4, chd = 4 so that the log holds the
-// derived keys the test compares with ours.
-const charonConf = `charon {
-  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
-  install_routes = yes
-  # Short retransmissions, so that a peer that stops answering is given
-  # up in seconds (TestCharonDPD), not minutes.
-  retransmit_timeout = 1
-  retransmit_base = 1
-  retransmit_tries = 2
-%s
-  filelog {
-    test {
-      path = %s
-      time_format = %%T
-      default = 1
-      ike = 4
-      chd = 4
-      flush_line = yes
-    }
-  }
-  syslog { daemon { default = -1 } }
-}
-`
+type charon = charontest.Charon
 
-const swanctlConf = `connections {
-  test {
-    version = 2
-    local_addrs = 192.0.2.1
-    remote_addrs = 192.0.2.2
-    proposals = %s
-    encap = no
-    mobike = no
-    dpd_delay = %s
-    local { auth = psk
-            id = a.test }
-    remote { auth = psk
-             id = b.test }
-    children {
-      net {
-        mode = tunnel
-        local_ts = 198.51.100.0/24
-        remote_ts = 203.0.113.0/24
-        esp_proposals = %s
-        start_action = none
-      }
-    }
-  }
-}
-secrets {
-  ike-test {
-    id-a = a.test
-    id-b = b.test
-    secret = "a-test-psk-not-a-secret"
-  }
-}
-`
-
-// charon is one charon in a namespace of its own with a private /run.
-type charon struct {
-	t   *testing.T
-	dir string
-	pid int
-	log string
+// testConn is charon's side of the test connection: charon is a.test at
+// 192.0.2.1 with 198.51.100.0/24, we are b.test at 192.0.2.2 with
+// 203.0.113.0/24.
+func testConn(ike, esp string) charontest.Conn {
+	return charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: ike,
+		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
+		LocalTS: "198.51.100.0/24", RemoteTS: "203.0.113.0/24", ESP: esp}
 }
 
-// startCharon starts charon in ns; extra goes into strongswan.conf's
-// charon section.
-func startCharon(t *testing.T, ns *netnstest.NS, extra string) *charon {
-	t.Helper()
-	dir := t.TempDir()
-	c := &charon{t: t, dir: dir, log: filepath.Join(dir, "charon.log")}
-	conf := filepath.Join(dir, "strongswan.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf(charonConf, extra, c.log)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("ip", "netns", "exec", ns.Name, "unshare", "-m", "sh", "-c",
-		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+conf+" "+charonBin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// ip netns exec, unshare and sh all exec: the pid is charon's.
-	c.pid = cmd.Process.Pid
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(c.log)
-			t.Logf("charon output:\n%s\ncharon log:\n%s", out.String(), b)
-		}
-	})
-	for i := 0; ; i++ {
-		if _, err := c.swanctl("--stats"); err == nil {
-			break
-		}
-		if i == 50 {
-			t.Fatalf("charon did not open its vici socket in 5 s: %s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return c
+// peerConfig is our side of testConn.
+func peerConfig(t *testing.T, ike, esp string) *Config {
+	_, cfg := pairConfigs(t, []string{ike}, []string{esp})
+	return cfg
 }
 
-// swanctl runs swanctl inside charon's namespaces.
-func (c *charon) swanctl(args ...string) (string, error) {
-	out, err := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(c.pid), "-m", "-n", "swanctl"}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
-func (c *charon) load(ike, esp string) { c.loadDPD(ike, esp, "0s") }
-
-// loadConf loads a swanctl.conf, with the credentials in the
-// directories under swanctlDir (x509, x509ca, private, ...).
-func (c *charon) loadConf(conf, swanctlDir string) {
-	c.t.Helper()
-	f := filepath.Join(swanctlDir, "swanctl.conf")
-	if err := os.WriteFile(f, []byte(conf), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := exec.Command("nsenter", "-t", fmt.Sprint(c.pid), "-m", "-n", "swanctl", "--load-all", "--clear", "--file", f)
-	cmd.Env = append(os.Environ(), "SWANCTL_DIR="+swanctlDir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
-	}
-}
-
-// loadDPD loads the test connection with charon's liveness checks every
-// dpd (0s: none).
-func (c *charon) loadDPD(ike, esp, dpd string) {
-	c.t.Helper()
-	f := filepath.Join(c.dir, "swanctl.conf")
-	if err := os.WriteFile(f, []byte(fmt.Sprintf(swanctlConf, ike, dpd, esp)), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	if out, err := c.swanctl("--load-all", "--clear", "--file", f); err != nil {
-		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
-	}
-}
-
-func (c *charon) logSize() int {
-	b, _ := os.ReadFile(c.log)
-	return len(b)
-}
-
-// loggedKey returns the key charon logged as "NAME => N bytes @ ADDR",
-// followed by hex dump lines, after offset from in the log.
-func (c *charon) loggedKey(from int, name string) []byte {
-	c.t.Helper()
-	b, _ := os.ReadFile(c.log)
-	lines := strings.Split(string(b[from:]), "\n")
-	dump := regexp.MustCompile(`^\s*\d+: ((?:[0-9A-F]{2} ){0,15}[0-9A-F]{2})`)
-	for i, l := range lines {
-		if !strings.Contains(l, name+" =>") {
-			continue
-		}
-		var key []byte
-		for _, d := range lines[i+1:] {
-			// The file logger prefixes every line with time and thread.
-			if j := strings.Index(d, "] "); j >= 0 && j < 20 {
-				d = d[j+2:]
-			}
-			m := dump.FindStringSubmatch(d)
-			if m == nil {
-				break
-			}
-			h, _ := hex.DecodeString(strings.ReplaceAll(m[1], " ", ""))
-			key = append(key, h...)
-		}
-		return key
-	}
-	c.t.Fatalf("charon's log has no %q", name)
-	return nil
-}
+// loadTest loads testConn into charon.
+func loadTest(ch *charon, ike, esp string) { ch.Load(testConn(ike, esp).String()) }
 
 // charonPair starts charon in one namespace and a driver on ports 500
 // and 4500 in another, joined by a veth pair: charon at 192.0.2.1, the
@@ -237,15 +65,7 @@ func charonNamespaces(t *testing.T) (*charon, *driver, *netnstest.NS, *netnstest
 }
 
 func charonNamespacesWith(t *testing.T, extra string) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: network namespaces and charon")
-	}
-	if _, err := os.Stat(charonBin); err != nil {
-		t.Skip("strongSwan's charon is not installed (scripts/test.sh installs strongswan-charon)")
-	}
-	if _, err := exec.LookPath("swanctl"); err != nil {
-		t.Skip("swanctl is not installed (strongswan-swanctl)")
-	}
+	charontest.Require(t)
 	nsC := netnstest.New(t, "ike-charon")
 	nsG := netnstest.New(t, "ike-driver")
 	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vg", "netns", nsG.Name)
@@ -257,7 +77,7 @@ func charonNamespacesWith(t *testing.T, extra string) (*charon, *driver, *netnst
 	// address of local_ts, and needs a route to the peer's side to do it.
 	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
 	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
-	ch := startCharon(t, nsC, extra)
+	ch := charontest.Start(t, nsC.Name, extra)
 
 	var c500, c4500 *net.UDPConn
 	if err := nsG.Do(func() (err error) {
@@ -280,7 +100,11 @@ func checkKeys(t *testing.T, ch *charon, from int, pairs ...any) {
 	t.Helper()
 	for i := 0; i < len(pairs); i += 2 {
 		name, ours := pairs[i].(string), pairs[i+1].([]byte)
-		if theirs := ch.loggedKey(from, name); !bytes.Equal(theirs, ours) {
+		theirs := ch.Key(from, name)
+		if theirs == nil {
+			t.Fatalf("charon's log has no %q", name)
+		}
+		if !bytes.Equal(theirs, ours) {
 			t.Errorf("%s: charon logged %x, we derived %x", name, theirs, ours)
 		}
 	}
@@ -302,7 +126,7 @@ func (d *driver) listed(t *testing.T, ch *charon) {
 	// look again for up to two seconds.
 	var list string
 	for i := 0; i < 20; i++ {
-		list, _ = ch.swanctl("--list-sas")
+		list, _ = ch.Swanctl("--list-sas")
 		if strings.Count(list, "INSTALLED") == 1 && strings.Count(list, "ESTABLISHED") == 1 {
 			break
 		}
@@ -322,5 +146,79 @@ func (d *driver) listed(t *testing.T, ch *charon) {
 	}
 	if strings.Count(list, "INSTALLED") != 1 || strings.Count(list, "ESTABLISHED") != 1 {
 		t.Fatalf("charon lists old SAs besides the current ones:\n%s", list)
+	}
+}
+
+// establish brings our IKE SA with cfg and its child up with charon, with
+// us as role ("initiator" or "responder": charon initiates).
+func (d *driver) establish(t *testing.T, ch *charon, cfg *Config, role string) {
+	t.Helper()
+	d.reset(cfg)
+	if role == "responder" {
+		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
+		return
+	}
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.serve(d.up); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// establishChecked is establish, then checks that charon lists our SAs
+// and logged the keys we derived. It returns where charon's log stood
+// before.
+func (d *driver) establishChecked(t *testing.T, ch *charon, cfg *Config, role string) (from int) {
+	t.Helper()
+	from = ch.LogSize()
+	d.establish(t, ch, cfg, role)
+	d.listed(t, ch)
+	checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
+	checkChildKeys(t, ch, from, d.sa.Children()[0])
+	return from
+}
+
+// rekeyChild has charon (ours false) or us rekey the one child, waits
+// until the new child replaced it and no request of ours is outstanding,
+// and checks the new keys against charon's.
+func (d *driver) rekeyChild(t *testing.T, ch *charon, ours bool) {
+	t.Helper()
+	old := d.sa.Children()[0]
+	from := ch.LogSize()
+	rekeyed := func() bool {
+		cs := d.sa.Children()
+		return len(cs) == 1 && cs[0].Replaces == old && d.sa.NextTimeout().IsZero()
+	}
+	if !ours {
+		d.while(t, ch, rekeyed, "--rekey", "--child", "net")
+	} else {
+		d.ask(t, rekeyed, func(now time.Time) ([]byte, error) { return d.sa.RekeyChild(old, now) })
+	}
+	checkChildKeys(t, ch, from, d.sa.Children()[0])
+}
+
+// fail lets the connection with cfg fail, with us as role, until failed
+// reports true; as responder, charon's initiate must fail too.
+func (d *driver) fail(t *testing.T, ch *charon, cfg *Config, role string, failed func() bool) {
+	t.Helper()
+	d.reset(cfg)
+	if role == "initiator" {
+		if err := d.start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.serve(failed); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	rc := make(chan error, 1)
+	go func() {
+		_, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "10")
+		rc <- err
+	}()
+	serr := d.serve(failed)
+	if err := <-rc; err == nil || serr != nil {
+		t.Fatalf("swanctl --initiate succeeded (%v) or we saw no failure (%v)", err, serr)
 	}
 }

@@ -5,7 +5,6 @@ package ike
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -42,22 +41,18 @@ func TestCharonCookies(t *testing.T) {
 	// The spoofed sources route back towards charon's namespace, which
 	// drops our answers to them (and rp_filter keeps the requests).
 	nsG.IP(t, "route", "add", "10.99.0.0/16", "via", "192.0.2.1")
-	ch.load("aes256-sha256-x25519", "aes128gcm16")
-	cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
-	up := func() bool { return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }
+	loadTest(ch, "aes256-sha256-x25519", "aes128gcm16")
+	cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
 
 	t.Run("always", func(t *testing.T) {
 		d.reset(cfg)
 		d.cookies = &Cookies{Threshold: -1}
-		from := ch.logSize()
-		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+		from := ch.LogSize()
+		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
 		if d.cookiesSent != 1 {
 			t.Fatalf("%d COOKIE answers, want 1", d.cookiesSent)
 		}
-		log, _ := os.ReadFile(ch.log)
-		if !strings.Contains(string(log[from:]), "N(COOKIE)") {
+		if !strings.Contains(ch.LogSince(from), "N(COOKIE)") {
 			t.Error("charon's log shows no N(COOKIE)")
 		}
 		d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
@@ -91,7 +86,7 @@ func TestCharonCookies(t *testing.T) {
 		if err := d.serve(func() bool { return d.cookiesSent > 100 }); err != nil {
 			t.Fatalf("%v (flood: %s)", err, out.String())
 		}
-		d.while(t, ch, up, "--initiate", "--child", "net", "--timeout", "10")
+		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
 		var ferr error
 		if err := d.serve(func() bool {
 			select {

@@ -208,59 +208,18 @@ func (d *driver) up() bool {
 	return d.sa != nil && d.sa.State() == StateEstablished && len(d.sa.Children()) == 1
 }
 
-// establish brings an IKE SA with its child up, with us as initiator
-// (role "initiator") or with charon initiating (role "responder").
-func (d *driver) establish(t *testing.T, ch *charon, role string) {
+// ask sends the request that makeReq makes on the current IKE SA and
+// serves until done; both must succeed.
+func (d *driver) ask(t *testing.T, done func() bool, makeReq func(time.Time) ([]byte, error)) {
 	t.Helper()
-	if role != "initiator" {
-		d.while(t, ch, d.up, "--initiate", "--child", "net", "--timeout", "10")
-		return
-	}
-	if err := d.start(); err != nil {
+	req, err := makeReq(time.Now())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.serve(d.up); err != nil {
+	d.request(d.sa, req)
+	if err := d.serve(done); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// establishChecked is establish, then checks that charon lists our SAs
-// and logged the keys we derived. It returns where charon's log stood
-// before.
-func (d *driver) establishChecked(t *testing.T, ch *charon, role string) (from int) {
-	t.Helper()
-	from = ch.logSize()
-	d.establish(t, ch, role)
-	d.listed(t, ch)
-	checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-	checkChildKeys(t, ch, from, d.sa.Children()[0])
-	return from
-}
-
-// rekeyChild has charon (ours false) or us rekey the one child, waits
-// until the new child replaced it and no request of ours is outstanding,
-// and checks the new keys against charon's.
-func (d *driver) rekeyChild(t *testing.T, ch *charon, ours bool) {
-	t.Helper()
-	old := d.sa.Children()[0]
-	from := ch.logSize()
-	rekeyed := func() bool {
-		cs := d.sa.Children()
-		return len(cs) == 1 && cs[0].Replaces == old && d.sa.NextTimeout().IsZero()
-	}
-	if !ours {
-		d.while(t, ch, rekeyed, "--rekey", "--child", "net")
-	} else {
-		req, err := d.sa.RekeyChild(old, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.request(d.sa, req)
-		if err := d.serve(rekeyed); err != nil {
-			t.Fatal(err)
-		}
-	}
-	checkChildKeys(t, ch, from, d.sa.Children()[0])
 }
 
 // while runs swanctl with args in the background and serves until done;
@@ -273,7 +232,7 @@ func (d *driver) while(t *testing.T, ch *charon, done func() bool, args ...strin
 	}
 	rc := make(chan result, 1)
 	go func() {
-		out, err := ch.swanctl(args...)
+		out, err := ch.Swanctl(args...)
 		rc <- result{out, err}
 	}()
 	serr := d.serve(done)

@@ -48,13 +48,12 @@ func TestCharonFragmentation(t *testing.T) {
 	inter := makeCert(t, testKey(t, "rsa4096", "inter"), certOpts{CN: "ipsecd test intermediate", CA: true}, root)
 	a := makeCert(t, testKey(t, "rsa4096", "a.test"), certOpts{CN: "a.test", DNS: []string{"a.test"}}, inter)
 	b := makeCert(t, testKey(t, "rsa4096", "b.test"), certOpts{CN: "b.test", DNS: []string{"b.test"}}, inter)
-	cfg := ch.loadCertsWith(t, root, a, []*testCert{inter}, b, []*x509.Certificate{inter.Cert})
+	cfg := loadCertsWith(t, ch, root, a, []*testCert{inter}, b, []*x509.Certificate{inter.Cert})
 	for _, role := range []string{"initiator", "responder"} {
 		t.Run(role, func(t *testing.T) {
-			from := ch.logSize()
+			from := ch.LogSize()
 			bothRolesOne(t, ch, d, cfg, role, "authentication of 'b.test' with RSA_EMSA_PKCS1_SHA2_256 successful")
-			log, _ := os.ReadFile(ch.log)
-			got := string(log[from:])
+			got := ch.LogSince(from)
 			for _, want := range []string{"received fragment #1 of", "splitting IKE message"} {
 				if !strings.Contains(got, want) {
 					t.Errorf("charon's log does not say %q: fragments did not go both ways", want)

@@ -4,29 +4,10 @@ package ike
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-// loadUnique loads the test connection with swanctl's unique = unique
-// ("" leaves swanctl's default, no).
-func (c *charon) loadUnique(ike, esp, unique string) {
-	c.t.Helper()
-	conf := fmt.Sprintf(swanctlConf, ike, "0s", esp)
-	if unique != "" {
-		conf = strings.Replace(conf, "    mobike = no\n", "    mobike = no\n    unique = "+unique+"\n", 1)
-	}
-	f := filepath.Join(c.dir, "swanctl.conf")
-	if err := os.WriteFile(f, []byte(conf), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	if out, err := c.swanctl("--load-all", "--clear", "--file", f); err != nil {
-		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
-	}
-}
 
 // TestCharonInitialContact: INITIAL_CONTACT both ways with charon.
 //
@@ -44,17 +25,22 @@ func (c *charon) loadUnique(ike, esp, unique string) {
 func TestCharonInitialContact(t *testing.T) {
 	ch, d := charonPair(t)
 	const ike, esp = "aes256-sha256-x25519", "aes128gcm16"
-	cfg, _ := pairConfigs(t, []string{ike}, []string{esp})
-	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+	cfg := peerConfig(t, ike, esp)
+	// loadUnique loads the test connection with swanctl's unique =
+	// unique ("" leaves charon's default, no).
+	loadUnique := func(unique string) {
+		conn := testConn(ike, esp)
+		conn.Unique = unique
+		ch.Load(conn.String())
+	}
 	// clear has charon forget every IKE SA, without waiting for us.
 	clear := func(t *testing.T) {
 		for i := 0; i < 50; i++ {
-			list, _ := ch.swanctl("--list-sas")
+			list, _ := ch.Swanctl("--list-sas")
 			if !strings.Contains(list, "test:") {
 				return
 			}
-			ch.swanctl("--terminate", "--ike", "test", "--force", "--timeout", "1")
+			ch.Swanctl("--terminate", "--ike", "test", "--force", "--timeout", "1")
 			time.Sleep(100 * time.Millisecond)
 		}
 		t.Fatal("charon keeps IKE SAs after --terminate --force")
@@ -65,10 +51,9 @@ func TestCharonInitialContact(t *testing.T) {
 		want   bool
 	}{{"", true}, {"never", false}} {
 		t.Run("charon initiates with unique="+tc.unique, func(t *testing.T) {
-			ch.loadUnique(ike, esp, tc.unique)
+			loadUnique(tc.unique)
 			clear(t)
-			d.reset(cfg)
-			d.establish(t, ch, "responder")
+			d.establish(t, ch, cfg, "responder")
 			var got []Event
 			for _, e := range d.events {
 				if e.Kind == EventInitialContact {
@@ -93,25 +78,23 @@ func TestCharonInitialContact(t *testing.T) {
 		{"we restart with INITIAL_CONTACT", func(l, r string) bool { return false }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ch.loadUnique(ike, esp, "")
+			loadUnique("")
 			clear(t)
-			d.reset(cfg)
-			d.establish(t, ch, "initiator")
+			d.establish(t, ch, cfg, "initiator")
 			first, _ := d.sa.SPIs()
 			second := *cfg
 			var asked string
 			if tc.contact != nil {
 				second.HasContact = func(l, r string) bool { asked = l + " " + r; return tc.contact(l, r) }
 			}
-			d.reset(&second)
-			d.establish(t, ch, "initiator")
+			d.establish(t, ch, &second, "initiator")
 			if tc.contact != nil && asked != "b.test a.test" {
 				t.Errorf("HasContact asked %q, want \"b.test a.test\"", asked)
 			}
 			ispi, _ := d.sa.SPIs()
 			var list string
 			for i := 0; i < 30; i++ {
-				list, _ = ch.swanctl("--list-sas")
+				list, _ = ch.Swanctl("--list-sas")
 				if strings.Count(list, "ESTABLISHED") == tc.remaining {
 					break
 				}

@@ -28,14 +28,11 @@ func TestCharonInterop(t *testing.T) {
 		{"aes128-sha256-modp2048", "aes256-sha256-modp2048"},
 		{"chacha20poly1305-prfsha512-ecp256", "aes256gcm16"},
 	} {
-		ch.load(tc.ike, tc.esp)
-		cfg, _ := pairConfigs(t, []string{tc.ike}, []string{tc.esp})
-		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+		loadTest(ch, tc.ike, tc.esp)
+		cfg := peerConfig(t, tc.ike, tc.esp)
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.ike+"/"+tc.esp+"/"+role, func(t *testing.T) {
-				d.reset(cfg)
-				from := d.establishChecked(t, ch, role)
+				from := d.establishChecked(t, ch, cfg, role)
 
 				// charon rekeys the child, then we do (and charon answers
 				// our delete of the old one).
@@ -50,17 +47,10 @@ func TestCharonInterop(t *testing.T) {
 				// charon rekeys the IKE SA, then we do.
 				for _, ours := range []bool{false, true} {
 					prev := d.sa
-					from = ch.logSize()
+					from = ch.LogSize()
 					newSA := func() bool { return d.sa != prev && prev.State() == StateDeleted }
 					if ours {
-						req, err := d.sa.RekeyIKE(time.Now())
-						if err != nil {
-							t.Fatal(err)
-						}
-						d.request(d.sa, req)
-						if err := d.serve(newSA); err != nil {
-							t.Fatal(err)
-						}
+						d.ask(t, newSA, d.sa.RekeyIKE)
 					} else {
 						d.while(t, ch, newSA, "--rekey", "--ike", "test")
 					}
@@ -74,46 +64,25 @@ func TestCharonInterop(t *testing.T) {
 				noChild := func() bool { return len(d.sa.Children()) == 0 && d.sa.NextTimeout().IsZero() }
 				oneChild := func() bool { return len(d.sa.Children()) == 1 && d.sa.NextTimeout().IsZero() }
 				d.while(t, ch, noChild, "--terminate", "--child", "net", "--timeout", "10")
-				from = ch.logSize()
-				req, err := d.sa.CreateChild(time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, req)
-				if err := d.serve(oneChild); err != nil {
-					t.Fatal(err)
-				}
+				from = ch.LogSize()
+				d.ask(t, oneChild, d.sa.CreateChild)
 				checkChildKeys(t, ch, from, d.sa.Children()[0])
 				d.listed(t, ch)
-				req, err = d.sa.DeleteChild(d.sa.Children()[0], time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, req)
-				if err := d.serve(noChild); err != nil {
-					t.Fatal(err)
-				}
-				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "INSTALLED") {
+				d.ask(t, noChild, func(now time.Time) ([]byte, error) { return d.sa.DeleteChild(d.sa.Children()[0], now) })
+				if list, _ := ch.Swanctl("--list-sas"); strings.Contains(list, "INSTALLED") {
 					t.Fatalf("charon still lists the child we deleted:\n%s", list)
 				}
-				from = ch.logSize()
+				from = ch.LogSize()
 				d.while(t, ch, oneChild, "--initiate", "--child", "net", "--timeout", "10")
 				checkChildKeys(t, ch, from, d.sa.Children()[0])
 				d.listed(t, ch)
 
 				// A liveness check over the newest IKE SA.
-				ping, err := d.sa.Ping(time.Now())
-				if err != nil {
-					t.Fatal(err)
-				}
-				d.request(d.sa, ping)
-				if err := d.serve(func() bool { return d.sa.NextTimeout().IsZero() }); err != nil {
-					t.Fatal(err)
-				}
+				d.ask(t, func() bool { return d.sa.NextTimeout().IsZero() }, d.sa.Ping)
 
 				// charon deletes the IKE SA; we answer and drop ours.
 				d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
-				if list, _ := ch.swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
+				if list, _ := ch.Swanctl("--list-sas"); strings.Contains(list, "ESTABLISHED") {
 					t.Fatalf("charon still lists an SA after the delete:\n%s", list)
 				}
 			})
@@ -135,15 +104,12 @@ func TestCharonInteropFailures(t *testing.T) {
 		{"wrong psk", "aes256-sha256-x25519", "not-the-psk", ErrAuthFailed, "AUTH_FAILED", "AUTHENTICATION_FAILED"},
 		{"disjoint proposals", "aes128gcm16-prfsha256-ecp256", "a-test-psk-not-a-secret", ErrNoProposalChosen, "NO_PROP", "NO_PROPOSAL_CHOSEN"},
 	} {
-		ch.load("aes256-sha256-x25519", "aes128gcm16")
-		cfg, _ := pairConfigs(t, []string{tc.ours}, []string{"aes128gcm16"})
-		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
+		loadTest(ch, "aes256-sha256-x25519", "aes128gcm16")
+		cfg := peerConfig(t, tc.ours, "aes128gcm16")
 		cfg.PSK = []byte(tc.psk)
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.name+"/"+role, func(t *testing.T) {
-				d.reset(cfg)
-				from := ch.logSize()
+				from := ch.LogSize()
 				failed := func() bool {
 					if d.sa != nil && d.sa.State() == StateFailed {
 						return true
@@ -155,46 +121,28 @@ func TestCharonInteropFailures(t *testing.T) {
 					}
 					return false
 				}
-				if role == "initiator" {
-					if err := d.start(); err != nil {
-						t.Fatal(err)
-					}
-					if err := d.serve(failed); err != nil {
-						t.Fatal(err)
-					}
-					if !errors.Is(d.sa.Err(), tc.want) {
-						t.Fatalf("our SA failed with %v, want %v", d.sa.Err(), tc.want)
-					}
-				} else {
-					rc := make(chan error, 1)
-					go func() {
-						_, err := ch.swanctl("--initiate", "--child", "net", "--timeout", "10")
-						rc <- err
-					}()
-					serr := d.serve(failed)
-					if err := <-rc; err == nil || serr != nil {
-						t.Fatalf("swanctl --initiate succeeded (%v) or the driver saw no failure (%v)", err, serr)
-					}
-					if len(d.errs) == 0 || !errors.Is(d.errs[len(d.errs)-1], tc.want) {
-						t.Fatalf("our errors %v, want %v", d.errs, tc.want)
-					}
+				d.fail(t, ch, cfg, role, failed)
+				if role == "initiator" && !errors.Is(d.sa.Err(), tc.want) {
+					t.Fatalf("our SA failed with %v, want %v", d.sa.Err(), tc.want)
 				}
-				b, _ := os.ReadFile(ch.log)
+				if role == "responder" && (len(d.errs) == 0 || !errors.Is(d.errs[len(d.errs)-1], tc.want)) {
+					t.Fatalf("our errors %v, want %v", d.errs, tc.want)
+				}
 				want := "received " + tc.long + " notify error" // charon initiated, we refused
 				if role == "initiator" {
 					want = "N(" + tc.notify + ") ]" // charon refused us
 				}
-				if !strings.Contains(string(b[from:]), want) {
+				if !strings.Contains(ch.LogSince(from), want) {
 					t.Errorf("charon's log does not say %q", want)
 				}
 				for i := 0; i < 20; i++ {
-					list, _ := ch.swanctl("--list-sas")
+					list, _ := ch.Swanctl("--list-sas")
 					if !strings.Contains(list, "test:") {
 						return
 					}
 					time.Sleep(100 * time.Millisecond)
 				}
-				list, _ := ch.swanctl("--list-sas")
+				list, _ := ch.Swanctl("--list-sas")
 				t.Fatalf("charon keeps an SA after the failure:\n%s", list)
 			})
 		}
@@ -215,11 +163,8 @@ func TestCharonKeylogTshark(t *testing.T) {
 		{"aes128gcm16-prfsha256-ecp256", "aes256-sha256"},
 	} {
 		t.Run(tc.ike+"/"+tc.esp, func(t *testing.T) {
-			ch.load(tc.ike, tc.esp)
-			cfg, _ := pairConfigs(t, []string{tc.ike}, []string{tc.esp})
-			cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-			cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
-			d.reset(cfg)
+			loadTest(ch, tc.ike, tc.esp)
+			cfg := peerConfig(t, tc.ike, tc.esp)
 			dir := t.TempDir()
 			pcap := filepath.Join(dir, "underlay.pcap")
 			dump := exec.Command("ip", "netns", "exec", nsG.Name, "tcpdump", "-i", "vg", "-U", "-n", "-w", pcap, "udp")
@@ -245,12 +190,7 @@ func TestCharonKeylogTshark(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			if err := d.start(); err != nil {
-				t.Fatal(err)
-			}
-			if err := d.serve(func() bool { return d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }); err != nil {
-				t.Fatal(err)
-			}
+			d.establish(t, ch, cfg, "initiator")
 			// charon's side of the tunnel sends pings into it; nothing
 			// answers them (ipsecd's data path is not here), which is fine.
 			exec.Command("ip", "netns", "exec", nsC.Name, "ping", "-c", "3", "-i", "0.2", "-W", "1", "-I", "198.51.100.1", "203.0.113.1").Run()
@@ -293,23 +233,15 @@ func TestCharonKeylogTshark(t *testing.T) {
 // SA up; when we stop answering, charon gives the SA up.
 func TestCharonDPD(t *testing.T) {
 	ch, d := charonPair(t)
-	ch.loadDPD("aes256-sha256-x25519", "aes128gcm16", "1s")
-	cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-	cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-	cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
-	d.reset(cfg)
-	if err := d.start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.serve(func() bool { return d.sa.State() == StateEstablished && len(d.sa.Children()) == 1 }); err != nil {
-		t.Fatal(err)
-	}
-	from := ch.logSize()
+	conn := testConn("aes256-sha256-x25519", "aes128gcm16")
+	conn.DPDDelay = "1s"
+	ch.Load(conn.String())
+	d.establish(t, ch, peerConfig(t, "aes256-sha256-x25519", "aes128gcm16"), "initiator")
+	from := ch.LogSize()
 	heard := d.sa.LastHeard()
 	stop := time.Now().Add(3500 * time.Millisecond)
 	d.serve(func() bool { return time.Now().After(stop) })
-	b, _ := os.ReadFile(ch.log)
-	if n := strings.Count(string(b[from:]), "parsed INFORMATIONAL response"); n < 2 {
+	if n := strings.Count(ch.LogSince(from), "parsed INFORMATIONAL response"); n < 2 {
 		t.Fatalf("charon got %d answers to its liveness checks in 3.5 s, want 2 or more", n)
 	}
 	if !d.sa.LastHeard().After(heard) {
@@ -318,7 +250,7 @@ func TestCharonDPD(t *testing.T) {
 	d.listed(t, ch)
 	// Silence: charon retries (1 s, twice, as configured) and gives up.
 	for i := 0; i < 100; i++ {
-		if list, _ := ch.swanctl("--list-sas"); !strings.Contains(list, "ESTABLISHED") {
+		if list, _ := ch.Swanctl("--list-sas"); !strings.Contains(list, "ESTABLISHED") {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

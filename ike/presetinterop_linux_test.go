@@ -60,16 +60,13 @@ func TestCharonPresets(t *testing.T) {
 			"aes256-sha1-modp1024, aes256-sha256-modp1024, aes128-sha1-modp1024, aes128-sha256-modp1024",
 			"aes256gcm16, aes256-sha1, aes256-sha256, aes128-sha1", false},
 	} {
-		ch.load(tc.ike, tc.esp)
-		cfg, _ := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+		loadTest(ch, tc.ike, tc.esp)
+		cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
 		cfg.Proposals, _ = proposal.Expand(message.ProtoIKE, tc.preset)
 		cfg.Child.Proposals, _ = proposal.Expand(message.ProtoESP, tc.preset)
-		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
-		cfg.LocalID, cfg.RemoteID = "b.test", "a.test"
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(fmt.Sprintf("%s/pfs=%t/%s", tc.preset, tc.pfs, role), func(t *testing.T) {
-				d.reset(cfg)
-				d.establishChecked(t, ch, role)
+				d.establishChecked(t, ch, cfg, role)
 				s, c := d.sa.Suite(), d.sa.Children()[0].Suite
 				t.Logf("IKE %s-%s-%s-%s, ESP %s-%s", s.Encr.Name, s.Integ.Name, s.PRF.Name, s.DH.Name, c.Encr.Name, c.Integ.Name)
 				if (s.DH.ID == proposal.GroupMODP1024) != (tc.preset == "azure") {

@@ -194,7 +194,7 @@ func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr)
 		local = m.cfg.NATTAddr
 	}
 	if len(b) <= 4 || !local.IsValid() || local.IsUnspecified() {
-		m.ctr.malformed.Add(1) // a marker with no IKE message, or no address it came to
+		m.ctr.malformed.Add(1) // the marker alone (an empty IKE message), or no address to answer from
 		return
 	}
 	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})

@@ -52,14 +52,14 @@ func TestKeys(t *testing.T) {
 func TestConn(t *testing.T) {
 	psk := Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes256-sha256-x25519", Encap: true,
 		Local: Peer{ID: "a.test"}, Remote: Peer{ID: "b.test"}, LocalTS: "198.51.100.0/24", RemoteTS: "203.0.113.0/24",
-		ESP: "aes128gcm16", DPDDelay: "1s"}.String()
-	for _, want := range []string{"  test {\n", "    encap = yes\n", "    dpd_delay = 1s\n", "      auth = psk\n      id = a.test\n",
+		ESP: "aes128gcm16", DPDDelay: "1s", Unique: "never"}.String()
+	for _, want := range []string{"  test {\n", "    encap = yes\n", "    dpd_delay = 1s\n", "    unique = never\n", "      auth = psk\n      id = a.test\n",
 		"      net {\n", "        start_action = none\n", "    id-a = a.test\n    id-b = b.test\n    secret = \"" + PSK + "\"\n"} {
 		if !strings.Contains(psk, want) {
 			t.Errorf("swanctl.conf lacks %q:\n%s", want, psk)
 		}
 	}
-	if strings.Contains(psk, "dpd_action") || strings.Contains(psk, "certs") {
+	if strings.Contains(psk, "dpd_action") || strings.Contains(psk, "certs") || strings.Contains(Conn{}.String(), "unique") {
 		t.Errorf("swanctl.conf has keys that were not set:\n%s", psk)
 	}
 	certs := Conn{Local: Peer{Auth: "pubkey", ID: "a.test", Certs: "/a.pem"}, Remote: Peer{Auth: "pubkey", ID: "b.test", CACerts: "/ca.pem"}}.String()

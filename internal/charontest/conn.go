@@ -30,6 +30,7 @@ type Conn struct {
 	Encap       bool   // encap = yes; default no
 	DPDDelay    string // dpd_delay; default 0s (none)
 	RekeyTime   string // the IKE SA's rekey_time
+	Unique      string // unique: no (charon's default), never, replace, keep
 	Local       Peer
 	Remote      Peer
 	LocalTS     string
@@ -69,6 +70,7 @@ func (c Conn) String() string {
 	line("    ", "mobike", "no")
 	line("    ", "dpd_delay", or(c.DPDDelay, "0s"))
 	line("    ", "rekey_time", c.RekeyTime)
+	line("    ", "unique", c.Unique)
 	for _, p := range []struct {
 		block string
 		peer  Peer

@@ -1,0 +1,101 @@
+//go:build linux
+
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+	"github.com/ipsecd/ipsecd/internal/charontest"
+)
+
+// engineConfig is the IKE engine's config as the peer of ipsecd's side of
+// the test connection (b.test, 203.0.113.0/24), or, with asA, of charon's
+// (a.test, 198.51.100.0/24): the engine stands in for one of them.
+func engineConfig(t testing.TB, ikeProposal, espProposal string, asA bool) *ike.Config {
+	t.Helper()
+	ikeP, err := proposal.ParseList(message.ProtoIKE, []string{ikeProposal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	espP, err := proposal.ParseList(message.ProtoESP, []string{espProposal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.0/24")
+	cfg := &ike.Config{LocalID: "b.test", RemoteID: "a.test", PSK: []byte(charontest.PSK), Proposals: ikeP,
+		Child: ike.ChildConfig{Proposals: espP, LocalTS: []netip.Prefix{b}, RemoteTS: []netip.Prefix{a}}}
+	if asA {
+		cfg.LocalID, cfg.RemoteID = "a.test", "b.test"
+		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
+	}
+	return cfg
+}
+
+// engineHandshake runs one IKE_SA_INIT and IKE_AUTH from c (bound to
+// local, port 500, no NAT: the exchange stays on port 500) to remote with
+// the engine as initiator, and deletes nothing: the responder keeps the
+// SA. It returns the time from the first request to the established SA.
+func engineHandshake(c *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPort) (time.Duration, error) {
+	start := time.Now()
+	sa, msg, err := ike.Initiate(cfg, local, remote, start)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 65536)
+	deadline := start.Add(10 * time.Second)
+	send := func(b []byte) error {
+		for _, p := range sa.Packets(b) {
+			if _, err := c.WriteToUDPAddrPort(p, remote); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := send(msg); err != nil {
+		return 0, err
+	}
+	for sa.State() != ike.StateEstablished {
+		if sa.Err() != nil {
+			return 0, sa.Err()
+		}
+		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if time.Now().After(deadline) {
+			return 0, errors.New("no established SA within 10 s")
+		}
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return 0, err
+			}
+			out, err := sa.Tick(time.Now())
+			if err != nil {
+				return 0, err
+			}
+			if out != nil {
+				if err := send(out); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		out, err := sa.HandleFrom(buf[:n], local, from, time.Now())
+		if err != nil && !errors.Is(err, ike.ErrDropped) {
+			return 0, fmt.Errorf("%w (from %v)", err, from)
+		}
+		if out != nil {
+			if err := send(out); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return time.Since(start), nil
+}

@@ -1,0 +1,153 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+	vnetns "github.com/vishvananda/netns"
+)
+
+// handshakesEnv, when set to a count, makes TestIKEHandshakeCost run that
+// many handshakes against each responder (it is a measurement, not a CI
+// check, and skips otherwise).
+const handshakesEnv = "IPSECD_IKE_HANDSHAKES"
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux
+// for every architecture Go supports).
+const clockTicks = 100
+
+// cpuTime is the user and system time process pid has used.
+func cpuTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command name in parentheses may hold spaces: count fields
+	// after its closing parenthesis (state is field 3, utime 14, stime 15).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// TestIKEHandshakeCost measures what one IKE SA setup (IKE_SA_INIT and
+// IKE_AUTH with its child, PSK) costs the responder, ipsecd against
+// charon, same machine, same proposals: the engine initiates from the
+// other namespace, one handshake at a time, and the responder's CPU time
+// comes from /proc/PID/stat. Run with IPSECD_IKE_HANDSHAKES=N.
+func TestIKEHandshakeCost(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv(handshakesEnv))
+	if n <= 0 {
+		t.Skipf("a measurement: set %s=N to run N handshakes against each responder", handshakesEnv)
+	}
+	for _, prop := range []struct{ ike, esp string }{
+		{"aes256-sha256-x25519", "aes128gcm16"},
+		{"aes256gcm16-prfsha384-ecp384", "chacha20poly1305"},
+		{"aes128-sha256-modp2048", "aes256-sha256"},
+	} {
+		for _, responder := range []string{"ipsecd", "charon"} {
+			t.Run(prop.ike+"/"+responder, func(t *testing.T) {
+				charontest.Require(t)
+				spec := ikeSpec{ike: prop.ike, esp: prop.esp, noEncap: true}
+				spec.fill()
+				p := newPair(t)
+				var pid int
+				engineNS, local, remote := p.b, underlayB4, underlayA4
+				if responder == "ipsecd" {
+					cfg := strings.Replace(spec.ipsecdConfig(""), "level: debug", "level: info", 1)
+					pid = startDaemon(t, p.a, cfg).pid()
+				} else {
+					p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+					p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+					ch := charontest.StartQuiet(t, p.b.name, "")
+					ch.Load(spec.charonConn().String())
+					pid = ch.Pid
+					engineNS, local, remote = p.a, underlayA4, underlayB4
+				}
+				cfg := engineConfig(t, prop.ike, prop.esp, responder == "charon")
+				la, ra := netip.MustParseAddrPort(local+":500"), netip.MustParseAddrPort(remote+":500")
+				c := listenUDPIn(t, engineNS, la)
+				// Warm up: the first handshakes page code in and
+				// fill caches.
+				for i := 0; i < 3; i++ {
+					if _, err := engineHandshake(c, cfg, la, ra); err != nil {
+						t.Fatalf("warm-up handshake %d: %v", i, err)
+					}
+				}
+				before, start := cpuTime(t, pid), time.Now()
+				var took []time.Duration
+				for i := 0; i < n; i++ {
+					d, err := engineHandshake(c, cfg, la, ra)
+					if err != nil {
+						t.Fatalf("handshake %d: %v", i, err)
+					}
+					took = append(took, d)
+				}
+				cpu, wall := cpuTime(t, pid)-before, time.Since(start)
+				slices.Sort(took)
+				t.Logf("%s responder, %s/%s: %d handshakes in %v; handshake median %v, p90 %v; responder CPU %v per IKE SA",
+					responder, prop.ike, prop.esp, n, wall.Round(time.Millisecond), took[n/2].Round(10*time.Microsecond),
+					took[n*9/10].Round(10*time.Microsecond), (cpu / time.Duration(n)).Round(10*time.Microsecond))
+			})
+		}
+	}
+}
+
+// listenUDPIn opens a UDP socket on addr in namespace ns, closed when the
+// test ends. The thread that opens it goes back to its namespace before
+// it is released: a thread left in ns (the main thread cannot end) would
+// put the test process among the namespace's processes, which its
+// clean-up kills.
+func listenUDPIn(t *testing.T, ns *netns, addr netip.AddrPort) *net.UDPConn {
+	t.Helper()
+	type result struct {
+		c   *net.UDPConn
+		err error
+	}
+	rc := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := vnetns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			rc <- result{nil, err}
+			return
+		}
+		defer orig.Close()
+		target, err := vnetns.GetFromName(ns.name)
+		if err != nil {
+			runtime.UnlockOSThread()
+			rc <- result{nil, err}
+			return
+		}
+		defer target.Close()
+		if err := vnetns.Set(target); err != nil {
+			runtime.UnlockOSThread()
+			rc <- result{nil, err}
+			return
+		}
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+		if vnetns.Set(orig) == nil {
+			runtime.UnlockOSThread() // back home; otherwise the thread ends locked
+		}
+		rc <- result{c, err}
+	}()
+	r := <-rc
+	if r.err != nil {
+		t.Fatalf("listening on %v in %s: %v", addr, ns.name, r.err)
+	}
+	t.Cleanup(func() { r.c.Close() })
+	return r.c
+}
