@@ -104,7 +104,7 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 			continue
 		}
 		ci := ChildInfo{Name: x.conn.child.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.child.IfID, Encap: c.Encap,
-			SPIIn: fmt.Sprintf("%08x", c.InSPI), SPIOut: fmt.Sprintf("%08x", c.OutSPI), Algorithms: c.Suite.String(),
+			SPIIn: fmt.Sprintf("%#x", c.InSPI), SPIOut: fmt.Sprintf("%#x", c.OutSPI), Algorithms: c.Suite.String(),
 			LocalTS: tsStrings(c.LocalTS), RemoteTS: tsStrings(c.RemoteTS), Installed: rec.at,
 			RekeyIn: secondsUntil(rec.rekeyAt, now), ExpiresIn: secondsUntil(rec.lifeAt, now)}
 		if c.Transport {

@@ -54,7 +54,7 @@ func (m *Manager) moveChild(x *ikeSA, rec *installed) {
 	if rec.outPending != nil {
 		return // childDown moves it when it installs it
 	}
-	l := m.log.WithFields(x.fields()).WithFields(logrus.Fields{"spi_out": fmt.Sprintf("%08x", rec.out.SPI), "from": from, "to": r})
+	l := m.log.WithFields(x.fields()).WithFields(logrus.Fields{"spi_out": fmt.Sprintf("%#x", rec.out.SPI), "from": from, "to": r})
 	if err := m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, r); err != nil {
 		l.WithError(err).Warn("ike: moving the child's outbound SA to the peer's new address failed")
 		return

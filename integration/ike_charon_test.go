@@ -330,7 +330,7 @@ func (r *ikeRig) checkIKEList(t *testing.T, initiator bool, child childSPIs) {
 		t.Errorf("ipsecd ike list: %s, initiator %v, SPIs %s_i %s_r; want ESTABLISHED, initiator %v, charon's %s_i %s_r",
 			s.State, s.Initiator, s.SPIInitiator, s.SPIResponder, initiator, m[1], m[2])
 	}
-	if c.State != "INSTALLED" || c.SPIIn != fmt.Sprintf("%08x", child.in) || c.SPIOut != fmt.Sprintf("%08x", child.out) ||
+	if c.State != "INSTALLED" || c.SPIIn != fmt.Sprintf("%#x", child.in) || c.SPIOut != fmt.Sprintf("%#x", child.out) ||
 		c.PacketsIn == 0 || c.PacketsOut == 0 {
 		t.Errorf("ipsecd ike list: child %+v; want INSTALLED, in %08x, out %08x, packets both ways", c, child.in, child.out)
 	}

@@ -127,7 +127,7 @@ func TestExample(t *testing.T) {
 	checkSAs(t, "server", strings.Join(serverLines, "\n"))
 }
 
-var saLine = regexp.MustCompile(`(?m)^SA (out|in) +spi 0x([0-9a-f]{8}) \S+ → \S+: (\d+) packets, (\d+) bytes, integrity-failed (\d+)$`)
+var saLine = regexp.MustCompile(`(?m)^SA (out|in) +spi 0x([0-9a-f]+) \S+ → \S+: (\d+) packets, (\d+) bytes, integrity-failed (\d+)$`)
 
 // checkSAs wants one outbound and one inbound SA in a program's output,
 // each with packets and bytes counted and no integrity failure, and no
