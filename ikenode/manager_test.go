@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -537,7 +538,8 @@ func TestKeylog(t *testing.T) {
 	l := list(t, b)[0]
 	for name, want := range map[string]string{
 		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
-		KeylogESPFile: `"IPv4","127.0.0.1","127.0.0.2","0x` + l.Children[0].SPIIn + `","AES-GCM with 16 octet ICV [RFC4106]","0x`,
+		// Wireshark's esp_sa writes the SPI with 8 digits; ike list as ipsecd does.
+		KeylogESPFile: `"IPv4","127.0.0.1","127.0.0.2","` + fmt.Sprintf("0x%08x", spiOf(t, l.Children[0].SPIIn)) + `","AES-GCM with 16 octet ICV [RFC4106]","0x`,
 	} {
 		path := dir + "/b-" + name
 		b, err := os.ReadFile(path)
@@ -1046,4 +1048,14 @@ func TestFollowPeer(t *testing.T) {
 			t.Errorf("B's rekeyed outbound SA %08x goes to %v port %+v, want %v", spi, c.Dst, c.Encap, moved)
 		}
 	}
+}
+
+// spiOf parses an SPI as ike list writes it (0x1001).
+func spiOf(t *testing.T, s string) uint32 {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 32)
+	if err != nil {
+		t.Fatalf("SPI %q: %v", s, err)
+	}
+	return uint32(v)
 }
