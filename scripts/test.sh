@@ -78,10 +78,23 @@ for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
 		echo "-- $pkg $target"
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/ipsecd-fuzz.log 2>&1 || {
+		# A bare "context deadline exceeded" with no failing input written
+		# is Go's fuzzing coordinator racing its own -fuzztime deadline
+		# on a loaded machine (golang/go#75804), not a finding: run the
+		# target once more. A real finding writes "Failing input written
+		# to testdata/fuzz/..." and fails at once.
+		for try in 1 2; do
+			if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/ipsecd-fuzz.log 2>&1; then
+				break
+			fi
+			if [ "$try" = 1 ] && grep -q 'context deadline exceeded' /tmp/ipsecd-fuzz.log &&
+				! grep -q -e 'Failing input written' -e 'panic:' -e '_test.go:[0-9]*:' /tmp/ipsecd-fuzz.log; then
+				echo "   (the fuzzing coordinator's deadline race, no finding: once more)"
+				continue
+			fi
 			cat /tmp/ipsecd-fuzz.log
 			exit 1
-		}
+		done
 	done
 done
 echo "== all tests passed"
