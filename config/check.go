@@ -18,7 +18,7 @@ const (
 )
 
 // KeyOwner is the SA that holds or held a key, described for error
-// messages ("states[0]", "spi 0x00001001 dir out dst 192.0.2.2"), and the
+// messages ("states[0]", "spi 0x1001 dir out dst 192.0.2.2"), and the
 // field of that SA that holds it (aead.key).
 type KeyOwner struct {
 	SA, Field string

@@ -5,7 +5,7 @@
 // A request names a command and its arguments:
 //
 //	{"cmd":"state.list","keys":false}
-//	{"cmd":"state.get","id":{"dir":"in","spi":"0x00001001","dst":"192.0.2.1"}}
+//	{"cmd":"state.get","id":{"dir":"in","spi":"0x1001","dst":"192.0.2.1"}}
 //	{"cmd":"state.add","state":{"src":"192.0.2.1","dst":"192.0.2.2","spi":"0x1001",...}}
 //	{"cmd":"state.delete","id":{...}}
 //	{"cmd":"policy.list"}  {"cmd":"policy.add","policy":{...}}  {"cmd":"policy.delete","policy":{...}}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/internal/keytext"
+	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -61,21 +62,9 @@ type Backend interface {
 // StateID names one SA as ip xfrm does, by SPI and outer destination,
 // with its direction where an inbound and an outbound SA share those two
 // (Dir 0 means either: the Backend refuses it with ErrInvalid when both
-// exist).
-type StateID struct {
-	Dir sa.Dir
-	SPI uint32
-	Dst netip.Addr
-}
-
-// String names the SA as every message of the daemon does:
-// "spi 0x00001001 dir out dst 192.0.2.2" (dir left out when 0).
-func (id StateID) String() string {
-	if id.Dir == 0 {
-		return fmt.Sprintf("spi %#x dst %s", id.SPI, id.Dst)
-	}
-	return fmt.Sprintf("spi %#x dir %s dst %s", id.SPI, id.Dir, id.Dst)
-}
+// exist). It is the node's name for an SA, so that the control socket,
+// the daemon and its messages name SAs one way.
+type StateID = node.StateID
 
 // StateInfo is one SA with its counters. In JSON it is the state as the
 // config file writes it plus a "stats" object.

@@ -53,7 +53,13 @@ type StateID struct {
 	Dst netip.Addr
 }
 
+// String names the SA as every message of the daemon does:
+// "spi 0x1001 dir out dst 192.0.2.2" (dir left out when 0, as a control
+// request may leave it).
 func (id StateID) String() string {
+	if id.Dir == 0 {
+		return fmt.Sprintf("spi %#x dst %s", id.SPI, id.Dst)
+	}
 	return fmt.Sprintf("spi %#x dir %s dst %s", id.SPI, id.Dir, id.Dst)
 }
 

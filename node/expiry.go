@@ -103,7 +103,7 @@ func saFields(s *sa.SA) logrus.Fields {
 
 // logExpiries logs the queued lifetime events, one line each:
 //
-//	level=warning msg="SA lifetime expired" dir=out dst=192.0.2.2 if_id=1 kind=soft reason=packets spi=0x00001001 src=192.0.2.1
+//	level=warning msg="SA lifetime expired" dir=out dst=192.0.2.2 if_id=1 kind=soft reason=packets spi=0x1001 src=192.0.2.1
 //
 // kind is soft (the SA is dying: it keeps working until a fresh SA with
 // the same selector takes over, or until its hard limit) or hard (it

@@ -73,7 +73,7 @@ func cmdMonitor(args []string, stdout, stderr io.Writer) error {
 
 // eventText writes an event on one line:
 //
-//	2026-12-01 14:25:00 state_expired spi 0x00001001 dir out dst 192.0.2.2 src 192.0.2.1 if_id 1 expire soft reason packets
+//	2026-12-01 14:25:00 state_expired spi 0x1001 dir out dst 192.0.2.2 src 192.0.2.1 if_id 1 expire soft reason packets
 func eventText(ev *control.Event) string {
 	var b strings.Builder
 	b.WriteString(ev.Time.Local().Format(time.DateTime) + " " + ev.Type)
