@@ -31,7 +31,7 @@ func (n *Node) checkNewLocked(c *sa.Config) error {
 
 // runningLocked reports whether the SAD holds an SA with id exactly.
 func (n *Node) runningLocked(id StateID) bool {
-	return slices.ContainsFunc(n.sad.States(), func(s *sa.SA) bool { return idOfSA(s) == id })
+	return slices.ContainsFunc(n.sad.States(), func(s *sa.SA) bool { return IDOf(s) == id })
 }
 
 // AddState makes an SA from c and adds it under owner (`ipsecd state
@@ -131,7 +131,7 @@ func (n *Node) UpdateLifetime(id StateID, l sa.Lifetime) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, s := range n.sad.States() {
-		if idOfSA(s) == id {
+		if IDOf(s) == id {
 			if err := s.SetLifetime(l); err != nil {
 				return fmt.Errorf("%w: %w", ErrInvalid, err)
 			}

@@ -187,7 +187,7 @@ func (n *Node) SetPeer(owner Owner, id StateID, peer netip.AddrPort) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, s := range n.sad.States() {
-		if idOfSA(s) != id {
+		if IDOf(s) != id {
 			continue
 		}
 		if o := n.owners[s]; o != owner {

@@ -63,7 +63,8 @@ func (id StateID) String() string {
 	return fmt.Sprintf("spi %#x dir %s dst %s", id.SPI, id.Dir, id.Dst)
 }
 
-func idOfSA(s *sa.SA) StateID { return StateID{s.Dir(), s.SPI(), s.Dst()} }
+// IDOf returns the name of SA s.
+func IDOf(s *sa.SA) StateID { return StateID{s.Dir(), s.SPI(), s.Dst()} }
 
 // FieldError is one refused state of BuildStates: Index is its place in
 // the list, Field the field at fault, named as the config file names it

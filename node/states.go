@@ -62,7 +62,7 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 	b := &Build{owner: owner}
 	keep := map[StateID]*sa.SA{}
 	for _, s := range n.sad.States() {
-		keep[idOfSA(s)] = s
+		keep[IDOf(s)] = s
 	}
 	b.old = n.ownedLocked(owner)
 	var errs FieldErrors
@@ -233,7 +233,7 @@ func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 		// what SetLifetime refuses; should one slip through, the SA
 		// keeps its limits and the log says so.
 		if err := lc.sa.SetLifetime(lc.lifetime); err != nil {
-			n.log.WithError(err).Warnf("SA %s: lifetime not changed", idOfSA(lc.sa))
+			n.log.WithError(err).Warnf("SA %s: lifetime not changed", IDOf(lc.sa))
 			continue
 		}
 		ch.StatesUpdated++
@@ -293,7 +293,7 @@ func (n *Node) PolicyOwner(p sa.Policy) (o Owner, ok bool) {
 func (n *Node) rememberKeysLocked(states ...*sa.SA) {
 	for _, s := range states {
 		c := s.Config()
-		n.keys.Add(&c, idOfSA(s).String())
+		n.keys.Add(&c, IDOf(s).String())
 		c.ClearKeys()
 	}
 }

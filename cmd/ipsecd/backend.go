@@ -123,7 +123,7 @@ func (b *backend) DeleteState(id control.StateID) error {
 	if err != nil {
 		return err
 	}
-	return mapSAError(b.core.DeleteState(ipnode.StateID{Dir: s.Dir(), SPI: s.SPI(), Dst: s.Dst()}))
+	return mapSAError(b.core.DeleteState(ipnode.IDOf(s)))
 }
 
 func (b *backend) Policies() []sa.Policy { return b.sad.Policies() }

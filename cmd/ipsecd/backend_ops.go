@@ -22,7 +22,7 @@ func (b *backend) UpdateState(id control.StateID, l sa.Lifetime) error {
 	if err != nil {
 		return err
 	}
-	return mapSAError(b.core.UpdateLifetime(ipnode.StateID{Dir: s.Dir(), SPI: s.SPI(), Dst: s.Dst()}, l))
+	return mapSAError(b.core.UpdateLifetime(ipnode.IDOf(s), l))
 }
 
 // Reload is SIGHUP with an answer: what changed, or why the file was
