@@ -42,6 +42,7 @@ func (m *Manager) initialContact(from *ikeSA, peer string, now time.Time) {
 		}
 		m.log.WithFields(x.fields()).Info("ike: the peer restarted (INITIAL_CONTACT): dropping its old IKE SA")
 		x.rekeyed = true // no dpd_action or retry follows
+		x.dropped = true
 		m.down(x, now)
 	}
 }

@@ -86,6 +86,8 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 	i, rs := x.sa.SPIs()
 	state := x.sa.State().String()
 	switch {
+	case x.dropped: // the peer restarted: not replaced, just gone
+		state = "DELETING"
 	case x.rekeyed:
 		state = "REKEYED"
 	case x.ended && x.sa.State() == ike.StateDeleted:

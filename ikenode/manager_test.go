@@ -505,10 +505,21 @@ func TestInitialContact(t *testing.T) {
 	a.m.Close() // A dies without a delete
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
 	a2 := startEndpoint(t, cfg, "127.0.0.1", b.m.Port(), 0x5000)
+	// The old SA lingers a while for late answers: ike list calls it
+	// DELETING (it was not replaced by a rekey).
+	var oldStates []string
 	waitFor(t, "only the new SA and its pair in B", func() bool {
 		l, _ := b.m.List()
+		for _, x := range l {
+			if x.SPIInitiator == old.SPIInitiator && x.State != "ESTABLISHED" && !slices.Contains(oldStates, x.State) {
+				oldStates = append(oldStates, x.State)
+			}
+		}
 		return len(l) == 1 && l[0].SPIInitiator != old.SPIInitiator && matched(a2.node, b.node, 1)
 	})
+	if len(oldStates) == 0 || slices.ContainsFunc(oldStates, func(s string) bool { return s != "DELETING" }) {
+		t.Errorf("the dropped SA was listed as %q, want DELETING while it lingered", oldStates)
+	}
 	if !strings.Contains(b.log.String(), "INITIAL_CONTACT") {
 		t.Errorf("B's log does not say the peer restarted:\n%s", b.log.String())
 	}

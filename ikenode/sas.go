@@ -30,8 +30,13 @@ type ikeSA struct {
 	// outstanding exchange (a delete's retransmissions) to end.
 	ended   bool
 	endedAt time.Time
-	// rekeyed: a newer SA replaces this one (EventIKERekeyed).
+	// rekeyed: a newer SA replaces this one (EventIKERekeyed), or the
+	// peer restarted (INITIAL_CONTACT, dropped set too): either way no
+	// dpd_action or retry follows its end.
 	rekeyed bool
+	// dropped: the peer restarted and forgot this SA (initialContact);
+	// ike list shows it DELETING while it lingers.
+	dropped bool
 	// rekeying holds the children we started to rekey, and when.
 	rekeying map[*ike.Child]time.Time
 }
