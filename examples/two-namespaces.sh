@@ -13,7 +13,8 @@
 # directory by default, else a directory of yours, which gets copies of
 # host-a.yaml and host-b.yaml (their key_file paths are relative). down
 # stops what runs in the namespaces, deletes them (and so the veth pair),
-# and removes the keys, the copied configs and the daemons' sockets.
+# and removes the keys with their sequence records (state/, see the
+# configs' state_dir), the copied configs and the daemons' sockets.
 #
 # The ipsecd binary in the printed commands is $IPSECD, else ipsecd on
 # PATH, else ./ipsecd at the repository root (go build -o ipsecd
@@ -87,6 +88,9 @@ down() {
 		rm -f "$dir/$k"
 	done
 	rmdir "$dir/keys" 2>/dev/null || true
+	# The keys are gone, so their sequence records protect nothing.
+	rm -rf "$dir/state/host-a" "$dir/state/host-b"
+	rmdir "$dir/state" 2>/dev/null || true
 	[ "$dir" != "$here" ] && { rmdir "$dir" 2>/dev/null || true; }
 	return 0
 }

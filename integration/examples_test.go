@@ -98,6 +98,13 @@ func TestTwoNamespacesScript(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", strings.Join(p, " "), err, out)
 		}
 	}
+	// Each daemon keeps its keys' sequence records beside its config
+	// (state_dir: state/host-a), where down removes them with the keys.
+	for _, host := range []string{"host-a", "host-b"} {
+		if entries, err := os.ReadDir(filepath.Join(dir, "state", host)); err != nil || len(entries) == 0 {
+			t.Errorf("%s's sequence records in %s: %v, %d entries", host, filepath.Join(dir, "state", host), err, len(entries))
+		}
+	}
 	sockets := []string{"/run/ipsecd/host-a.sock", "/run/ipsecd/host-b.sock"}
 	for _, s := range sockets {
 		if _, err := os.Stat(s); err != nil {
