@@ -73,10 +73,17 @@ func (f *Frame) Parse(buf []byte, maxSegments, maxSegLen int) error {
 				return ErrFrame
 			}
 			// The field holds the pseudo-header's sum: fold in the rest.
+			// A result of zero goes out as 0xffff, as Linux's
+			// skb_checksum_help sends it (CSUM_MANGLED_0): to UDP a
+			// zero would mean no checksum, which IPv6 forbids.
 			at := start + off
 			initial := binary.BigEndian.Uint16(pkt[at:])
 			pkt[at], pkt[at+1] = 0, 0
-			binary.BigEndian.PutUint16(pkt[at:], ^checksum.Checksum(pkt[start:], initial))
+			c := ^checksum.Checksum(pkt[start:], initial)
+			if c == 0 {
+				c = 0xffff
+			}
+			binary.BigEndian.PutUint16(pkt[at:], c)
 		}
 		if len(pkt) > maxSegLen || maxSegments < 1 {
 			return ErrTooLarge

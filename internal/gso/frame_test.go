@@ -28,7 +28,9 @@ func tsoFrame() []byte {
 	for i := l3 + l4; i < len(pkt); i++ {
 		pkt[i] = byte(i * 7)
 	}
-	h := vnet.Header{Flags: vnet.FlagNeedsCsum, GSOType: vnet.GSOTCPv4, HdrLen: l3 + l4, GSOSize: 1000, CsumStart: l3, CsumOffset: 16}
+	// The ECN bit: the kernel sets it when the super-packet carries CWR
+	// (SKB_GSO_TCP_ECN); wireguard/tun refused such frames.
+	h := vnet.Header{Flags: vnet.FlagNeedsCsum, GSOType: vnet.GSOTCPv4 | vnet.GSOECN, HdrLen: l3 + l4, GSOSize: 1000, CsumStart: l3, CsumOffset: 16}
 	frame := make([]byte, vnet.HeaderLen+len(pkt), vnet.HeaderLen+len(pkt)+Tailroom)
 	h.Encode(frame)
 	copy(frame[vnet.HeaderLen:], pkt)
@@ -112,6 +114,7 @@ func TestFrameMalformed(t *testing.T) {
 	}{
 		{"gso type udp (ufo)", func(h *vnet.Header, pkt []byte) []byte { h.GSOType = vnet.GSOUDP; return pkt }, 0, ErrFrame},
 		{"tcpv6 on ipv4", func(h *vnet.Header, pkt []byte) []byte { h.GSOType = vnet.GSOTCPv6; return pkt }, 0, ErrFrame},
+		{"usov4 on tcp", func(h *vnet.Header, pkt []byte) []byte { h.GSOType = vnet.GSOUDPL4; h.CsumOffset = 6; return pkt }, 0, ErrFrame},
 		{"csum start past the ip header", func(h *vnet.Header, pkt []byte) []byte { h.CsumStart = 24; return pkt }, 0, ErrFrame},
 		{"csum start inside it", func(h *vnet.Header, pkt []byte) []byte { h.CsumStart = 8; return pkt }, 0, ErrFrame},
 		{"csum offset not tcp's", func(h *vnet.Header, pkt []byte) []byte { h.CsumOffset = 6; return pkt }, 0, ErrFrame},
