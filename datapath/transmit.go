@@ -60,18 +60,20 @@ func newTransmitter(e *Engine, ifc *xfrmif.Interface, q, packetSize int) *transm
 
 // allocate makes the buffers, once the queue has traffic (xfrmif's
 // WaitQueue): 128 of the MTU are 190 KiB, which 10,000 mostly idle
-// interfaces would otherwise hold.
+// interfaces would otherwise hold. A queue that ReadsFrames gets a frame
+// buffer (64 KiB) too, and no bufs or sizes, which only ReadQueue fills.
 func (w *transmitter) allocate() {
 	batch := w.ifc.QueueBatchSize(w.q)
 	w.full = batchBuffers(batch, sa.Headroom+w.packetSize+sa.Tailroom)
-	w.bufs = make([][]byte, batch)
-	w.sizes = make([]int, batch)
 	w.pkts = make([]sa.Packet, batch)
 	w.msgs = make([]underlay.Message, 0, batch)
 	if w.ifc.ReadsFrames(w.q) {
 		w.frames = true
 		w.frameBuf = make([]byte, frameBufSize)
+		return
 	}
+	w.bufs = make([][]byte, batch)
+	w.sizes = make([]int, batch)
 }
 
 // routineTransmit is the worker of queue q of ifc until ctx is done or
