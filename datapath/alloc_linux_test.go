@@ -3,6 +3,7 @@ package datapath
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/internal/vnet"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/underlay"
@@ -43,6 +45,15 @@ func (q *countQueue) Write(bufs [][]byte, offset int) (int, error) {
 
 func (q *countQueue) BatchSize() int { return max(q.batch, 1) }
 
+// frameQueue is a countQueue that is read a frame at a time, as a TUN
+// queue is (xfrmif's ReadsFrames): every ReadFrame returns frame.
+type frameQueue struct {
+	countQueue
+	frame []byte
+}
+
+func (q *frameQueue) ReadFrame(buf []byte) (int, error) { return copy(buf, q.frame), nil }
+
 // pipeline is the whole data path of one engine looped back on itself:
 // an interface queue that reads batches of one inner packet, ESP in UDP
 // over loopback, and the interface it delivers into.
@@ -62,6 +73,13 @@ type pipeline struct {
 // bytes, opened on workers goroutines, and runs a first round (for the
 // sockets' and the SA's first-use state).
 func newPipeline(tb testing.TB, workers, batch, size int) *pipeline {
+	return newFramePipeline(tb, workers, batch, size, nil)
+}
+
+// newFramePipeline is newPipeline, but with frame its queue is read a
+// frame at a time (ReadFrame) and every read returns frame, a super-packet
+// of batch segments of at most size bytes.
+func newFramePipeline(tb testing.TB, workers, batch, size int, frame []byte) *pipeline {
 	conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
 	if err != nil {
 		tb.Skipf("no underlay here: %v", err)
@@ -86,7 +104,12 @@ func newPipeline(tb testing.TB, workers, batch, size int) *pipeline {
 	}
 	inner := satest.IPv4UDP(netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("203.0.113.1"), size)
 	q := &countQueue{pkt: inner, batch: batch}
-	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, xfrmiftest.NewLink(q))
+	var link xfrmif.Link = xfrmiftest.NewLink(q)
+	if frame != nil {
+		fq := &frameQueue{countQueue: countQueue{batch: batch}, frame: frame}
+		q, link = &fq.countQueue, xfrmiftest.NewLink(fq)
+	}
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: max(size, 576)}, link)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -162,6 +185,35 @@ func steadyState(t *testing.T, workers int) {
 		t.Errorf("no batch was opened in parallel")
 	}
 	counters.Each(func(name string, v uint64) {
+		if v != 0 {
+			t.Errorf("%s = %d, want 0", name, v)
+		}
+	})
+}
+
+// TestSteadyStateAllocsFrames is TestSteadyStateAllocs for a queue read a
+// frame at a time (a TUN): each round reads a 64 KiB TCP super-packet,
+// cuts it in place and seals its segments from it (SealSegments), and
+// allocates nothing.
+func TestSteadyStateAllocsFrames(t *testing.T) {
+	const segments, mss = 48, 1360
+	frame := superFrame{gsoType: vnet.GSOTCPv4, payload: (segments-1)*mss + 100, mss: mss, flags: 0x18}.build(rand.New(rand.NewPCG(1, 2)))
+	p := newFramePipeline(t, 1, segments, 1400, frame)
+	if raceEnabled {
+		for range 21 {
+			p.round()
+		}
+	} else if allocs := testing.AllocsPerRun(20, p.round); allocs != 0 {
+		t.Errorf("a super-packet of %d segments allocates %v times, want 0", segments, allocs)
+	}
+	wantBytes := 22 * (len(frame) - vnet.HeaderLen + (segments-1)*40)
+	if st := p.ifc.Stats(); st.TxPackets != 22*segments || st.TxBytes != uint64(wantBytes) || st.TxErrors != 0 || st.TxDrops != 0 {
+		t.Errorf("interface tx counters %+v, want %d packets of %d bytes and no errors or drops", st, 22*segments, wantBytes)
+	}
+	if p.q.packets != 22*segments {
+		t.Errorf("interface got %d packets, want %d", p.q.packets, 22*segments)
+	}
+	p.counters.Each(func(name string, v uint64) {
 		if v != 0 {
 			t.Errorf("%s = %d, want 0", name, v)
 		}

@@ -2,6 +2,7 @@
 // underlay through the SAD: the daemon's forwarding engine.
 //
 //	transmit: interface queue ─► SAD.LookupOut(if_id) ─► SA.SealBatch ─► underlay
+//	          TUN queue (a frame) ─► gso.Frame ─► SAD.LookupOutSegments ─► SA.SealSegments ─► underlay
 //	receive:  underlay reader ─► SAD.OpenBatch ─► registry.Lookup(SA.if_id) ─► interface
 //
 // Both loops live here, one per file (transmit.go, receive.go), and run
@@ -17,7 +18,13 @@
 // only move batches: xfrmif.Interface's ReadQueue and WriteQueue, and the
 // Underlay interface, which datapathtest.Pipe fakes.
 //
-// Packets are sealed and opened in the buffer they were read into, and the
+// A TUN queue (xfrmif's ReadsFrames) is read a frame at a time instead:
+// a TCP or UDP super-packet stays whole in one buffer, each segment's
+// headers are written in front of its payload there (gso.Frame), and
+// SealSegments encrypts it from there into the batch buffer it is sent
+// from, so no segment is copied; its segments share one SA lookup.
+//
+// Other packets are sealed and opened in the buffer they were read into, and the
 // order of the packets in a batch is kept, so each flow's order is kept as
 // long as it stays on one queue or socket; inbound packets go to the queue
 // of their flow (flowQueue).

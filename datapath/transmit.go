@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/gso"
+	"github.com/ipsecd/ipsecd/internal/vnet"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
@@ -12,6 +14,15 @@ import (
 // A TUN reads its virtio-net header in front of the packet and writes it
 // there: the headroom left for ESP must hold it.
 const _ = uint(sa.Headroom - xfrmif.MinOffset)
+
+// A frame's tailroom takes the ESP trailer SealSegments writes behind
+// each segment.
+const _ = uint(gso.Tailroom - sa.TrailerRoom)
+
+// frameBufSize is the buffer a queue that ReadsFrames is read into: the
+// largest frame (virtio-net header and a 64 KiB super-packet) and the
+// last segment's trailer.
+const frameBufSize = vnet.HeaderLen + xfrmif.MaxPacketSize + gso.Tailroom
 
 // transmitter is the worker of one interface queue: it reads cleartext
 // packets from the queue, seals them with their SAs and sends the ESP
@@ -27,6 +38,13 @@ type transmitter struct {
 	sizes      []int
 	pkts       []sa.Packet
 	msgs       []underlay.Message
+
+	// A queue that ReadsFrames (a TUN) is read a frame at a time into
+	// frameBuf; its segments are sealed from there into full
+	// (SealSegments), never copied.
+	frames   bool
+	frameBuf []byte
+	frame    gso.Frame
 }
 
 // newTransmitter makes queue q's worker. Its buffers, allocated once with
@@ -42,14 +60,20 @@ func newTransmitter(e *Engine, ifc *xfrmif.Interface, q, packetSize int) *transm
 
 // allocate makes the buffers, once the queue has traffic (xfrmif's
 // WaitQueue): 128 of the MTU are 190 KiB, which 10,000 mostly idle
-// interfaces would otherwise hold.
+// interfaces would otherwise hold. A queue that ReadsFrames gets a frame
+// buffer (64 KiB) too, and no bufs or sizes, which only ReadQueue fills.
 func (w *transmitter) allocate() {
 	batch := w.ifc.QueueBatchSize(w.q)
 	w.full = batchBuffers(batch, sa.Headroom+w.packetSize+sa.Tailroom)
-	w.bufs = make([][]byte, batch)
-	w.sizes = make([]int, batch)
 	w.pkts = make([]sa.Packet, batch)
 	w.msgs = make([]underlay.Message, 0, batch)
+	if w.ifc.ReadsFrames(w.q) {
+		w.frames = true
+		w.frameBuf = make([]byte, frameBufSize)
+		return
+	}
+	w.bufs = make([][]byte, batch)
+	w.sizes = make([]int, batch)
 }
 
 // routineTransmit is the worker of queue q of ifc until ctx is done or
@@ -70,6 +94,15 @@ func (w *transmitter) read() (int, error) {
 		}
 		w.allocate()
 	}
+	if w.frames {
+		// A segment is sealed into full[i] at sa.Headroom, where
+		// ReadQueue would have put it.
+		err := w.ifc.ReadQueueFrame(w.q, w.frameBuf, &w.frame, len(w.full), w.packetSize)
+		if err != nil {
+			return 0, err
+		}
+		return w.frame.Segments(), nil
+	}
 	copy(w.bufs, w.full) // the queue may have resliced them
 	return w.ifc.ReadQueue(w.q, w.bufs, w.sizes, sa.Headroom)
 }
@@ -85,6 +118,10 @@ func (w *transmitter) setReadDeadline(t time.Time) { w.ifc.SetReadDeadline(w.q, 
 // those the SA refuses; both are tx drops of the queue. A failed send is
 // one tx error (the underlay counts each message it could not send).
 func (w *transmitter) handle(n int) {
+	if w.frames {
+		w.handleFrame(n)
+		return
+	}
 	pkts := w.pkts[:n]
 	ifID := w.ifc.IfID()
 	dropped := 0
@@ -110,6 +147,32 @@ func (w *transmitter) handle(n int) {
 		i = j
 	}
 
+	w.send(pkts, dropped)
+}
+
+// handleFrame seals the n segments of the frame read and sends them, as
+// handle would after a ReadQueue that split the frame: the segments share
+// their addresses, so one lookup finds their SA, and SealSegments reads
+// each straight from the frame.
+func (w *transmitter) handleFrame(n int) {
+	pkts := w.pkts[:n]
+	s, _ := w.e.sad.LookupOutSegments(w.ifc.IfID(), w.frame.Packet(), n)
+	if s == nil {
+		w.ifc.CountTxDrops(w.q, n)
+		return
+	}
+	for i := range pkts {
+		p := &pkts[i]
+		p.Buf, p.Off, p.Len = w.full[i], sa.Headroom, w.frame.SegmentLen(i)
+	}
+	s.SealSegments(pkts, &w.frame)
+	w.send(pkts, 0)
+}
+
+// send sends the sealed packets of pkts (those with an SA and no drop),
+// counting the dropped ones and dropped more as tx drops, then forgets
+// the buffers and SAs until the next batch.
+func (w *transmitter) send(pkts []sa.Packet, dropped int) {
 	msgs := w.msgs[:0]
 	for i := range pkts {
 		p := &pkts[i]

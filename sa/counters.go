@@ -104,6 +104,13 @@ func (cs *Counters) Inc(c Counter) {
 	}
 }
 
+// add adds n to c, as n calls of Inc would.
+func (cs *Counters) add(c Counter, n uint64) {
+	if c > CounterNone && c < numLinuxCounters {
+		cs.v[c].Add(n)
+	}
+}
+
 // Get returns the value of c.
 func (cs *Counters) Get(c Counter) uint64 {
 	if c > CounterNone && c < numLinuxCounters {

@@ -6,14 +6,19 @@
 // Buffers: a batch is a []Packet. Each Packet names a region of a buffer
 // that the caller owns; Seal and Open work in place inside that buffer, so
 // it must have Headroom bytes before the packet and Tailroom bytes after it.
-// Nothing on the seal or open path allocates.
+// Nothing on the seal or open path allocates. SealSegments is the one
+// exception to in place: it seals the segments of one super-packet from
+// the buffer they lie in (Segments lays each out there in turn, headers in
+// front of its payload) into the packets' own buffers, so that the
+// segments are never copied; the AEAD reads one buffer and writes the
+// other.
 //
 // Modes (RFC 4303 §3.1): tunnel mode carries a whole inner packet, whatever
 // it is, an IP fragment included. Transport mode strips the IP header and
 // the peer rebuilds one from the SA's outer addresses (the underlay builds
 // the outer header; ipsecd never sends the inner one), so it carries only
-// what that rebuilt header describes truthfully, and both SealBatch and
-// OpenBatch refuse the rest (XfrmOutStateModeError, XfrmInStateModeError):
+// what that rebuilt header describes truthfully, and SealBatch (and
+// SealSegments) and OpenBatch refuse the rest (XfrmOutStateModeError, XfrmInStateModeError):
 //   - whole datagrams only. Linux applies transport-mode xfrm to a whole
 //     datagram and fragments the ESP packet afterwards, so an IPv4 fragment
 //     (MF set or a non-zero offset) or an IPv6 packet with a fragment

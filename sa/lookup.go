@@ -39,6 +39,16 @@ func (d *SAD) LookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	return s, c
 }
 
+// LookupOutSegments is LookupOut for the n segments of one super-packet,
+// whose first segment's headers are pkt: they share addresses, so one
+// lookup finds the SA of all of them, and a drop is counted n times, as n
+// calls of LookupOut would count it.
+func (d *SAD) LookupOutSegments(ifID uint32, pkt []byte, n int) (*SA, Counter) {
+	s, c := d.lookupOut(ifID, pkt)
+	d.counters.add(c, uint64(n))
+	return s, c
+}
+
 func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 	src, dst, ok := innerAddrs(pkt)
 	if !ok {

@@ -306,7 +306,7 @@ func craft(s *SA, seq uint64, plain []byte) Packet {
 	copy(b[8+t.ivLen:], plain)
 	b = b[:len(b)-t.icvWrite+t.icvLen]
 	var scratch [64]byte
-	t.seal(&scratch, b, seq, s.esn)
+	t.seal(&scratch, b, b.Encrypted(t.ivLen, t.icvLen), seq, s.esn)
 	return Packet{Buf: b, Len: len(b)}
 }
 

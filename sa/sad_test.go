@@ -70,6 +70,16 @@ func TestLookupOut(t *testing.T) {
 			if got != tt.want || c != tt.wantC {
 				t.Errorf("LookupOut = %v, %v; want %v, %v", got, c, tt.want, tt.wantC)
 			}
+			// The segments of a super-packet: one lookup, the
+			// same answer, a drop counted once per segment.
+			before := d.counters.Get(tt.wantC)
+			got, c = d.LookupOutSegments(tt.ifID, tt.pkt, 5)
+			if got != tt.want || c != tt.wantC {
+				t.Errorf("LookupOutSegments = %v, %v; want %v, %v", got, c, tt.want, tt.wantC)
+			}
+			if n := d.counters.Get(tt.wantC) - before; tt.wantC != CounterNone && n != 5 {
+				t.Errorf("LookupOutSegments of 5 segments counted %v %d times, want 5", tt.wantC, n)
+			}
 		})
 	}
 	// The selector's source prefix matters.
@@ -92,8 +102,9 @@ func TestLookupOut(t *testing.T) {
 	if got, _ := d.LookupOut(1, v4to("203.0.113.7")); got != wide {
 		t.Errorf("after delete LookupOut = %v, want %v", got, wide)
 	}
-	if c := d.Counters().Get(XfrmOutNoStates); c != 2 {
-		t.Errorf("XfrmOutNoStates = %d, want 2", c)
+	// Two cases, each by LookupOut and by LookupOutSegments of 5.
+	if c := d.Counters().Get(XfrmOutNoStates); c != 2+2*5 {
+		t.Errorf("XfrmOutNoStates = %d, want 12", c)
 	}
 }
 

@@ -161,21 +161,24 @@ func (t *transform) nonceAAD(s *[64]byte, b esp.ESP, seq uint64, esn bool) (nonc
 	return nonce, s[scratchAAD : scratchAAD+8]
 }
 
-// seal encrypts and authenticates b in place. b runs from the SPI to the
-// end of the ICV; SPI, sequence number, IV, payload and trailer are written.
-// For GCM8, b has 8 bytes of room after the ICV (icvWrite).
-func (t *transform) seal(s *[64]byte, b esp.ESP, seq uint64, esn bool) {
+// seal encrypts plain, the payload and trailer, into b and authenticates
+// it. b runs from the SPI to the end of the ICV; SPI, sequence number and
+// IV are written. plain is b's own encrypted part (sealing in place) or a
+// buffer that does not overlap b at all. For GCM8, b has 8 bytes of room
+// after the ICV (icvWrite).
+func (t *transform) seal(s *[64]byte, b esp.ESP, plain []byte, seq uint64, esn bool) {
+	enc := b.Encrypted(t.ivLen, t.icvLen)
 	switch t.kind {
 	case suiteAEAD, suiteGCM8:
 		nonce, aad := t.nonceAAD(s, b, seq, esn)
-		enc := b.Encrypted(t.ivLen, t.icvLen)
-		t.aead.Seal(enc[:0], nonce, enc, aad) // GCM8: the full tag, truncated by the caller's length
+		t.aead.Seal(enc[:0], nonce, plain, aad) // GCM8: the full tag, truncated by the caller's length
 	case suiteCBC, suiteNull:
 		st := t.getState()
 		if t.kind == suiteCBC {
 			st.enc.(ivSetter).SetIV(b.IV(t.ivLen))
-			enc := b.Encrypted(t.ivLen, t.icvLen)
-			st.enc.CryptBlocks(enc, enc)
+			st.enc.CryptBlocks(enc, plain)
+		} else {
+			copy(enc, plain)
 		}
 		t.mac(st, s, b, seq, esn)
 		copy(b.ICV(t.icvLen), s[scratchMAC:scratchMAC+t.icvLen])

@@ -299,7 +299,7 @@ func TestTransportRoundTrip(t *testing.T) {
 func sealRaw(out *SA, proto uint8, payload []byte) Packet {
 	p := mkPacket(payload)
 	p.Proto = proto
-	out.sealOne(out.t, &p, out.seq.Add(1))
+	out.sealOne(out.t, &p, out.seq.Add(1), nil)
 	return p
 }
 

@@ -111,7 +111,7 @@ func TestGCMDraftVectors(t *testing.T) {
 			copy(b.IV(8), unhex(tt.iv))
 			copy(b[16:], plain)
 			var scratch [64]byte
-			tr.seal(&scratch, b, tt.seq, true)
+			tr.seal(&scratch, b, b.Encrypted(tr.ivLen, tr.icvLen), tt.seq, true)
 			if !bytes.Equal(b[16:], ctag) {
 				t.Errorf("seal: got  %x\nwant %x", b[16:], ctag)
 			}

@@ -254,7 +254,7 @@ func (e *endpoint) fillLocked(bufs [][]byte, sizes []int, offset int) int {
 				e.sizeDrops.Add(1)
 				continue
 			}
-			if e.seg.tcp && e.seg.left > e.seg.mss {
+			if e.seg.tcp && e.seg.left > e.seg.h.MSS {
 				e.splits.Add(1)
 			}
 		}

@@ -2,7 +2,10 @@
 // network interface with one or more queues, through
 // golang.zx2c4.com/wireguard/tun with offloads on (virtio-net header, TSO and
 // USO super-packets split on read, TCP and UDP GRO coalescing on write,
-// batches of up to 128 packets).
+// batches of up to 128 packets). The data path reads a queue with
+// ReadFrame instead (frame_linux.go): the frame as the kernel hands it
+// out, which it cuts in place (internal/gso), saving Read's copy of every
+// segment.
 //
 // Multiqueue: wireguard/tun has none, so Open creates the device with
 // IFF_MULTI_QUEUE and attaches N file descriptors to it. The kernel spreads

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/gso"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 )
 
@@ -79,6 +80,14 @@ type received struct {
 // packets on calls (if not nil).
 func readAll(t testing.TB, d *Device, stop <-chan struct{}, calls chan<- []int) <-chan received {
 	t.Helper()
+	return readQueues(t, d, stop, calls, false)
+}
+
+// readQueues is readAll, reading with ReadFrame and cutting each frame
+// with gso.Frame (as the data path does) when frames is set, else with
+// Read.
+func readQueues(t testing.TB, d *Device, stop <-chan struct{}, calls chan<- []int, frames bool) <-chan received {
+	t.Helper()
 	out := make(chan received, 4096)
 	var wg sync.WaitGroup
 	for qi, q := range d.Queues() {
@@ -90,6 +99,8 @@ func readAll(t testing.TB, d *Device, stop <-chan struct{}, calls chan<- []int) 
 				bufs[i] = make([]byte, MinOffset+MaxPacketSize)
 			}
 			sizes := make([]int, len(bufs))
+			frameBuf := make([]byte, MaxFrameSize+gso.Tailroom)
+			var f gso.Frame
 			for {
 				select {
 				case <-stop:
@@ -97,7 +108,21 @@ func readAll(t testing.TB, d *Device, stop <-chan struct{}, calls chan<- []int) 
 				default:
 				}
 				d.SetReadDeadline(qi, time.Now().Add(50*time.Millisecond))
-				n, err := q.Read(bufs, sizes, MinOffset)
+				var n int
+				var err error
+				if frames {
+					n, err = q.(*queue).ReadFrame(frameBuf[:MaxFrameSize])
+					if err == nil {
+						if err = f.Parse(frameBuf[:n], len(bufs), MinOffset+MaxPacketSize); err == nil {
+							n = f.Segments()
+							for i := range n {
+								sizes[i] = copy(bufs[i][MinOffset:], f.Segment(i))
+							}
+						}
+					}
+				} else {
+					n, err = q.Read(bufs, sizes, MinOffset)
+				}
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					continue
 				}
@@ -387,13 +412,26 @@ func TestReadRouted(t *testing.T) {
 // TestReadSplitsTSO answers a TCP handshake from the namespace, then reads
 // the bulk data: with TSO on, the kernel hands the TUN super-packets, and
 // Read returns them split into segments no larger than the MTU.
+//
+// ReadFrame hands out the super-packets uncut; gso.Frame, cutting them
+// in place as the data path does, makes the same segments.
 func TestReadSplitsTSO(t *testing.T) {
+	for _, frames := range []bool{false, true} {
+		name := "Read"
+		if frames {
+			name = "ReadFrame"
+		}
+		t.Run(name, func(t *testing.T) { readSplitsTSO(t, frames) })
+	}
+}
+
+func readSplitsTSO(t *testing.T, frames bool) {
 	ns := netnstest.New(t, "tun")
 	d := openConfigured(t, ns, "ipsec1", 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	calls := make(chan []int, 1024)
-	pkts := readAll(t, d, stop, calls)
+	pkts := readQueues(t, d, stop, calls, frames)
 
 	peer := netip.MustParseAddrPort("198.51.100.10:8080")
 	connc := make(chan net.Conn, 1)
