@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,6 +144,11 @@ type process struct {
 	log  string // path of the log file
 	done chan struct{}
 	err  error // Wait's result, set before done is closed
+	// stopWait is how long stop waits after SIGTERM before it kills
+	// (10 s when zero). A daemon with thousands of interfaces needs
+	// minutes to remove them; killed, it leaves the kernel removing them
+	// one by one while the next case runs.
+	stopWait time.Duration
 }
 
 // start starts name args... inside ns with the extra environment env.
@@ -201,10 +207,10 @@ func (p *process) stop() error {
 			return nil
 		}
 		return p.err
-	case <-time.After(10 * time.Second):
+	case <-time.After(cmp.Or(p.stopWait, 10*time.Second)):
 		p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.name)
+		return fmt.Errorf("%s did not stop within %v of SIGTERM; killed", p.name, cmp.Or(p.stopWait, 10*time.Second))
 	}
 }
 

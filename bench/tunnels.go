@@ -187,10 +187,13 @@ func startIPsec(ctx context.Context, l *lab, bins string, spec ipsecSpec) (*path
 		if err != nil {
 			return fail(err)
 		}
+		// Removing interfaces takes the kernel about 20 ms each at
+		// 10,000 (docs/design.md, "Many interfaces").
+		p.stopWait = 10*time.Second + time.Duration(max(spec.ifaces, 1))*25*time.Millisecond
 		procs = append(procs, p)
 		// Ready when the control socket answers; 1,000 interfaces take a
 		// while to create.
-		if err := waitFor(ctx, 120*time.Second, label+" control socket", func() bool {
+		if err := waitFor(ctx, 120*time.Second+time.Duration(spec.ifaces)*20*time.Millisecond, label+" control socket", func() bool {
 			if done, _ := p.exited(); done {
 				return true
 			}
