@@ -28,6 +28,20 @@ type Options struct {
 	// means the main table. Another table serves policy routing, as
 	// transport mode needs (see examples/transport.yaml).
 	RouteTable uint32
+	// Down leaves the interface down, with its MTU set: SetLink(0, true)
+	// brings it up. Each interface that comes up, and each MTU change,
+	// makes the kernel walk every IPv6 route of the namespace
+	// (rt6_sync_up, rt6_mtu_change); many interfaces come up fastest all
+	// MTUs first, then all links up, then all addresses and routes, so
+	// that the walks cover few routes (see xfrmif.Registry.Sync).
+	Down bool
+	// TxQueueLen, unless 0, is the length of the transmit queue, set
+	// before the link comes up. Changing it on a link that is up makes
+	// the kernel deactivate the link's qdisc and wait for an RCU grace
+	// period with the RTNL lock held (dev_deactivate), which holds up
+	// every other netlink request of the host: with 1,000 interfaces,
+	// the largest part of their start-up.
+	TxQueueLen int
 }
 
 // Device is one TUN network interface and its queues. Its methods are safe
@@ -112,7 +126,16 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 	// Fails only where the kernel has no IPv6, which has no router
 	// solicitations either.
 	d.nl.noAddrGen(d.index)
-	if err := d.SetLink(mtu, true); err != nil {
+	if opts.TxQueueLen > 0 {
+		if err := d.SetTxQueueLen(opts.TxQueueLen); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Down {
+		if err := d.nl.setMTU(d.index, mtu); err != nil {
+			return nil, fmt.Errorf("tun: %s: set link mtu %d: %w", d.name, mtu, err)
+		}
+	} else if err := d.SetLink(mtu, true); err != nil {
 		return nil, err
 	}
 	ok = true

@@ -14,6 +14,8 @@ type Device struct{}
 type Options struct {
 	Monitor    bool
 	RouteTable uint32
+	Down       bool
+	TxQueueLen int
 }
 
 // OpenOptions returns ErrNotSupported.

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/ipsecd/ipsecd/tun"
 )
 
 // ErrExists is returned by Add when the if_id or name is taken: remove the
@@ -178,10 +176,19 @@ type SyncResult struct {
 // the kernel refuses) do not stop the rest: Sync applies all it can and
 // returns them as a *SyncError; the registry then holds what works, and a
 // later Sync retries the rest. Interfaces are published before Sync returns
-// and removed ones are unpublished before they are closed. Creation runs on
-// the calling goroutine, so TUN devices are made in its thread's network
-// namespace.
-func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
+// and removed ones are unpublished before they are closed. Devices are
+// created on the calling goroutine, so TUN devices are made in its
+// thread's network namespace.
+func (r *Registry) Sync(cfgs []Config) (SyncResult, error) { return r.SyncGuarded(cfgs, nil) }
+
+// SyncGuarded is Sync with a step of the caller's in the middle: guard
+// (unless nil) runs once the new TUN devices exist and are up, and before
+// any interface, new or kept, gets an address or route. ipsecd places its
+// fail-closed guard routes there: a prefix is guarded before it is routed,
+// and the guards are not yet among the routes the kernel walks while the
+// devices come up (see bringUp). If guard fails, the new devices are
+// closed, nothing is routed, and SyncGuarded returns its error.
+func (r *Registry) SyncGuarded(cfgs []Config, guard func() error) (SyncResult, error) {
 	var res SyncResult
 	if err := ValidateAll(cfgs); err != nil {
 		return res, err
@@ -193,6 +200,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	var (
 		keep   = make(map[uint32]*Interface, len(cfgs))
 		toMake []Config
+		reconf []Config
 		failed = &SyncError{Total: len(cfgs)}
 	)
 	for _, c := range cfgs {
@@ -212,7 +220,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 			res.Unchanged = append(res.Unchanged, c.Name)
 			continue
 		}
-		failed.add(c.Name, ifc.Reconfigure(c))
+		reconf = append(reconf, c)
 		res.Reconfigured = append(res.Reconfigured, c.Name)
 	}
 
@@ -236,8 +244,22 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 		}
 	}
 
+	devs := r.bringUp(toMake, failed)
+	if guard != nil {
+		if err := guard(); err != nil {
+			for _, d := range devs {
+				if d != nil {
+					d.Close()
+				}
+			}
+			return res, err
+		}
+	}
+	for _, c := range reconf {
+		failed.add(c.Name, keep[c.IfID].Reconfigure(c))
+	}
 	next := maps.Clone(keep)
-	for i, ifc := range r.makeAll(toMake, failed) {
+	for i, ifc := range r.configure(toMake, devs, failed) {
 		if ifc == nil {
 			continue
 		}
@@ -252,38 +274,6 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 		slices.Sort(l)
 	}
 	return res, failed.err()
-}
-
-// makeAll creates the interfaces of cfgs (validated, with defaults),
-// in order, and records the failures; a failed one is nil. TUN devices (no
-// Create hook) are made in two passes: all are opened, given their MTU
-// and brought up first, and get their addresses and routes after. The
-// kernel walks every IPv6 route of the namespace when a link changes its
-// MTU or comes up (rt6_mtu_change, rt6_sync_up: two fifths of the kernel
-// time of bringing up 1,000 interfaces), so the first pass's walks no
-// longer cover the routes of the interfaces made before.
-func (r *Registry) makeAll(cfgs []Config, failed *SyncError) []*Interface {
-	made := make([]*Interface, len(cfgs))
-	if r.Create != nil {
-		for i, c := range cfgs {
-			ifc, err := r.Create(c)
-			failed.add(c.Name, err)
-			made[i] = ifc
-		}
-		return made
-	}
-	devs := make([]*tun.Device, len(cfgs))
-	errs := make([]error, len(cfgs))
-	for i, c := range cfgs {
-		devs[i], errs[i] = openTUN(c)
-	}
-	for i, c := range cfgs {
-		if errs[i] == nil {
-			made[i], errs[i] = newInterface(c, tunLink{devs[i], queuesOf(devs[i])}, c.MTU)
-		}
-		failed.add(c.Name, errs[i])
-	}
-	return made
 }
 
 // sameConfig reports whether c (with defaults) is what ifc has applied.
