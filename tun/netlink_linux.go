@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,6 +45,9 @@ type nsHandles struct {
 	hs   []*netlink.Handle // up to handlesPerNS, opened as users come
 	next int               // the handle the next user gets
 	refs int               // users
+	// raw is a socket of the namespace for the one request the library
+	// cannot make: the removal of a group of links (CloseAll).
+	raw *nl.SocketHandle
 }
 
 type nsID struct{ dev, ino uint64 }
@@ -76,7 +81,11 @@ func openRTNL() (*rtnl, error) {
 	defer namespaces.mu.Unlock()
 	ns := namespaces.byID[id]
 	if ns == nil {
-		ns = &nsHandles{id: id}
+		s, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("tun: netlink: %w", err)
+		}
+		ns = &nsHandles{id: id, raw: &nl.SocketHandle{Socket: s}}
 	}
 	var h *netlink.Handle
 	if len(ns.hs) < handlesPerNS {
@@ -121,6 +130,10 @@ func (ns *nsHandles) close() {
 		h.Close()
 	}
 	ns.hs = nil
+	if ns.raw != nil {
+		ns.raw.Close()
+		ns.raw = nil
+	}
 }
 
 // do runs f with the handle, or returns ErrClosed.
@@ -179,6 +192,28 @@ func (c *rtnl) noAddrGen(index int) error {
 	return c.do(func(h *netlink.Handle) error {
 		return h.LinkSetIP6AddrGenMode(link(index), in6AddrGenModeNone)
 	})
+}
+
+// setGroup puts the link into group g (ip link set DEV group G).
+func (c *rtnl) setGroup(index int, g uint32) error {
+	return c.do(func(h *netlink.Handle) error { return h.LinkSetGroup(link(index), int(g)) })
+}
+
+// delGroup removes every link of group g in the namespace at once (ip
+// link del group G): the kernel then waits for its RCU grace periods
+// once for all of them instead of once per link.
+func (c *rtnl) delGroup(g uint32) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.h == nil {
+		return ErrClosed
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC)) // index 0: by group
+	req.AddData(nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(g)))
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: c.ns.raw}
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }
 
 func (c *rtnl) delLink(index int) error {

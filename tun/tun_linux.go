@@ -307,11 +307,18 @@ func (d *Device) RemoveRoute(p netip.Prefix) error {
 // Close removes the interface and closes its queues. Blocked reads return
 // an error that matches os.ErrClosed. Close is idempotent.
 func (d *Device) Close() error {
+	d.close(true)
+	return d.closeErr
+}
+
+// close closes the device once; del says whether the interface is still
+// to be removed (CloseAll removes it with others).
+func (d *Device) close(del bool) {
 	d.closeOnce.Do(func() {
 		var errs []error
 		// Delete first, synchronously, so the name is free when Close
 		// returns even while a reader still holds a queue's fd.
-		if d.index > 0 {
+		if del && d.index > 0 {
 			if err := d.nl.delLink(d.index); err != nil {
 				errs = append(errs, fmt.Errorf("tun: %s: delete: %w", d.name, err))
 			}
@@ -324,5 +331,4 @@ func (d *Device) Close() error {
 		errs = append(errs, d.nl.close())
 		d.closeErr = errors.Join(errs...)
 	})
-	return d.closeErr
 }

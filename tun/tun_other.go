@@ -40,3 +40,12 @@ func (d *Device) RemoveAddress(p netip.Prefix) error       { return ErrNotSuppor
 func (d *Device) AddRoute(p netip.Prefix) error            { return ErrNotSupported }
 func (d *Device) RemoveRoute(p netip.Prefix) error         { return ErrNotSupported }
 func (d *Device) Close() error                             { return nil }
+
+// CloseAll closes each device.
+func CloseAll(devs []*Device) []error {
+	errs := make([]error, len(devs))
+	for i, d := range devs {
+		errs[i] = d.Close()
+	}
+	return errs
+}

@@ -1,8 +1,7 @@
 package xfrmif
 
 import (
-	"sync"
-
+	"github.com/ipsecd/ipsecd/internal/parallel"
 	"github.com/ipsecd/ipsecd/tun"
 )
 
@@ -49,7 +48,7 @@ func (r *Registry) bringUp(cfgs []Config, failed *SyncError) []*tun.Device {
 	for i, c := range cfgs {
 		devs[i], errs[i] = openTUN(c, true)
 	}
-	parallel(len(cfgs), func(i int) {
+	parallel.For(len(cfgs), bringUpParallelism, func(i int) {
 		if errs[i] == nil {
 			if errs[i] = devs[i].SetLink(0, true); errs[i] != nil {
 				devs[i].Close()
@@ -77,7 +76,7 @@ func (r *Registry) configure(cfgs []Config, devs []*tun.Device, failed *SyncErro
 		return made
 	}
 	errs := make([]error, len(cfgs))
-	parallel(len(cfgs), func(i int) {
+	parallel.For(len(cfgs), bringUpParallelism, func(i int) {
 		if devs[i] != nil {
 			made[i], errs[i] = newInterface(cfgs[i], tunLink{devs[i], queuesOf(devs[i])}, cfgs[i].MTU, cfgs[i].TxQueueLen)
 		}
@@ -86,22 +85,4 @@ func (r *Registry) configure(cfgs []Config, devs []*tun.Device, failed *SyncErro
 		failed.add(c.Name, errs[i])
 	}
 	return made
-}
-
-// parallel runs f(0) to f(n-1) on up to bringUpParallelism goroutines.
-func parallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(bringUpParallelism, n) {
-		wg.Go(func() {
-			for i := range next {
-				f(i)
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }

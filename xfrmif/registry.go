@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ipsecd/ipsecd/internal/parallel"
+	"github.com/ipsecd/ipsecd/tun"
 )
 
 // ErrExists is returned by Add when the if_id or name is taken: remove the
@@ -123,33 +126,45 @@ func (r *Registry) Close() error {
 	return closeAll(slices.Collect(maps.Values(old))).err()
 }
 
-// closeParallelism bounds concurrent interface removals.
+// closeParallelism bounds concurrent interface removals of links that
+// are not TUN devices.
 const closeParallelism = 32
 
-// closeAll closes ifcs and returns their failures.
+// closeAll closes ifcs and returns their failures. The TUN devices among
+// them are removed together (tun.CloseAll: one request instead of a wait
+// for RCU grace periods per device), the other links in parallel.
 func closeAll(ifcs []*Interface) *SyncError {
 	var (
-		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed = &SyncError{Total: len(ifcs)}
+		devs   []*tun.Device
+		named  []string
+		others []*Interface
 	)
-	ch := make(chan *Interface)
-	for range min(closeParallelism, len(ifcs)) {
-		wg.Go(func() {
-			for ifc := range ch {
-				if err := ifc.Close(); err != nil {
-					mu.Lock()
-					failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
-					mu.Unlock()
-				}
-			}
-		})
-	}
 	for _, ifc := range ifcs {
-		ch <- ifc
+		if ifc.closed.Swap(true) {
+			continue
+		}
+		if l, ok := ifc.link.(tunLink); ok {
+			devs = append(devs, l.Device)
+			named = append(named, ifc.name)
+			continue
+		}
+		others = append(others, ifc)
 	}
-	close(ch)
-	wg.Wait()
+	for i, err := range tun.CloseAll(devs) {
+		if err != nil {
+			failed.add(named[i], fmt.Errorf("xfrmif: close %s: %w", named[i], err))
+		}
+	}
+	parallel.For(len(others), closeParallelism, func(i int) {
+		ifc := others[i]
+		if err := ifc.link.Close(); err != nil {
+			mu.Lock()
+			failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
+			mu.Unlock()
+		}
+	})
 	return failed
 }
 
@@ -247,11 +262,7 @@ func (r *Registry) SyncGuarded(cfgs []Config, guard func() error) (SyncResult, e
 	devs := r.bringUp(toMake, failed)
 	if guard != nil {
 		if err := guard(); err != nil {
-			for _, d := range devs {
-				if d != nil {
-					d.Close()
-				}
-			}
+			tun.CloseAll(slices.DeleteFunc(devs, func(d *tun.Device) bool { return d == nil }))
 			return res, err
 		}
 	}
