@@ -264,10 +264,13 @@ func (c *rtnl) isLocal(a netip.Addr) (bool, error) {
 	local := false
 	ip := net.IP(a.Unmap().AsSlice())
 	err := c.do(func(h *netlink.Handle) error {
-		// The source given, the kernel selects none: selection walks
-		// every address of every interface (ipv6_dev_get_saddr), which
-		// with 1,000 interfaces was a sixth of their start-up's time.
-		rs, err := h.RouteGetWithOptions(ip, &netlink.RouteGetOptions{SrcAddr: ip})
+		// The source given, the kernel selects none for the lookup, and
+		// asked for the FIB entry (ip route get fibmatch), none for the
+		// answer's preferred source either: selection walks every
+		// address of every interface (ipv6_dev_get_saddr), which made
+		// the wait quadratic in the interfaces (3,000 interfaces: a
+		// quarter of the CPU time of their start-up).
+		rs, err := h.RouteGetWithOptions(ip, &netlink.RouteGetOptions{SrcAddr: ip, FIBMatch: true})
 		if err == nil && len(rs) > 0 {
 			local = rs[0].Type == unix.RTN_LOCAL
 		}
