@@ -36,7 +36,7 @@ type Options struct {
 	// that the walks cover few routes (see xfrmif.Registry.Sync).
 	Down bool
 	// TxQueueLen, unless 0, is the length of the transmit queue, set
-	// before the link comes up. Changing it on a link that is up makes
+	// with the MTU before the link comes up. Changing it on a link that is up makes
 	// the kernel deactivate the link's qdisc and wait for an RCU grace
 	// period with the RTNL lock held (dev_deactivate), which holds up
 	// every other netlink request of the host: with 1,000 interfaces,
@@ -54,6 +54,9 @@ type Device struct {
 	nl     *rtnl       // shared handles of the namespace the device was created in
 	table  uint32      // routing table of AddRoute; 0 is main
 	up     atomic.Bool // set up by SetLink
+	// grouped: the link is in its namespace's group (counted in
+	// nsHandles.grouped until closed).
+	grouped bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -123,20 +126,16 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 	if d.index, err = ifIndex(d.name); err != nil {
 		return nil, fmt.Errorf("tun: %s: index: %w", d.name, err)
 	}
-	// Fails only where the kernel has no IPv6, which has no router
-	// solicitations either.
-	d.nl.noAddrGen(d.index)
-	if opts.TxQueueLen > 0 {
-		if err := d.SetTxQueueLen(opts.TxQueueLen); err != nil {
+	// Down, so that setting the MTU and queue length walks little and
+	// waits for nothing (see Options).
+	if err := d.nl.setup(d.index, mtu, opts.TxQueueLen); err != nil {
+		return nil, fmt.Errorf("tun: %s: set link mtu %d txqueuelen %d: %w", d.name, mtu, opts.TxQueueLen, err)
+	}
+	d.grouped = true
+	if !opts.Down {
+		if err := d.SetLink(0, true); err != nil {
 			return nil, err
 		}
-	}
-	if opts.Down {
-		if err := d.nl.setMTU(d.index, mtu); err != nil {
-			return nil, fmt.Errorf("tun: %s: set link mtu %d: %w", d.name, mtu, err)
-		}
-	} else if err := d.SetLink(mtu, true); err != nil {
-		return nil, err
 	}
 	ok = true
 	return d, nil
@@ -327,6 +326,11 @@ func (d *Device) close(del bool) {
 			if err := q.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 				errs = append(errs, err)
 			}
+		}
+		if d.grouped {
+			d.nl.ns.groupMu.Lock()
+			d.nl.ns.grouped--
+			d.nl.ns.groupMu.Unlock()
 		}
 		errs = append(errs, d.nl.close())
 		d.closeErr = errors.Join(errs...)

@@ -137,7 +137,7 @@ func closeAll(ifcs []*Interface) *SyncError {
 	var (
 		mu     sync.Mutex
 		failed = &SyncError{Total: len(ifcs)}
-		devs   []*tun.Device
+		devs   []unrouting
 		named  []string
 		others []*Interface
 	)
@@ -146,13 +146,18 @@ func closeAll(ifcs []*Interface) *SyncError {
 			continue
 		}
 		if l, ok := ifc.link.(tunLink); ok {
-			devs = append(devs, l.Device)
+			devs = append(devs, unrouting{l.Device, ifc.Config()})
 			named = append(named, ifc.name)
 			continue
 		}
 		others = append(others, ifc)
 	}
-	for i, err := range tun.CloseAll(devs) {
+		parallel.For(len(devs), bringUpParallelism, func(i int) { unroute(devs[i]) })
+	tdevs := make([]*tun.Device, len(devs))
+	for i, d := range devs {
+		tdevs[i] = d.dev
+	}
+	for i, err := range tun.CloseAll(tdevs) {
 		if err != nil {
 			failed.add(named[i], fmt.Errorf("xfrmif: close %s: %w", named[i], err))
 		}
