@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -245,8 +246,15 @@ func (c *rtnl) delGroup(n int) bool {
 	req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC)) // index 0: by group
 	req.AddData(nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(c.ns.group)))
-	return c.exec(req) == nil
+	if c.exec(req) != nil {
+		return false
+	}
+	groupRemovals.Add(1)
+	return true
 }
+
+// groupRemovals counts delGroup's removals, for the tests.
+var groupRemovals atomic.Int64
 
 // exec sends req through the namespace's raw socket and waits for the
 // kernel's answer, or returns ErrClosed.
