@@ -115,8 +115,7 @@ func (r *Registry) Remove(ifID uint32) *Interface {
 	return ifc
 }
 
-// Close unpublishes and closes every interface, in parallel (removing a
-// TUN waits for RCU grace periods, which then overlap).
+// Close unpublishes and closes every interface (see closeAll).
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -152,7 +151,7 @@ func closeAll(ifcs []*Interface) *SyncError {
 		}
 		others = append(others, ifc)
 	}
-		parallel.For(len(devs), bringUpParallelism, func(i int) { unroute(devs[i]) })
+	parallel.For(len(devs), bringUpParallelism, func(i int) { unroute(devs[i]) })
 	tdevs := make([]*tun.Device, len(devs))
 	for i, d := range devs {
 		tdevs[i] = d.dev
