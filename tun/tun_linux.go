@@ -251,19 +251,37 @@ func (d *Device) SetTxQueueLen(n int) error {
 // a work queue even without DAD, so it waits for it (at most
 // localRouteWait, polling).
 func (d *Device) AddAddress(p netip.Prefix) error {
+	if err := d.AddAddressNoWait(p); err != nil {
+		return err
+	}
+	if p.Addr().Unmap().Is6() && d.up.Load() {
+		d.WaitLocal(p.Addr())
+	}
+	return nil
+}
+
+// AddAddressNoWait is AddAddress without the wait for an IPv6 address to
+// become deliverable: for many addresses, WaitLocal for each once all are
+// added finds most of them deliverable at once, where AddAddress would
+// sleep for each.
+func (d *Device) AddAddressNoWait(p netip.Prefix) error {
 	if err := d.nl.addAddr(d.index, p); err != nil {
 		return fmt.Errorf("tun: %s: add address %v: %w", d.name, p, err)
 	}
-	if !p.Addr().Unmap().Is6() || !d.up.Load() {
-		return nil
-	}
+	return nil
+}
+
+// WaitLocal returns once packets to a, an address of the device, are
+// delivered locally, or after localRouteWait: for IPv6 the kernel installs
+// the local route from a work queue even without DAD. An address that is
+// not local in time is there and will work shortly, which is not an
+// error.
+func (d *Device) WaitLocal(a netip.Addr) {
 	sleep := 50 * time.Microsecond
 	for deadline := time.Now().Add(localRouteWait); ; {
-		local, err := d.nl.isLocal(p.Addr())
+		local, err := d.nl.isLocal(a)
 		if err != nil || local || time.Now().After(deadline) {
-			// Not local in time: the address is there and will work
-			// shortly, which is not an error.
-			return nil
+			return
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, 10*time.Millisecond)

@@ -36,6 +36,8 @@ func (d *Device) SetLink(mtu int, up bool) error           { return ErrNotSuppor
 func (d *Device) SetMTU(mtu int) error                     { return ErrNotSupported }
 func (d *Device) SetTxQueueLen(n int) error                { return ErrNotSupported }
 func (d *Device) AddAddress(p netip.Prefix) error          { return ErrNotSupported }
+func (d *Device) AddAddressNoWait(p netip.Prefix) error    { return ErrNotSupported }
+func (d *Device) WaitLocal(a netip.Addr)                   {}
 func (d *Device) RemoveAddress(p netip.Prefix) error       { return ErrNotSupported }
 func (d *Device) AddRoute(p netip.Prefix) error            { return ErrNotSupported }
 func (d *Device) RemoveRoute(p netip.Prefix) error         { return ErrNotSupported }

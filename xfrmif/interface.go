@@ -99,7 +99,7 @@ func Create(cfg Config) (*Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newInterface(cfg, tunLink{dev, queuesOf(dev)}, cfg.MTU, cfg.TxQueueLen)
+	return newInterface(cfg, tunLink{Device: dev, queues: queuesOf(dev)}, cfg.MTU, cfg.TxQueueLen)
 }
 
 // openTUN opens the TUN device of cfg (with defaults), with its MTU and
@@ -116,6 +116,16 @@ func openTUN(cfg Config, down bool) (*tun.Device, error) {
 type tunLink struct {
 	*tun.Device
 	queues []Queue
+	// noWait: AddAddress does not wait for an IPv6 address to become
+	// deliverable; the caller does, for many at once (configure).
+	noWait bool
+}
+
+func (l tunLink) AddAddress(p netip.Prefix) error {
+	if l.noWait {
+		return l.AddAddressNoWait(p)
+	}
+	return l.Device.AddAddress(p)
 }
 
 func (l tunLink) Queues() []Queue { return l.queues }
