@@ -11,13 +11,20 @@ import (
 // interfaces, and stops those of removed ones (restarting those whose
 // MTU outgrew their buffers). A Node without a data path starts none.
 func (n *Node) SyncInterfaces(cfgs []xfrmif.Config) (xfrmif.SyncResult, error) {
+	return n.SyncInterfacesGuarded(cfgs, nil)
+}
+
+// SyncInterfacesGuarded is SyncInterfaces with the registry's
+// SyncGuarded: guard runs once the new interfaces are up and before any
+// is routed.
+func (n *Node) SyncInterfacesGuarded(cfgs []xfrmif.Config, guard func() error) (xfrmif.SyncResult, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ids := map[string]uint32{} // of the interfaces before and after, for the events
 	for _, ifc := range n.reg.All() {
 		ids[ifc.Name()] = ifc.IfID()
 	}
-	res, err := n.reg.Sync(cfgs)
+	res, err := n.reg.SyncGuarded(cfgs, guard)
 	if n.events != nil {
 		for _, c := range cfgs {
 			ids[c.Name] = c.IfID

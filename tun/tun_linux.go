@@ -28,6 +28,20 @@ type Options struct {
 	// means the main table. Another table serves policy routing, as
 	// transport mode needs (see examples/transport.yaml).
 	RouteTable uint32
+	// Down leaves the interface down, with its MTU set: SetLink(0, true)
+	// brings it up. Each interface that comes up, and each MTU change,
+	// makes the kernel walk every IPv6 route of the namespace
+	// (rt6_sync_up, rt6_mtu_change); many interfaces come up fastest all
+	// MTUs first, then all links up, then all addresses and routes, so
+	// that the walks cover few routes (see xfrmif.Registry.Sync).
+	Down bool
+	// TxQueueLen, unless 0, is the length of the transmit queue, set
+	// with the MTU before the link comes up. Changing it on a link that is up makes
+	// the kernel deactivate the link's qdisc and wait for an RCU grace
+	// period with the RTNL lock held (dev_deactivate), which holds up
+	// every other netlink request of the host: with 1,000 interfaces,
+	// the largest part of their start-up.
+	TxQueueLen int
 }
 
 // Device is one TUN network interface and its queues. Its methods are safe
@@ -40,6 +54,9 @@ type Device struct {
 	nl     *rtnl       // shared handles of the namespace the device was created in
 	table  uint32      // routing table of AddRoute; 0 is main
 	up     atomic.Bool // set up by SetLink
+	// grouped: the link is in its namespace's group (counted in
+	// nsHandles.grouped until closed).
+	grouped bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -109,11 +126,16 @@ func OpenOptions(name string, mtu, queues int, opts Options) (*Device, error) {
 	if d.index, err = ifIndex(d.name); err != nil {
 		return nil, fmt.Errorf("tun: %s: index: %w", d.name, err)
 	}
-	// Fails only where the kernel has no IPv6, which has no router
-	// solicitations either.
-	d.nl.noAddrGen(d.index)
-	if err := d.SetLink(mtu, true); err != nil {
-		return nil, err
+	// Down, so that setting the MTU and queue length walks little and
+	// waits for nothing (see Options).
+	if err := d.nl.setup(d.index, mtu, opts.TxQueueLen); err != nil {
+		return nil, fmt.Errorf("tun: %s: set link mtu %d txqueuelen %d: %w", d.name, mtu, opts.TxQueueLen, err)
+	}
+	d.grouped = true
+	if !opts.Down {
+		if err := d.SetLink(0, true); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return d, nil
@@ -229,19 +251,37 @@ func (d *Device) SetTxQueueLen(n int) error {
 // a work queue even without DAD, so it waits for it (at most
 // localRouteWait, polling).
 func (d *Device) AddAddress(p netip.Prefix) error {
+	if err := d.AddAddressNoWait(p); err != nil {
+		return err
+	}
+	if p.Addr().Unmap().Is6() && d.up.Load() {
+		d.WaitLocal(p.Addr())
+	}
+	return nil
+}
+
+// AddAddressNoWait is AddAddress without the wait for an IPv6 address to
+// become deliverable: for many addresses, WaitLocal for each once all are
+// added finds most of them deliverable at once, where AddAddress would
+// sleep for each.
+func (d *Device) AddAddressNoWait(p netip.Prefix) error {
 	if err := d.nl.addAddr(d.index, p); err != nil {
 		return fmt.Errorf("tun: %s: add address %v: %w", d.name, p, err)
 	}
-	if !p.Addr().Unmap().Is6() || !d.up.Load() {
-		return nil
-	}
+	return nil
+}
+
+// WaitLocal returns once packets to a, an address of the device, are
+// delivered locally, or after localRouteWait: for IPv6 the kernel installs
+// the local route from a work queue even without DAD. An address that is
+// not local in time is there and will work shortly, which is not an
+// error.
+func (d *Device) WaitLocal(a netip.Addr) {
 	sleep := 50 * time.Microsecond
 	for deadline := time.Now().Add(localRouteWait); ; {
-		local, err := d.nl.isLocal(p.Addr())
+		local, err := d.nl.isLocal(a)
 		if err != nil || local || time.Now().After(deadline) {
-			// Not local in time: the address is there and will work
-			// shortly, which is not an error.
-			return nil
+			return
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, 10*time.Millisecond)
@@ -284,11 +324,18 @@ func (d *Device) RemoveRoute(p netip.Prefix) error {
 // Close removes the interface and closes its queues. Blocked reads return
 // an error that matches os.ErrClosed. Close is idempotent.
 func (d *Device) Close() error {
+	d.close(true)
+	return d.closeErr
+}
+
+// close closes the device once; del says whether the interface is still
+// to be removed (CloseAll removes it with others).
+func (d *Device) close(del bool) {
 	d.closeOnce.Do(func() {
 		var errs []error
 		// Delete first, synchronously, so the name is free when Close
 		// returns even while a reader still holds a queue's fd.
-		if d.index > 0 {
+		if del && d.index > 0 {
 			if err := d.nl.delLink(d.index); err != nil {
 				errs = append(errs, fmt.Errorf("tun: %s: delete: %w", d.name, err))
 			}
@@ -298,8 +345,12 @@ func (d *Device) Close() error {
 				errs = append(errs, err)
 			}
 		}
+		if d.grouped {
+			d.nl.ns.groupMu.Lock()
+			d.nl.ns.grouped--
+			d.nl.ns.groupMu.Unlock()
+		}
 		errs = append(errs, d.nl.close())
 		d.closeErr = errors.Join(errs...)
 	})
-	return d.closeErr
 }

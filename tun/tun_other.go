@@ -14,6 +14,8 @@ type Device struct{}
 type Options struct {
 	Monitor    bool
 	RouteTable uint32
+	Down       bool
+	TxQueueLen int
 }
 
 // OpenOptions returns ErrNotSupported.
@@ -34,7 +36,18 @@ func (d *Device) SetLink(mtu int, up bool) error           { return ErrNotSuppor
 func (d *Device) SetMTU(mtu int) error                     { return ErrNotSupported }
 func (d *Device) SetTxQueueLen(n int) error                { return ErrNotSupported }
 func (d *Device) AddAddress(p netip.Prefix) error          { return ErrNotSupported }
+func (d *Device) AddAddressNoWait(p netip.Prefix) error    { return ErrNotSupported }
+func (d *Device) WaitLocal(a netip.Addr)                   {}
 func (d *Device) RemoveAddress(p netip.Prefix) error       { return ErrNotSupported }
 func (d *Device) AddRoute(p netip.Prefix) error            { return ErrNotSupported }
 func (d *Device) RemoveRoute(p netip.Prefix) error         { return ErrNotSupported }
 func (d *Device) Close() error                             { return nil }
+
+// CloseAll closes each device.
+func CloseAll(devs []*Device) []error {
+	errs := make([]error, len(devs))
+	for i, d := range devs {
+		errs[i] = d.Close()
+	}
+	return errs
+}

@@ -95,17 +95,17 @@ func Create(cfg Config) (*Interface, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	dev, err := openTUN(cfg)
+	dev, err := openTUN(cfg, false)
 	if err != nil {
 		return nil, err
 	}
-	return newInterface(cfg, tunLink{dev, queuesOf(dev)}, cfg.MTU)
+	return newInterface(cfg, tunLink{Device: dev, queues: queuesOf(dev)}, cfg.MTU, cfg.TxQueueLen)
 }
 
 // openTUN opens the TUN device of cfg (with defaults), with its MTU and
-// up, without addresses or routes.
-func openTUN(cfg Config) (*tun.Device, error) {
-	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, tun.Options{RouteTable: cfg.Table})
+// transmit queue length, up unless down, without addresses or routes.
+func openTUN(cfg Config, down bool) (*tun.Device, error) {
+	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, tun.Options{RouteTable: cfg.Table, Down: down, TxQueueLen: cfg.TxQueueLen})
 	if err != nil {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
 	}
@@ -116,6 +116,16 @@ func openTUN(cfg Config) (*tun.Device, error) {
 type tunLink struct {
 	*tun.Device
 	queues []Queue
+	// noWait: AddAddress does not wait for an IPv6 address to become
+	// deliverable; the caller does, for many at once (configure).
+	noWait bool
+}
+
+func (l tunLink) AddAddress(p netip.Prefix) error {
+	if l.noWait {
+		return l.AddAddressNoWait(p)
+	}
+	return l.Device.AddAddress(p)
 }
 
 func (l tunLink) Queues() []Queue { return l.queues }
@@ -132,11 +142,12 @@ func queuesOf(dev *tun.Device) []Queue {
 // addresses and routes to it. The Interface owns link from then on, also
 // when NewInterface fails.
 func NewInterface(cfg Config, link Link) (*Interface, error) {
-	return newInterface(cfg, link, 0)
+	return newInterface(cfg, link, 0, 0)
 }
 
-// newInterface is NewInterface for a link whose MTU is already mtu.
-func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
+// newInterface is NewInterface for a link whose MTU and transmit queue
+// length are already mtu and txQueueLen (0: not known).
+func newInterface(cfg Config, link Link, mtu, txQueueLen int) (*Interface, error) {
 	if err := cfg.Validate(); err != nil {
 		link.Close()
 		return nil, err
@@ -155,7 +166,7 @@ func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
 		shards: make([]statShard, len(qs)),
 		wmu:    make([]paddedLock, len(qs)),
 	}
-	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu, Table: cfg.Table}
+	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu, TxQueueLen: txQueueLen, Table: cfg.Table}
 	ifc.mtu.Store(int64(mtu))
 	if err := ifc.Reconfigure(cfg); err != nil {
 		ifc.Close()

@@ -294,3 +294,92 @@ func TestReconfigureAddressKeepsRoutes(t *testing.T) {
 		t.Errorf("Routes() = %v, want both routes", got)
 	}
 }
+
+// TestSyncGuardedOrder checks the order SyncGuarded promises, on which
+// both the fail-closed guards and start-up time rest: when guard runs,
+// every new device exists, is up and has its MTU and transmit queue
+// length (set while it was down), and none has an address
+// or a route yet (a route before the guard could leak cleartext after a
+// crash); after it, each has its addresses and routes. A guard that fails
+// leaves no device behind.
+func TestSyncGuardedOrder(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	var r Registry
+	t.Cleanup(func() { r.Close() })
+	cfgs := make([]Config, 20)
+	for i := range cfgs {
+		cfgs[i] = Config{
+			Name: fmt.Sprintf("ipsec%d", i), IfID: uint32(i + 1), MTU: 1400,
+			Addresses: []netip.Prefix{
+				netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i), 1}), 24),
+				netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, byte(i), 15: 1}), 64),
+			},
+			Routes: []netip.Prefix{
+				netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 128, byte(i), 0}), 24),
+				netip.PrefixFrom(netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 2, 0, byte(i)}), 64),
+			},
+		}
+	}
+	calls := 0
+	guard := func() error {
+		calls++
+		links := ns.IP(t, "-o", "link", "show")
+		for _, c := range cfgs {
+			line := ""
+			for _, l := range strings.Split(links, "\n") {
+				if strings.Contains(l, ": "+c.Name+":") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, ",UP") || !strings.Contains(line, "mtu 1400 ") || !strings.Contains(line, "qlen 1000") {
+				t.Errorf("at the guard, %s is not up with mtu 1400 and qlen 1000: %q", c.Name, line)
+			}
+		}
+		for _, fam := range []string{"-4", "-6"} {
+			if out := ns.IP(t, fam, "-o", "addr", "show", "scope", "global"); strings.Contains(out, "ipsec") {
+				t.Errorf("at the guard, addresses exist already:\n%s", out)
+			}
+			if out := ns.IP(t, fam, "route", "show", "table", "all"); strings.Contains(out, "10.128.") || strings.Contains(out, "2001:db8:") {
+				t.Errorf("at the guard, routes exist already:\n%s", out)
+			}
+		}
+		return nil
+	}
+	err := ns.Do(func() (err error) { _, err = r.SyncGuarded(cfgs, guard); return err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("guard ran %d times, want 1", calls)
+	}
+	for _, p := range cfgs[19].Routes {
+		fam := "-6"
+		if p.Addr().Is4() {
+			fam = "-4"
+		}
+		if out := ns.IP(t, fam, "route", "show", "dev", "ipsec19"); !strings.Contains(out, p.String()) {
+			t.Errorf("ipsec19 has no route %v after SyncGuarded: %q", p, out)
+		}
+	}
+	if out := ns.IP(t, "link", "show", "ipsec19"); !strings.Contains(out, "mtu 1400 ") || !strings.Contains(out, ",UP") {
+		t.Errorf("ipsec19 after SyncGuarded: %q", out)
+	}
+
+	// A failing guard: the new devices go, nothing is published or routed.
+	var r2 Registry
+	more := []Config{{Name: "ipsec99", IfID: 99, Addresses: prefixes("10.9.9.1/24"), Routes: prefixes("10.99.0.0/16")}}
+	errGuard := errors.New("no guards")
+	err = ns.Do(func() (err error) {
+		_, err = r2.SyncGuarded(more, func() error { return errGuard })
+		return err
+	})
+	if !errors.Is(err, errGuard) {
+		t.Errorf("SyncGuarded with a failing guard: %v, want %v", err, errGuard)
+	}
+	if r2.Len() != 0 {
+		t.Errorf("Len %d after a failing guard, want 0", r2.Len())
+	}
+	if out := ns.IP(t, "link", "show"); strings.Contains(out, "ipsec99") {
+		t.Errorf("device left after a failing guard:\n%s", out)
+	}
+}

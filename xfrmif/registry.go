@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ipsecd/ipsecd/internal/parallel"
 	"github.com/ipsecd/ipsecd/tun"
 )
 
@@ -114,8 +115,7 @@ func (r *Registry) Remove(ifID uint32) *Interface {
 	return ifc
 }
 
-// Close unpublishes and closes every interface, in parallel (removing a
-// TUN waits for RCU grace periods, which then overlap).
+// Close unpublishes and closes every interface (see closeAll).
 func (r *Registry) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -125,33 +125,50 @@ func (r *Registry) Close() error {
 	return closeAll(slices.Collect(maps.Values(old))).err()
 }
 
-// closeParallelism bounds concurrent interface removals.
+// closeParallelism bounds concurrent interface removals of links that
+// are not TUN devices.
 const closeParallelism = 32
 
-// closeAll closes ifcs and returns their failures.
+// closeAll closes ifcs and returns their failures. The TUN devices among
+// them are removed together (tun.CloseAll: one request instead of a wait
+// for RCU grace periods per device), the other links in parallel.
 func closeAll(ifcs []*Interface) *SyncError {
 	var (
-		wg     sync.WaitGroup
 		mu     sync.Mutex
 		failed = &SyncError{Total: len(ifcs)}
+		devs   []unrouting
+		named  []string
+		others []*Interface
 	)
-	ch := make(chan *Interface)
-	for range min(closeParallelism, len(ifcs)) {
-		wg.Go(func() {
-			for ifc := range ch {
-				if err := ifc.Close(); err != nil {
-					mu.Lock()
-					failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
-					mu.Unlock()
-				}
-			}
-		})
-	}
 	for _, ifc := range ifcs {
-		ch <- ifc
+		if ifc.closed.Swap(true) {
+			continue
+		}
+		if l, ok := ifc.link.(tunLink); ok {
+			devs = append(devs, unrouting{l.Device, ifc.Config()})
+			named = append(named, ifc.name)
+			continue
+		}
+		others = append(others, ifc)
 	}
-	close(ch)
-	wg.Wait()
+	parallel.For(len(devs), bringUpParallelism, func(i int) { unroute(devs[i]) })
+	tdevs := make([]*tun.Device, len(devs))
+	for i, d := range devs {
+		tdevs[i] = d.dev
+	}
+	for i, err := range tun.CloseAll(tdevs) {
+		if err != nil {
+			failed.add(named[i], fmt.Errorf("xfrmif: close %s: %w", named[i], err))
+		}
+	}
+	parallel.For(len(others), closeParallelism, func(i int) {
+		ifc := others[i]
+		if err := ifc.link.Close(); err != nil {
+			mu.Lock()
+			failed.add(ifc.name, fmt.Errorf("xfrmif: close %s: %w", ifc.name, err))
+			mu.Unlock()
+		}
+	})
 	return failed
 }
 
@@ -178,10 +195,19 @@ type SyncResult struct {
 // the kernel refuses) do not stop the rest: Sync applies all it can and
 // returns them as a *SyncError; the registry then holds what works, and a
 // later Sync retries the rest. Interfaces are published before Sync returns
-// and removed ones are unpublished before they are closed. Creation runs on
-// the calling goroutine, so TUN devices are made in its thread's network
-// namespace.
-func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
+// and removed ones are unpublished before they are closed. Devices are
+// created on the calling goroutine, so TUN devices are made in its
+// thread's network namespace.
+func (r *Registry) Sync(cfgs []Config) (SyncResult, error) { return r.SyncGuarded(cfgs, nil) }
+
+// SyncGuarded is Sync with a step of the caller's in the middle: guard
+// (unless nil) runs once the new TUN devices exist and are up, and before
+// any interface, new or kept, gets an address or route. ipsecd places its
+// fail-closed guard routes there: a prefix is guarded before it is routed,
+// and the guards are not yet among the routes the kernel walks while the
+// devices come up (see bringUp). If guard fails, the new devices are
+// closed, nothing is routed, and SyncGuarded returns its error.
+func (r *Registry) SyncGuarded(cfgs []Config, guard func() error) (SyncResult, error) {
 	var res SyncResult
 	if err := ValidateAll(cfgs); err != nil {
 		return res, err
@@ -193,6 +219,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 	var (
 		keep   = make(map[uint32]*Interface, len(cfgs))
 		toMake []Config
+		reconf []Config
 		failed = &SyncError{Total: len(cfgs)}
 	)
 	for _, c := range cfgs {
@@ -212,7 +239,7 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 			res.Unchanged = append(res.Unchanged, c.Name)
 			continue
 		}
-		failed.add(c.Name, ifc.Reconfigure(c))
+		reconf = append(reconf, c)
 		res.Reconfigured = append(res.Reconfigured, c.Name)
 	}
 
@@ -236,8 +263,18 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 		}
 	}
 
+	devs := r.bringUp(toMake, failed)
+	if guard != nil {
+		if err := guard(); err != nil {
+			tun.CloseAll(slices.DeleteFunc(devs, func(d *tun.Device) bool { return d == nil }))
+			return res, err
+		}
+	}
+	for _, c := range reconf {
+		failed.add(c.Name, keep[c.IfID].Reconfigure(c))
+	}
 	next := maps.Clone(keep)
-	for i, ifc := range r.makeAll(toMake, failed) {
+	for i, ifc := range r.configure(toMake, devs, failed) {
 		if ifc == nil {
 			continue
 		}
@@ -252,38 +289,6 @@ func (r *Registry) Sync(cfgs []Config) (SyncResult, error) {
 		slices.Sort(l)
 	}
 	return res, failed.err()
-}
-
-// makeAll creates the interfaces of cfgs (validated, with defaults),
-// in order, and records the failures; a failed one is nil. TUN devices (no
-// Create hook) are made in two passes: all are opened, given their MTU
-// and brought up first, and get their addresses and routes after. The
-// kernel walks every IPv6 route of the namespace when a link changes its
-// MTU or comes up (rt6_mtu_change, rt6_sync_up: two fifths of the kernel
-// time of bringing up 1,000 interfaces), so the first pass's walks no
-// longer cover the routes of the interfaces made before.
-func (r *Registry) makeAll(cfgs []Config, failed *SyncError) []*Interface {
-	made := make([]*Interface, len(cfgs))
-	if r.Create != nil {
-		for i, c := range cfgs {
-			ifc, err := r.Create(c)
-			failed.add(c.Name, err)
-			made[i] = ifc
-		}
-		return made
-	}
-	devs := make([]*tun.Device, len(cfgs))
-	errs := make([]error, len(cfgs))
-	for i, c := range cfgs {
-		devs[i], errs[i] = openTUN(c)
-	}
-	for i, c := range cfgs {
-		if errs[i] == nil {
-			made[i], errs[i] = newInterface(c, tunLink{devs[i], queuesOf(devs[i])}, c.MTU)
-		}
-		failed.add(c.Name, errs[i])
-	}
-	return made
 }
 
 // sameConfig reports whether c (with defaults) is what ifc has applied.

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -14,20 +15,25 @@ import (
 )
 
 // fakeGuardTable is a routing table of guards in a map, with the order of
-// the calls made to it.
+// the calls made to it. Safe for concurrent use, as tun.Guards is.
 type fakeGuardTable struct {
+	mu     sync.Mutex
 	routes map[tun.Guard]bool
 	calls  []string
 	closed bool
 }
 
 func (f *fakeGuardTable) Add(g tun.Guard) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.routes[g] = true
 	f.calls = append(f.calls, "add "+g.Prefix.String())
 	return nil
 }
 
 func (f *fakeGuardTable) Remove(g tun.Guard) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	delete(f.routes, g)
 	f.calls = append(f.calls, "remove "+g.Prefix.String())
 	return nil

@@ -101,15 +101,19 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	}
 	n.conn = n.core.Underlay()
 
-	// Guards before interfaces: a prefix is guarded before it is routed,
-	// and one a crashed run left stays guarded throughout.
-	n.guards, err = openGuards(cfg, log.WithField("part", "fail-closed"))
-	if err != nil {
-		return n, err
-	}
-
+	// Guards before routes: a prefix is guarded before it is routed, and
+	// one a crashed run left stays guarded throughout (adopt removes
+	// none the config wants). They go in once the interfaces are up and
+	// before any has an address or route: every link that comes up
+	// makes the kernel walk all IPv6 routes, and 10,000 interfaces'
+	// guards there made start-up take minutes (xfrmif/bringup.go).
 	start := time.Now()
-	if _, err := n.core.SyncInterfaces(interfaceConfigs(cfg)); err != nil {
+	_, err = n.core.SyncInterfacesGuarded(interfaceConfigs(cfg), func() error {
+		var err error
+		n.guards, err = openGuards(cfg, log.WithField("part", "fail-closed"))
+		return err
+	})
+	if err != nil {
 		return n, err
 	}
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
