@@ -54,6 +54,29 @@ func TestAllocs(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("SealBatch+OpenBatch: %v allocations, want 0", allocs)
 			}
+			// Opened from Src, a buffer of its own, as from a GRO
+			// receive buffer.
+			allocs = testing.AllocsPerRun(50, func() {
+				for i := range seal {
+					copy(seal[i].Buf[Headroom:], pkt)
+					seal[i].Off, seal[i].Len = Headroom, len(pkt)
+				}
+				out.SealBatch(seal)
+				for i := range seal {
+					open[i].Src = seal[i].Data()
+					open[i].Off, open[i].Len = Headroom, seal[i].Len
+				}
+				in.OpenBatch(open)
+				for i := range open {
+					if open[i].Drop != CounterNone {
+						t.Fatalf("open from Src: %v", open[i].Drop)
+					}
+					open[i].Src = nil
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("SealBatch+OpenBatch from Src: %v allocations, want 0", allocs)
+			}
 		})
 	}
 	t.Run("lookups", func(t *testing.T) {
