@@ -159,7 +159,7 @@ func BenchmarkReceiveGRO(b *testing.B) {
 	// On a shared machine the wall time per batch is noisy; the CPU time
 	// the process spent (user and system, the kernel's TUN work
 	// included) is what the path costs.
-	b.ReportMetric(float64((cpuTime() - cpu0).Nanoseconds())/float64(b.N), "cpu-ns/batch")
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/batch")
 	if st := ifc.Stats(); st.RxErrors != 0 || st.RxDrops != 0 {
 		b.Errorf("interface rx errors %d, drops %d", st.RxErrors, st.RxDrops)
 	}
