@@ -16,6 +16,7 @@ import (
 	"github.com/ipsecd/ipsecd/tun/netnstest"
 	"github.com/ipsecd/ipsecd/underlay"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // groReceiver is a Receiver whose every read returns the ESP packets of
@@ -26,10 +27,12 @@ type groReceiver struct {
 	datagram []byte
 	lens     []int
 	reads    int
+	copies   int // reads through ReadBatch
 }
 
 func (r *groReceiver) ReadBatch(msgs []underlay.Message) (int, error) {
 	r.reads++
+	r.copies++
 	off := 0
 	for i, n := range r.lens {
 		m := &msgs[i]
@@ -183,4 +186,44 @@ func (q *captureQueue) Write(bufs [][]byte, offset int) (int, error) {
 		q.got = append(q.got, bytes.Clone(b[offset:]))
 	}
 	return len(bufs), nil
+}
+
+// plainInterface is an interface over one captureQueue.
+func plainInterface(tb testing.TB) (*xfrmif.Interface, *captureQueue) {
+	q := &captureQueue{}
+	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1500}, xfrmiftest.NewLink(q))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ifc, q
+}
+
+// TestReceiveBorrowed: the receiver opens the packets of a coalesced
+// datagram out of the socket's buffer (ReadBatchBorrowed), without a copy
+// into its own first and without writing into the socket's, and delivers
+// them as they were sealed.
+func TestReceiveBorrowed(t *testing.T) {
+	ifc, q := plainInterface(t)
+	s := newGROSetup(t, ifc, segments44())
+	datagram := bytes.Clone(s.gro.datagram)
+	for range 3 {
+		s.round(t)
+	}
+	if s.gro.copies != 0 {
+		t.Errorf("%d of %d reads copied the packets out of the datagram", s.gro.copies, s.gro.reads)
+	}
+	if !bytes.Equal(s.gro.datagram, datagram) {
+		t.Errorf("the socket's buffer was written")
+	}
+	if len(q.got) != 3*len(s.inner) {
+		t.Fatalf("interface got %d packets, want %d", len(q.got), 3*len(s.inner))
+	}
+	for i, p := range q.got {
+		if want := s.inner[i%len(s.inner)]; !bytes.Equal(p, want) {
+			t.Fatalf("packet %d:\n got %x\nwant %x", i, p, want)
+		}
+	}
+	if st := ifc.Stats(); st.RxPackets != uint64(len(q.got)) {
+		t.Errorf("rx packets %d, want %d", st.RxPackets, len(q.got))
+	}
 }

@@ -111,9 +111,11 @@ func (r *Reader) ReadBatch(msgs []Message) (int, error) {
 // datagram (GRO): such a packet is left where it arrived, and msgs[i].Buf
 // is set to the Reader's buffer holding it (Off and Len locate it there).
 // The caller may read it, not write it, and only until its next call to
-// the Reader: then the buffer is reused. Packets read one per datagram
-// still land at msgs[i].Buf[Off:], as ReadBatch places them, so the caller
-// sets Buf and Off before every call.
+// the Reader: then the buffer is reused. A packet larger than
+// msgs[i].Buf[Off:] is dropped (Oversize) as ReadBatch drops it, so that
+// the caller can still open it into its own buffer. Packets read one per
+// datagram land at msgs[i].Buf[Off:], as ReadBatch places them, so the
+// caller sets Buf and Off before every call.
 func (r *Reader) ReadBatchBorrowed(msgs []Message) (int, error) {
 	return r.readBatch(msgs, true)
 }
@@ -281,10 +283,15 @@ func (r *Reader) readGRO(msgs []Message, borrow bool) (int, error) {
 				continue
 			}
 			var ok bool
-			if borrow {
-				ok = r.lend(&msgs[out], buf, r.groOff-len(b), len(b), peer, local, &d)
-			} else {
-				ok = r.deliver(&msgs[out], b, peer, local, &d)
+			switch m := &msgs[out]; {
+			case !borrow:
+				ok = r.deliver(m, b, peer, local, &d)
+			case len(b) > len(m.Buf)-m.Off:
+				// Too large for the caller's buffer, which it opens
+				// the packet into: dropped as deliver drops it.
+				d.Oversize++
+			default:
+				ok = r.lend(m, buf, r.groOff-len(b), len(b), peer, local, &d)
 			}
 			if ok {
 				if seg < total {
