@@ -16,12 +16,12 @@ type receiver struct {
 	e      *Engine
 	r      Receiver
 	borrow borrowingReceiver // r, if it can lend its buffers; or nil
-	full  [][]byte // every message's whole buffer, allocated once
-	msgs  []underlay.Message
-	pkts  []sa.Packet
-	queue []int    // each opened packet's interface queue (flowQueue)
-	out   [][]byte // the packets of one interface, as WriteQueue takes them
-	open  openers
+	full   [][]byte          // every message's whole buffer, allocated once
+	msgs   []underlay.Message
+	pkts   []sa.Packet
+	queue  []int    // each opened packet's interface queue (flowQueue)
+	out    [][]byte // the packets of one interface, as WriteQueue takes them
+	open   openers
 }
 
 // newReceiver allocates the buffers of r's worker: all it will need, once.
@@ -32,11 +32,11 @@ func newReceiver(e *Engine, r Receiver) *receiver {
 		e:      e,
 		r:      r,
 		borrow: borrow,
-		full:  batchBuffers(batch, e.recvBufSize),
-		msgs:  make([]underlay.Message, batch),
-		pkts:  make([]sa.Packet, batch),
-		queue: make([]int, batch),
-		out:   make([][]byte, 0, batch),
+		full:   batchBuffers(batch, e.recvBufSize),
+		msgs:   make([]underlay.Message, batch),
+		pkts:   make([]sa.Packet, batch),
+		queue:  make([]int, batch),
+		out:    make([][]byte, 0, batch),
 	}
 }
 
