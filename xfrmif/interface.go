@@ -74,7 +74,7 @@ type Interface struct {
 	link   Link
 	queues []Queue
 	shards []statShard  // one per queue, summed by Stats
-	wmu    []paddedLock // one per queue, taken by WriteQueue
+	wmu    []queueWriter // one per queue, taken by WriteQueue
 	mtu    atomic.Int64
 	closed atomic.Bool
 
@@ -83,10 +83,6 @@ type Interface struct {
 	cfg Config
 }
 
-type paddedLock struct {
-	sync.Mutex
-	_ [64 - 8]byte
-}
 
 // Create opens a TUN device for cfg in the network namespace of the
 // calling thread and configures it: MTU, up, addresses, routes.
@@ -153,7 +149,7 @@ func newInterface(cfg Config, link Link, mtu int) (*Interface, error) {
 		link:   link,
 		queues: qs,
 		shards: make([]statShard, len(qs)),
-		wmu:    make([]paddedLock, len(qs)),
+		wmu:    make([]queueWriter, len(qs)),
 	}
 	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu, Table: cfg.Table}
 	ifc.mtu.Store(int64(mtu))
@@ -309,7 +305,13 @@ func (ifc *Interface) writeLocked(q int, bufs [][]byte, offset int) (int, error)
 		bytes += uint64(len(b) - offset)
 	}
 	npkts := len(bufs) // before GRO changes lengths' meaning
-	n, err := ifc.queues[q].Write(bufs, offset)
+	var n int
+	var err error
+	if gq, ok := ifc.queues[q].(gatherQueue); ok {
+		n, err = ifc.wmu[q].writeGathered(gq, bufs, offset)
+	} else {
+		n, err = ifc.queues[q].Write(bufs, offset)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			s.rxDrops.Add(uint64(npkts))

@@ -10,6 +10,7 @@ import (
 type TCPFlow struct {
 	Src, Dst   netip.AddrPort // both IPv4 or both IPv6
 	Seq        uint32         // of the first segment
+	Ack        uint32         // the acknowledgment number of every segment
 	ID         uint16         // IPv4 identification of the first segment, counted up
 	Timestamps bool           // a 12-byte options block (NOP, NOP, timestamps)
 }
@@ -50,7 +51,7 @@ func TCPSegments(f TCPFlow, sizes []int, lastFlags uint8) [][]byte {
 		binary.BigEndian.PutUint16(t[0:], f.Src.Port())
 		binary.BigEndian.PutUint16(t[2:], f.Dst.Port())
 		binary.BigEndian.PutUint32(t[4:], seq)
-		binary.BigEndian.PutUint32(t[8:], 0x01020304) // ack
+		binary.BigEndian.PutUint32(t[8:], f.Ack)
 		t[12] = byte(thl/4) << 4
 		t[13] = 0x10 // ACK
 		if k == len(sizes)-1 && lastFlags != 0 {

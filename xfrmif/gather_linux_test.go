@@ -1,0 +1,198 @@
+package xfrmif
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/internal/vnet"
+	"github.com/ipsecd/ipsecd/sa/satest"
+	"github.com/ipsecd/ipsecd/tun/netnstest"
+)
+
+// gatherQueueDouble is a queue that takes gathered writes and keeps them.
+type gatherQueueDouble struct {
+	frames [][][]byte
+	writes int // plain Writes
+}
+
+func (q *gatherQueueDouble) Read([][]byte, []int, int) (int, error) { return 0, os.ErrClosed }
+func (q *gatherQueueDouble) BatchSize() int                         { return 1 }
+func (q *gatherQueueDouble) Write(bufs [][]byte, offset int) (int, error) {
+	q.writes++
+	return len(bufs), nil
+}
+func (q *gatherQueueDouble) WriteGather(parts [][]byte) error {
+	var f [][]byte
+	for _, p := range parts {
+		f = append(f, slices.Clone(p))
+	}
+	q.frames = append(q.frames, f)
+	return nil
+}
+
+func withHeadroom(pkts [][]byte, off int) [][]byte {
+	bufs := make([][]byte, len(pkts))
+	for i, p := range pkts {
+		bufs[i] = append(make([]byte, off), p...)
+	}
+	return bufs
+}
+
+// TestWriteQueueGathers: through a queue that takes gathered writes,
+// WriteQueue writes a flow's run of TCP segments as one super-packet (its
+// first segment whole, then only the payloads of the others) and counts
+// every segment as received.
+func TestWriteQueueGathers(t *testing.T) {
+	q := &gatherQueueDouble{}
+	link := newFakeLink(0)
+	link.queues = []Queue{q}
+	ifc, err := NewInterface(Config{Name: "ipsec1", IfID: 1, MTU: 1500}, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{1396, 1396, 1396, 700}
+	pkts := satest.TCPSegments(satest.TCPFlow{Src: netip.MustParseAddrPort("192.0.2.2:40000"),
+		Dst: netip.MustParseAddrPort("192.0.2.1:5201"), Seq: 1}, sizes, 0)
+	pkts = append(pkts, udp4(netip.MustParseAddrPort("192.0.2.2:1"), netip.MustParseAddrPort("192.0.2.1:2"), []byte("x")))
+	if _, err := ifc.WriteQueue(0, withHeadroom(pkts, MinOffset), MinOffset); err != nil {
+		t.Fatal(err)
+	}
+	if q.writes != 0 || len(q.frames) != 2 {
+		t.Fatalf("%d plain writes and %d gathered frames, want 0 and 2 (the TCP run, the UDP packet)", q.writes, len(q.frames))
+	}
+	f := q.frames[0]
+	var h vnet.Header
+	h.Decode(f[0])
+	if len(f) != len(sizes) || h.GSOType != vnet.GSOTCPv4 || h.GSOSize != 1396 || h.HdrLen != 40 {
+		t.Errorf("super-packet of %d parts with header %+v, want %d parts, TCPv4, segment 1396, headers 40", len(f), h, len(sizes))
+	}
+	for i := 1; i < len(f); i++ {
+		if !bytes.Equal(f[i], pkts[i][40:]) {
+			t.Errorf("part %d is not segment %d's payload", i, i)
+		}
+	}
+	if !bytes.Equal(q.frames[1][0][MinOffset:], pkts[4]) {
+		t.Errorf("the UDP packet was not written as it was")
+	}
+	if st := ifc.Stats(); st.RxPackets != 5 || st.RxErrors != 0 {
+		t.Errorf("rx packets %d, errors %d: want 5 and 0", st.RxPackets, st.RxErrors)
+	}
+}
+
+// TestWriteQueueSuperPacketTCP: a TCP super-packet written through a real
+// TUN (virtio-net header with GSO and a partial checksum, gathered from
+// the segments' buffers) is taken by the kernel as the segments it was
+// made of: a local TCP socket receives the stream whole.
+func TestWriteQueueSuperPacketTCP(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	var ifc *Interface
+	var ln *net.TCPListener
+	err := ns.Do(func() (err error) {
+		if ifc, err = Create(Config{Name: "ipsec1", IfID: 1, MTU: 1500, Addresses: prefixes("192.0.2.1/24")}); err != nil {
+			return err
+		}
+		ln, err = net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IP{192, 0, 2, 1}, Port: 5201})
+		return err
+	})
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, local := netip.MustParseAddrPort("192.0.2.2:40000"), netip.MustParseAddrPort("192.0.2.1:5201")
+	const isn = 1000
+	write := func(pkts ...[]byte) {
+		t.Helper()
+		if _, err := ifc.WriteQueue(0, withHeadroom(pkts, MinOffset), MinOffset); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The handshake, a packet at a time.
+	syn := satest.TCPSegments(satest.TCPFlow{Src: peer, Dst: local, Seq: isn}, []int{0}, 0x02)[0]
+	binary.BigEndian.PutUint16(syn[34:], 65535) // window
+	satest.SetTCPChecksum(syn)
+	write(syn)
+	ifc.SetReadDeadline(0, time.Now().Add(5*time.Second))
+	bufs, sizes := queueBuffers(ifc, 0, MinOffset)
+	var serverISN uint32
+	for serverISN == 0 {
+		n, err := ifc.ReadQueue(0, bufs, sizes, MinOffset)
+		if err != nil {
+			t.Fatalf("waiting for the SYN-ACK: %v", err)
+		}
+		for i := range n {
+			p := bufs[i][MinOffset : MinOffset+sizes[i]]
+			if len(p) >= 40 && p[9] == 6 && p[33] == 0x12 {
+				serverISN = binary.BigEndian.Uint32(p[24:])
+			}
+		}
+	}
+	flow := satest.TCPFlow{Src: peer, Dst: local, Seq: isn + 1, Ack: serverISN + 1, ID: 1}
+	write(satest.TCPSegments(flow, []int{0}, 0)[0])
+	conn, err := ln.AcceptTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	// 44 segments, written as one super-packet.
+	segSizes := make([]int, 44)
+	for i := range segSizes {
+		segSizes[i] = 1396
+	}
+	segSizes[43] = 500
+	flow.ID = 2
+	data := satest.TCPSegments(flow, segSizes, 0x18)
+	rxBefore := kernelRxPackets(t, ns)
+	write(data...)
+	var want []byte
+	for _, p := range data {
+		want = append(want, p[40:]...)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(conn, got); err != nil {
+		t.Fatalf("reading the stream: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the stream differs from the segments' payloads")
+	}
+	if d := kernelRxPackets(t, ns) - rxBefore; d != 1 {
+		t.Errorf("the kernel counted %d packets in, want 1 super-packet", d)
+	}
+	if st := ifc.Stats(); st.RxPackets != 46 {
+		t.Errorf("interface rx packets %d, want 46 (SYN, ACK and 44 segments)", st.RxPackets)
+	}
+}
+
+// kernelRxPackets is the TUN device's own count of packets written to it.
+func kernelRxPackets(t *testing.T, ns *netnstest.NS) int {
+	out := ns.IP(t, "-s", "-o", "link", "show", "ipsec1")
+	// "... RX: bytes packets errors ...\    BYTES PACKETS ..."
+	i := strings.Index(out, "RX:")
+	f := strings.Fields(strings.ReplaceAll(out[i:], `\`, " "))
+	// Fields after "RX:" are the column names up to the first number.
+	k := 1
+	for ; k < len(f); k++ {
+		if _, err := strconv.Atoi(f[k]); err == nil {
+			break
+		}
+	}
+	n, err := strconv.Atoi(f[k+1]) // bytes, then packets
+	if err != nil {
+		t.Fatalf("reading rx packets from %q: %v", out, err)
+	}
+	return n
+}
