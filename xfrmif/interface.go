@@ -73,7 +73,7 @@ type Interface struct {
 	ifID   uint32
 	link   Link
 	queues []Queue
-	shards []statShard  // one per queue, summed by Stats
+	shards []statShard   // one per queue, summed by Stats
 	wmu    []queueWriter // one per queue, taken by WriteQueue
 	mtu    atomic.Int64
 	closed atomic.Bool
@@ -82,7 +82,6 @@ type Interface struct {
 	mu  sync.Mutex
 	cfg Config
 }
-
 
 // Create opens a TUN device for cfg in the network namespace of the
 // calling thread and configures it: MTU, up, addresses, routes.
