@@ -17,8 +17,11 @@
 // only move batches: xfrmif.Interface's ReadQueue and WriteQueue, and the
 // Underlay interface, which datapathtest.Pipe fakes.
 //
-// Packets are sealed and opened in the buffer they were read into, and the
-// order of the packets in a batch is kept, so each flow's order is kept as
+// Packets are sealed and opened in the buffer they were read into, except
+// the packets of a coalesced UDP datagram (GRO), which the socket lends
+// (underlay.Reader.ReadBatchBorrowed) and which are opened out of its
+// buffer into the worker's (sa.Packet.Src): no copy first. The order of
+// the packets in a batch is kept, so each flow's order is kept as
 // long as it stays on one queue or socket; inbound packets go to the queue
 // of their flow (flowQueue).
 package datapath
