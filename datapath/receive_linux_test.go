@@ -2,15 +2,19 @@ package datapath
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/internal/gro/grotest"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
@@ -60,6 +64,7 @@ func (r *groReceiver) String() string                  { return "gro" }
 // groSetup is a receiver of ESP segments of one TCP flow sealed with
 // AES-GCM-128, one GRO datagram per read, delivering into an interface.
 type groSetup struct {
+	sad   *sa.SAD
 	recv  *receiver
 	gro   *groReceiver
 	ifc   *xfrmif.Interface
@@ -103,7 +108,7 @@ func newGROSetup(tb testing.TB, ifc *xfrmif.Interface, inner [][]byte) *groSetup
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	e := New(sad, reg, nil, logrus.NewEntry(log))
-	return &groSetup{recv: newReceiver(e, g), gro: g, ifc: ifc, inner: inner}
+	return &groSetup{sad: sad, recv: newReceiver(e, g), gro: g, ifc: ifc, inner: inner}
 }
 
 // round reads one datagram and handles it.
@@ -225,5 +230,99 @@ func TestReceiveBorrowed(t *testing.T) {
 	}
 	if st := ifc.Stats(); st.RxPackets != uint64(len(q.got)) {
 		t.Errorf("rx packets %d, want %d", st.RxPackets, len(q.got))
+	}
+}
+
+// gatherQueue is an interface queue that takes gathered writes (as a TUN
+// queue does) and keeps what the kernel would make of each.
+type gatherQueue struct {
+	captureQueue
+	frames int
+	err    error
+}
+
+func (q *gatherQueue) WriteGather(parts [][]byte) error {
+	q.frames++
+	segs, err := grotest.Resegment(parts)
+	if err != nil && q.err == nil {
+		q.err = err
+	}
+	q.got = append(q.got, segs...)
+	return nil
+}
+
+// TestReceiveCoalesces: a datagram of two interleaved TCP flows, one with
+// two segments swapped and one whose ICV fails, a UDP packet and IPv6,
+// opened on one or two goroutines, reaches the kernel as super-packets
+// that it resegments into exactly the packets that were sealed (less the
+// forged one), each flow in its order.
+func TestReceiveCoalesces(t *testing.T) {
+	mk := func(src string, n int, v6 bool) [][]byte {
+		sizes := make([]int, n)
+		for i := range sizes {
+			sizes[i] = 1300
+		}
+		f := satest.TCPFlow{Src: netip.MustParseAddrPort(src), Dst: netip.MustParseAddrPort("203.0.113.1:5201"), Seq: 9, Timestamps: true}
+		if v6 {
+			f.Dst = netip.MustParseAddrPort("[2001:db8:2::1]:5201")
+		}
+		return satest.TCPSegments(f, sizes, 0x18)
+	}
+	a, b, c := mk("192.0.2.1:40000", 20, false), mk("192.0.2.2:40000", 10, false), mk("[2001:db8:1::1]:40000", 8, true)
+	udp := satest.IPv4UDP(netip.MustParseAddr("192.0.2.3"), netip.MustParseAddr("203.0.113.1"), 500)
+	var inner [][]byte
+	for i := range 20 {
+		inner = append(inner, a[i])
+		if i < len(b) {
+			inner = append(inner, b[i])
+		}
+		if i < len(c) {
+			inner = append(inner, c[i])
+		}
+		if i == 5 {
+			inner = append(inner, udp)
+		}
+	}
+	// Swap two of a's segments, and forge a third.
+	index := func(p []byte) int { return slices.IndexFunc(inner, func(q []byte) bool { return bytes.Equal(p, q) }) }
+	ia, ib := index(a[3]), index(a[4])
+	inner[ia], inner[ib] = inner[ib], inner[ia]
+	forged := index(a[12])
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("openers=%d", workers), func(t *testing.T) {
+			q := &gatherQueue{}
+			ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: "ipsec1", IfID: 1, MTU: 1500}, xfrmiftest.NewLink(q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newGROSetup(t, ifc, inner)
+			var wg sync.WaitGroup
+			s.recv.open.start(s.sad, workers, &wg)
+			defer func() { s.recv.open.stop(); wg.Wait() }()
+			end := 0
+			for _, n := range s.gro.lens[:forged+1] {
+				end += n
+			}
+			s.gro.datagram[end-1] ^= 1 // the forged packet's ICV
+			s.round(t)
+			if q.err != nil {
+				t.Fatal(q.err)
+			}
+			want := slices.Delete(slices.Clone(inner), forged, forged+1)
+			if !grotest.SameFlowsInOrder(q.got, want) {
+				t.Fatalf("the kernel gets %d packets, not the %d sealed less the forged one in each flow's order", len(q.got), len(want))
+			}
+			// a: 0-2 | 4 | 3 (swapped), 5-11 | 13-19 (12 forged);
+			// b and c whole; the UDP packet alone.
+			if q.frames != 8 {
+				t.Errorf("%d writes, want 8", q.frames)
+			}
+			if workers > 1 && s.recv.open.splits == 0 {
+				t.Errorf("the batch was not opened in parallel")
+			}
+			if st := ifc.Stats(); st.RxPackets != uint64(len(want)) {
+				t.Errorf("rx packets %d, want %d", st.RxPackets, len(want))
+			}
+		})
 	}
 }

@@ -2,12 +2,11 @@ package gro
 
 import (
 	"bytes"
-	"encoding/binary"
-	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
 
+	"github.com/ipsecd/ipsecd/internal/gro/grotest"
 	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/internal/vnet"
 	"github.com/ipsecd/ipsecd/sa/satest"
@@ -40,97 +39,14 @@ func withHeadroom(pkts [][]byte) [][]byte {
 	return bufs
 }
 
-// resegment is the kernel's side of a frame: the packets it makes of it
-// (virtio_net_hdr_to_skb, then GSO as on forwarding: tcp_gso_segment and
-// inet_gso_segment or ipv6_gso_segment), each with its checksums
-// computed. It also checks that the partial checksum completes to a valid
-// checksum of the super-packet (local delivery takes it whole).
+// resegment is grotest.Resegment, failing the test on error.
 func resegment(t *testing.T, parts [][]byte) [][]byte {
 	t.Helper()
-	var h vnet.Header
-	if !h.Decode(parts[0]) {
-		t.Fatal("frame shorter than its virtio-net header")
+	segs, err := grotest.Resegment(parts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pkt := slices.Concat(append([][]byte{parts[0][vnet.HeaderLen:]}, parts[1:]...)...)
-	if h.GSOType == vnet.GSONone {
-		if h != (vnet.Header{}) || len(parts) != 1 {
-			t.Fatalf("single packet with header %+v in %d parts", h, len(parts))
-		}
-		return [][]byte{pkt}
-	}
-	if h.Flags != vnet.FlagNeedsCsum || h.CsumOffset != 16 || int(h.HdrLen) > len(pkt) || h.GSOSize == 0 {
-		t.Fatalf("super-packet header %+v", h)
-	}
-	v6 := h.GSOType == vnet.GSOTCPv6
-	if v6 != (pkt[0]>>4 == 6) || (!v6 && h.GSOType != vnet.GSOTCPv4) {
-		t.Fatalf("GSO type %d for IP version %d", h.GSOType, pkt[0]>>4)
-	}
-	ihl := int(h.CsumStart)
-	if v6 {
-		if int(binary.BigEndian.Uint16(pkt[4:])) != len(pkt)-40 {
-			t.Fatalf("super-packet payload length %d, want %d", binary.BigEndian.Uint16(pkt[4:]), len(pkt)-40)
-		}
-	} else {
-		ip := iphdr.IPv4(pkt)
-		if ip.TotalLen() != len(pkt) || !ip.ChecksumValid() {
-			t.Fatalf("super-packet IPv4 total length %d (want %d), checksum valid %v", ip.TotalLen(), len(pkt), ip.ChecksumValid())
-		}
-	}
-	// The partial checksum, completed as the kernel would, must check.
-	whole := slices.Clone(pkt)
-	tcp := whole[ihl:]
-	sum := uint32(binary.BigEndian.Uint16(tcp[16:]))
-	tcp[16], tcp[17] = 0, 0
-	c := ^fold(add(sum, tcp))
-	binary.BigEndian.PutUint16(tcp[16:], c)
-	check := slices.Clone(whole)
-	satest.SetTCPChecksum(check)
-	if !bytes.Equal(check, whole) {
-		t.Fatalf("partial checksum completes to %#04x, want %#04x", c, binary.BigEndian.Uint16(check[ihl+16:]))
-	}
-
-	hdr := pkt[:h.HdrLen]
-	payload := pkt[h.HdrLen:]
-	seq := binary.BigEndian.Uint32(hdr[ihl+4:])
-	var out [][]byte
-	for k := 0; len(payload) > 0; k++ {
-		n := min(int(h.GSOSize), len(payload))
-		seg := slices.Concat(hdr, payload[:n])
-		payload = payload[n:]
-		if v6 {
-			binary.BigEndian.PutUint16(seg[4:], uint16(len(seg)-40))
-		} else {
-			ip := iphdr.IPv4(seg)
-			ip.SetTotalLen(len(seg))
-			ip.SetID(ip.ID() + uint16(k))
-			ip.UpdateChecksum()
-		}
-		tcp := iphdr.TCP(seg[ihl:])
-		tcp.SetSeq(seq + uint32(k)*uint32(h.GSOSize))
-		if len(payload) > 0 {
-			tcp.SetFlags(tcp.Flags() &^ (iphdr.TCPFlagPsh | iphdr.TCPFlagFin))
-		}
-		satest.SetTCPChecksum(seg)
-		out = append(out, seg)
-	}
-	return out
-}
-
-func add(sum uint32, b []byte) uint32 {
-	for ; len(b) >= 2; b = b[2:] {
-		sum += uint32(binary.BigEndian.Uint16(b))
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return uint16(sum)
+	return segs
 }
 
 // run plans pkts and returns what the kernel makes of each frame, and how
@@ -234,7 +150,7 @@ func TestCoalesce(t *testing.T) {
 				return
 			}
 			// Interleaved flows: the same packets, each flow in order.
-			if !sameFlowsInOrder(got, in) {
+			if !grotest.SameFlowsInOrder(got, in) {
 				t.Fatalf("kernel gets another set of packets or a flow out of order")
 			}
 		})
@@ -255,37 +171,6 @@ func manyFlows(n, rounds int) [][]byte {
 		}
 	}
 	return pkts
-}
-
-// sameFlowsInOrder reports whether got holds the packets of want, and
-// each flow's (by source address and port) in want's order.
-func sameFlowsInOrder(got, want [][]byte) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	key := func(p []byte) string {
-		if p[0]>>4 == 6 {
-			return fmt.Sprintf("%x%x", p[8:24], p[40:42])
-		}
-		return fmt.Sprintf("%x%x%d", p[12:16], p[20:22], p[9])
-	}
-	byFlow := func(ps [][]byte) map[string][][]byte {
-		m := map[string][][]byte{}
-		for _, p := range ps {
-			m[key(p)] = append(m[key(p)], p)
-		}
-		return m
-	}
-	g, w := byFlow(got), byFlow(want)
-	if len(g) != len(w) {
-		return false
-	}
-	for k, ps := range w {
-		if !slices.EqualFunc(g[k], ps, bytes.Equal) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestPlanAllocs: a Coalescer allocates nothing once it has seen a batch
