@@ -45,7 +45,7 @@ func TCPSegments(f TCPFlow, sizes []int, lastFlags uint8) [][]byte {
 			p[6], p[8], p[9] = 0x40, 64, 6
 			copy(p[12:], f.Src.Addr().AsSlice())
 			copy(p[16:], f.Dst.Addr().AsSlice())
-			binary.BigEndian.PutUint16(p[10:], ^onesSum(0, p[:20]))
+			binary.BigEndian.PutUint16(p[10:], ^OnesSum(0, p[:20]))
 		}
 		t := p[ihl:]
 		binary.BigEndian.PutUint16(t[0:], f.Src.Port())
@@ -80,13 +80,13 @@ func SetTCPChecksum(p []byte) {
 	}
 	t := p[ihl:]
 	t[16], t[17] = 0, 0
-	sum := onesSum(uint32(6)+uint32(len(t)), addrs)
-	binary.BigEndian.PutUint16(t[16:], ^onesSum(uint32(sum), t))
+	sum := OnesSum(uint32(6)+uint32(len(t)), addrs)
+	binary.BigEndian.PutUint16(t[16:], ^OnesSum(uint32(sum), t))
 }
 
-// onesSum adds b's 16-bit words (a last odd byte padded with zero) to sum
-// and folds the result to 16 bits (RFC 1071).
-func onesSum(sum uint32, b []byte) uint16 {
+// OnesSum adds b's 16-bit words (a last odd byte padded with zero) to sum
+// and folds the result to 16 bits (RFC 1071), not complemented.
+func OnesSum(sum uint32, b []byte) uint16 {
 	for ; len(b) >= 2; b = b[2:] {
 		sum += uint32(binary.BigEndian.Uint16(b))
 	}

@@ -55,7 +55,7 @@ func Resegment(parts [][]byte) ([][]byte, error) {
 	tcp := whole[ihl:]
 	sum := uint32(binary.BigEndian.Uint16(tcp[16:]))
 	tcp[16], tcp[17] = 0, 0
-	c := ^fold(add(sum, tcp))
+	c := ^satest.OnesSum(sum, tcp)
 	binary.BigEndian.PutUint16(tcp[16:], c)
 	check := slices.Clone(whole)
 	satest.SetTCPChecksum(check)
@@ -88,23 +88,6 @@ func Resegment(parts [][]byte) ([][]byte, error) {
 		out = append(out, seg)
 	}
 	return out, nil
-}
-
-func add(sum uint32, b []byte) uint32 {
-	for ; len(b) >= 2; b = b[2:] {
-		sum += uint32(binary.BigEndian.Uint16(b))
-	}
-	if len(b) == 1 {
-		sum += uint32(b[0]) << 8
-	}
-	return sum
-}
-
-func fold(sum uint32) uint16 {
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return uint16(sum)
 }
 
 // SameFlowsInOrder reports whether got holds the packets of want, each
