@@ -90,6 +90,7 @@ func (w *gatherWriter) writeOnce(fd uintptr) bool {
 // and the packet, in pieces) in one write, making an idle queue active
 // first. The caller keeps the buffers. A queue's Write and WriteGather
 // may be called from several goroutines; each frame is written whole.
+// Once the queue is closed the error matches os.ErrClosed.
 func (q *queue) WriteGather(parts [][]byte) error {
 	a := q.dev.Load()
 	if a == nil {
@@ -98,5 +99,17 @@ func (q *queue) WriteGather(parts [][]byte) error {
 		}
 		a = q.dev.Load()
 	}
-	return a.gather.write(a.File(), parts)
+	err := a.gather.write(a.File(), parts)
+	if err != nil && q.isClosed() {
+		// The poller says "use of closed file", which is not
+		// os.ErrClosed as the File's own Write would say.
+		return os.ErrClosed
+	}
+	return err
+}
+
+func (q *queue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
