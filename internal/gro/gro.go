@@ -173,17 +173,19 @@ func (c *Coalescer) fits(f *frame, head, pkt []byte, s segment) bool {
 	if s.seq != h.seq+k*uint32(h.payload) {
 		return false
 	}
+	// Compared a word at a time: this runs for every packet received.
+	be := binary.BigEndian
 	if s.v6 {
 		// All but the payload length (bytes 4-5).
-		if !bytes.Equal(pkt[:4], head[:4]) || !bytes.Equal(pkt[6:40], head[6:40]) {
+		if be.Uint32(pkt) != be.Uint32(head) || be.Uint16(pkt[6:]) != be.Uint16(head[6:]) ||
+			!bytes.Equal(pkt[8:40], head[8:40]) {
 			return false
 		}
 	} else {
 		// All but the total length (2-3), the identification (4-5),
 		// which segmentation counts up, and the checksum (10-11).
-		id, hid := binary.BigEndian.Uint16(pkt[4:]), binary.BigEndian.Uint16(head[4:])
-		if id != hid+uint16(k) || !bytes.Equal(pkt[:2], head[:2]) ||
-			!bytes.Equal(pkt[6:10], head[6:10]) || !bytes.Equal(pkt[12:20], head[12:20]) {
+		if be.Uint16(pkt[4:]) != be.Uint16(head[4:])+uint16(k) || be.Uint16(pkt) != be.Uint16(head) ||
+			be.Uint32(pkt[6:]) != be.Uint32(head[6:]) || be.Uint64(pkt[12:]) != be.Uint64(head[12:]) {
 			return false
 		}
 	}
@@ -192,8 +194,9 @@ func (c *Coalescer) fits(f *frame, head, pkt []byte, s segment) bool {
 	// the flags by parseSegment (ACK, or ACK|PSH ending the frame), the
 	// checksum is the super-packet's.
 	t, ht := pkt[s.ihl:s.hdr], head[h.ihl:h.hdr]
-	return bytes.Equal(t[:4], ht[:4]) && bytes.Equal(t[8:13], ht[8:13]) &&
-		bytes.Equal(t[14:16], ht[14:16]) && bytes.Equal(t[18:], ht[18:])
+	return be.Uint32(t) == be.Uint32(ht) && be.Uint32(t[8:]) == be.Uint32(ht[8:]) && t[12] == ht[12] &&
+		be.Uint16(t[14:]) == be.Uint16(ht[14:]) && be.Uint16(t[18:]) == be.Uint16(ht[18:]) &&
+		bytes.Equal(t[20:], ht[20:])
 }
 
 // finish writes frame f's virtio-net header and, for a super-packet, the
@@ -306,12 +309,14 @@ func sameFlow(a, b []byte, sa, sb segment) bool {
 	if sa.v6 != sb.v6 {
 		return false
 	}
-	addrs := [2]int{12, 20} // IPv4 source and destination
-	if sa.v6 {
-		addrs = [2]int{8, 40}
+	be := binary.BigEndian
+	if be.Uint32(a[sa.ihl:]) != be.Uint32(b[sb.ihl:]) { // ports
+		return false
 	}
-	return bytes.Equal(a[addrs[0]:addrs[1]], b[addrs[0]:addrs[1]]) &&
-		bytes.Equal(a[sa.ihl:sa.ihl+4], b[sb.ihl:sb.ihl+4])
+	if sa.v6 {
+		return bytes.Equal(a[8:40], b[8:40])
+	}
+	return be.Uint64(a[12:]) == be.Uint64(b[12:])
 }
 
 // pseudoHeaderSum is the folded (not complemented) ones' complement sum of
