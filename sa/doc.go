@@ -6,6 +6,9 @@
 // Buffers: a batch is a []Packet. Each Packet names a region of a buffer
 // that the caller owns; Seal and Open work in place inside that buffer, so
 // it must have Headroom bytes before the packet and Tailroom bytes after it.
+// Open can also read the packet from another buffer (Packet.Src: a receive
+// buffer that holds many packets, which is not copied out first) and
+// write the plaintext into the Packet's own as if it had opened it there.
 // Nothing on the seal or open path allocates.
 //
 // Modes (RFC 4303 §3.1): tunnel mode carries a whole inner packet, whatever
