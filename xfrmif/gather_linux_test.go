@@ -91,16 +91,36 @@ func TestWriteQueueGathers(t *testing.T) {
 // TestWriteQueueSuperPacketTCP: a TCP super-packet written through a real
 // TUN (virtio-net header with GSO and a partial checksum, gathered from
 // the segments' buffers) is taken by the kernel as the segments it was
-// made of: a local TCP socket receives the stream whole.
+// made of: a local TCP socket receives the stream whole, over IPv4 and
+// IPv6.
 func TestWriteQueueSuperPacketTCP(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		addr        string
+		peer, local netip.AddrPort
+	}{
+		{"ipv4", "192.0.2.1/24", netip.MustParseAddrPort("192.0.2.2:40000"), netip.MustParseAddrPort("192.0.2.1:5201")},
+		{"ipv6", "2001:db8:1::1/64", netip.MustParseAddrPort("[2001:db8:1::2]:40000"), netip.MustParseAddrPort("[2001:db8:1::1]:5201")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			superPacketTCP(t, tt.addr, tt.peer, tt.local)
+		})
+	}
+}
+
+func superPacketTCP(t *testing.T, addr string, peer, local netip.AddrPort) {
 	ns := netnstest.New(t, "xfrmif")
 	var ifc *Interface
 	var ln *net.TCPListener
 	err := ns.Do(func() (err error) {
-		if ifc, err = Create(Config{Name: "ipsec1", IfID: 1, MTU: 1500, Addresses: prefixes("192.0.2.1/24")}); err != nil {
+		// No duplicate address detection: the address is usable at once.
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/default/accept_dad", []byte("0"), 0); err != nil {
 			return err
 		}
-		ln, err = net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IP{192, 0, 2, 1}, Port: 5201})
+		if ifc, err = Create(Config{Name: "ipsec1", IfID: 1, MTU: 1500, Addresses: prefixes(addr)}); err != nil {
+			return err
+		}
+		ln, err = net.ListenTCP("tcp", net.TCPAddrFromAddrPort(local))
 		return err
 	})
 	if ifc != nil {
@@ -110,7 +130,10 @@ func TestWriteQueueSuperPacketTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	peer, local := netip.MustParseAddrPort("192.0.2.2:40000"), netip.MustParseAddrPort("192.0.2.1:5201")
+	ihl := 20
+	if local.Addr().Is6() {
+		ihl = 40
+	}
 	const isn = 1000
 	write := func(pkts ...[]byte) {
 		t.Helper()
@@ -121,7 +144,7 @@ func TestWriteQueueSuperPacketTCP(t *testing.T) {
 
 	// The handshake, a packet at a time.
 	syn := satest.TCPSegments(satest.TCPFlow{Src: peer, Dst: local, Seq: isn}, []int{0}, 0x02)[0]
-	binary.BigEndian.PutUint16(syn[34:], 65535) // window
+	binary.BigEndian.PutUint16(syn[ihl+14:], 65535) // window
 	satest.SetTCPChecksum(syn)
 	write(syn)
 	ifc.SetReadDeadline(0, time.Now().Add(5*time.Second))
@@ -134,8 +157,12 @@ func TestWriteQueueSuperPacketTCP(t *testing.T) {
 		}
 		for i := range n {
 			p := bufs[i][MinOffset : MinOffset+sizes[i]]
-			if len(p) >= 40 && p[9] == 6 && p[33] == 0x12 {
-				serverISN = binary.BigEndian.Uint32(p[24:])
+			proto := p[9]
+			if ihl == 40 {
+				proto = p[6]
+			}
+			if len(p) >= ihl+20 && proto == 6 && p[ihl+13] == 0x12 {
+				serverISN = binary.BigEndian.Uint32(p[ihl+4:])
 			}
 		}
 	}
@@ -150,7 +177,7 @@ func TestWriteQueueSuperPacketTCP(t *testing.T) {
 	// 44 segments, written as one super-packet.
 	segSizes := make([]int, 44)
 	for i := range segSizes {
-		segSizes[i] = 1396
+		segSizes[i] = 1376
 	}
 	segSizes[43] = 500
 	flow.ID = 2
@@ -159,7 +186,7 @@ func TestWriteQueueSuperPacketTCP(t *testing.T) {
 	write(data...)
 	var want []byte
 	for _, p := range data {
-		want = append(want, p[40:]...)
+		want = append(want, p[ihl+20:]...)
 	}
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	got := make([]byte, len(want))
