@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/internal/vnet"
 	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/tun/netnstest"
@@ -222,4 +225,95 @@ func kernelRxPackets(t *testing.T, ns *netnstest.NS) int {
 		t.Fatalf("reading rx packets from %q: %v", out, err)
 	}
 	return n
+}
+
+// plainTUN opens a TUN device without offloads (no IFF_VNET_HDR): the
+// kernel segments and checksums what it forwards into it, so that its
+// reader sees the packets as they would leave on the wire.
+func plainTUN(name string) (*os.File, error) {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+// TestWriteQueueSuperPacketForwarded: a TCP super-packet written through a
+// real TUN and forwarded leaves as exactly the segments it was made of
+// (less one TTL, with the header checksum that goes with it): the
+// kernel's segmentation and checksum of the partial checksum give back
+// every byte.
+func TestWriteQueueSuperPacketForwarded(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	var ifc *Interface
+	var out *os.File
+	err := ns.Do(func() (err error) {
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
+			return err
+		}
+		if ifc, err = Create(Config{Name: "ipsec1", IfID: 1, MTU: 1500, Addresses: prefixes("192.0.2.1/24")}); err != nil {
+			return err
+		}
+		out, err = plainTUN("plain0")
+		return err
+	})
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	ns.IP(t, "link", "set", "plain0", "up")
+	ns.IP(t, "addr", "add", "198.51.100.1/24", "dev", "plain0")
+
+	sizes := make([]int, 10)
+	for i := range sizes {
+		sizes[i] = 1400
+	}
+	sizes[9] = 333
+	segs := satest.TCPSegments(satest.TCPFlow{Src: netip.MustParseAddrPort("192.0.2.2:40000"),
+		Dst: netip.MustParseAddrPort("198.51.100.2:5201"), Seq: 0xffffff00, Ack: 77, ID: 0xfffd, Timestamps: true}, sizes, 0x18)
+	bufs := withHeadroom(segs, MinOffset)
+	rxBefore := kernelRxPackets(t, ns)
+	if _, err := ifc.WriteQueue(0, bufs, MinOffset); err != nil {
+		t.Fatal(err)
+	}
+	if d := kernelRxPackets(t, ns) - rxBefore; d != 1 {
+		t.Errorf("the kernel counted %d packets in, want 1 super-packet", d)
+	}
+	out.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 65536)
+	for i, want := range segs {
+		var got []byte
+		for {
+			n, err := out.Read(buf)
+			if err != nil {
+				t.Fatalf("segment %d: %v", i, err)
+			}
+			if got = buf[:n]; n >= 20 && got[9] == 6 { // not a router solicitation
+				break
+			}
+		}
+		want = slices.Clone(want)
+		want[8]-- // TTL
+		iphdr.IPv4(want).UpdateChecksum()
+		if !bytes.Equal(got, want) {
+			t.Fatalf("segment %d leaves as %d bytes, headers %x; want %d bytes, headers %x", i, len(got), got[:min(len(got), 52)], len(want), want[:52])
+		}
+	}
 }
