@@ -24,7 +24,8 @@
 // exactly the first's payload size, the last at most that. SYN, FIN, RST,
 // URG, ECE and CWR segments, IPv4 options or fragments, IPv6 extension
 // headers and anything not TCP are written alone, with an empty
-// virtio-net header, as wireguard/tun writes what it does not coalesce.
+// virtio-net header, as wireguard/tun writes what it does not coalesce
+// (or left to the caller: TCP says which frames hold no TCP).
 //
 // A Coalescer allocates only when a batch is larger than any before; it
 // is not safe for concurrent use. Malformed packets never make it panic:
@@ -255,6 +256,15 @@ func (c *Coalescer) Frame(f int) (parts [][]byte, packets int) {
 	c.parts = parts
 	return parts, int(fr.segs)
 }
+
+// TCP reports whether frame f of the last Plan holds TCP: a super-packet,
+// or a segment that could have been one. A caller may write the other
+// frames, single packets of other protocols, its own way (wireguard/tun's
+// Write coalesces UDP datagrams where the kernel takes USO).
+func (c *Coalescer) TCP(f int) bool { return c.segs[c.frames[f].head].tcp }
+
+// Head is the index in the batch of frame f's first packet.
+func (c *Coalescer) Head(f int) int { return int(c.frames[f].head) }
 
 // Reset drops the Coalescer's references to the last batch.
 func (c *Coalescer) Reset() {
