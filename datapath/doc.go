@@ -24,8 +24,11 @@
 // SealSegments encrypts it from there into the batch buffer it is sent
 // from, so no segment is copied; its segments share one SA lookup.
 //
-// Other packets are sealed and opened in the buffer they were read into, and the
-// order of the packets in a batch is kept, so each flow's order is kept as
+// Other packets are sealed and opened in the buffer they were read into,
+// except the packets of a coalesced UDP datagram (GRO), which the socket
+// lends (underlay.Reader.ReadBatchBorrowed) and which are opened out of
+// its buffer into the worker's (sa.Packet.Src): no copy first. The order
+// of the packets in a batch is kept, so each flow's order is kept as
 // long as it stays on one queue or socket; inbound packets go to the queue
 // of their flow (flowQueue).
 package datapath

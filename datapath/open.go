@@ -88,7 +88,7 @@ func (o *openers) open(sad *sa.SAD, pkts []sa.Packet) {
 // loss counts). Otherwise packets would be dropped as too old, or, with
 // ESN, inferred into the next epoch and fail their ICV.
 func splittable(sad *sa.SAD, pkts []sa.Packet) bool {
-	spi, ok := esp.SPIOf(pkts[0].Data())
+	spi, ok := esp.SPIOf(pkts[0].ESP())
 	if !ok {
 		return false
 	}
@@ -99,7 +99,7 @@ func splittable(sad *sa.SAD, pkts []sa.Packet) bool {
 	var first uint32
 	var lo, hi int32 // span relative to the first packet, wrap-safe
 	for i := range pkts {
-		b := pkts[i].Data()
+		b := pkts[i].ESP()
 		if len(b) < esp.HeaderLen || binary.BigEndian.Uint32(b[0:4]) != spi {
 			return false
 		}

@@ -13,27 +13,30 @@ import (
 // the socket, opens them (on several goroutines: openers) and writes those
 // that pass into their interfaces. It is used by one goroutine.
 type receiver struct {
-	e     *Engine
-	r     Receiver
-	full  [][]byte // every message's whole buffer, allocated once
-	msgs  []underlay.Message
-	pkts  []sa.Packet
-	queue []int    // each opened packet's interface queue (flowQueue)
-	out   [][]byte // the packets of one interface, as WriteQueue takes them
-	open  openers
+	e      *Engine
+	r      Receiver
+	borrow borrowingReceiver // r, if it can lend its buffers; or nil
+	full   [][]byte          // every message's whole buffer, allocated once
+	msgs   []underlay.Message
+	pkts   []sa.Packet
+	queue  []int    // each opened packet's interface queue (flowQueue)
+	out    [][]byte // the packets of one interface, as WriteQueue takes them
+	open   openers
 }
 
 // newReceiver allocates the buffers of r's worker: all it will need, once.
 func newReceiver(e *Engine, r Receiver) *receiver {
 	batch := r.BatchSize()
+	borrow, _ := r.(borrowingReceiver)
 	return &receiver{
-		e:     e,
-		r:     r,
-		full:  batchBuffers(batch, e.recvBufSize),
-		msgs:  make([]underlay.Message, batch),
-		pkts:  make([]sa.Packet, batch),
-		queue: make([]int, batch),
-		out:   make([][]byte, 0, batch),
+		e:      e,
+		r:      r,
+		borrow: borrow,
+		full:   batchBuffers(batch, e.recvBufSize),
+		msgs:   make([]underlay.Message, batch),
+		pkts:   make([]sa.Packet, batch),
+		queue:  make([]int, batch),
+		out:    make([][]byte, 0, batch),
 	}
 }
 
@@ -48,10 +51,22 @@ func (e *Engine) routineReceive(ctx context.Context, r Receiver) {
 	run(ctx, w, e.log.WithField("socket", r.String()))
 }
 
-// read reads a batch from the socket into the worker's buffers.
+// borrowingReceiver is a Receiver that can leave the packets of a
+// coalesced datagram in its own buffer (underlay.Reader.ReadBatchBorrowed):
+// they are then opened out of it, without a copy into the worker's
+// buffers first.
+type borrowingReceiver interface {
+	ReadBatchBorrowed(msgs []underlay.Message) (int, error)
+}
+
+// read reads a batch from the socket into the worker's buffers, or into
+// the socket's own where it lends them.
 func (w *receiver) read() (int, error) {
 	for i := range w.msgs {
 		w.msgs[i] = underlay.Message{Buf: w.full[i], Off: sa.Headroom}
+	}
+	if w.borrow != nil {
+		return w.borrow.ReadBatchBorrowed(w.msgs)
 	}
 	return w.r.ReadBatch(w.msgs)
 }
@@ -66,7 +81,14 @@ func (w *receiver) handle(n int) {
 	pkts := w.pkts[:n]
 	for i := range pkts {
 		p, m := &pkts[i], &w.msgs[i]
-		p.Buf, p.Off, p.Len = m.Buf, m.Off, m.Len
+		// The packet is opened into the worker's buffer: in place if it
+		// was read there, else from where the socket lent it (which
+		// checked that it fits).
+		if &m.Buf[0] == &w.full[i][0] {
+			p.Buf, p.Off, p.Len, p.Src = m.Buf, m.Off, m.Len, nil
+		} else {
+			p.Buf, p.Off, p.Len, p.Src = w.full[i], sa.Headroom, m.Len, m.Data()
+		}
 		// How the packet came in: Open refuses it for an SA of the
 		// other encapsulation (XfrmInStateMismatch).
 		p.UDP = !m.Raw
@@ -124,7 +146,10 @@ func (w *receiver) handle(n int) {
 		}
 	}
 	for i := range pkts {
-		pkts[i].Buf, pkts[i].SA = nil, nil
+		pkts[i].Buf, pkts[i].Src, pkts[i].SA = nil, nil, nil
+	}
+	for i := range w.msgs[:n] {
+		w.msgs[i].Buf = nil // may be the socket's, lent until the next read
 	}
 	clear(w.out[:cap(w.out)])
 }

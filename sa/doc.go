@@ -6,12 +6,15 @@
 // Buffers: a batch is a []Packet. Each Packet names a region of a buffer
 // that the caller owns; Seal and Open work in place inside that buffer, so
 // it must have Headroom bytes before the packet and Tailroom bytes after it.
-// Nothing on the seal or open path allocates. SealSegments is the one
+// Nothing on the seal or open path allocates. SealSegments is one
 // exception to in place: it seals the segments of one super-packet from
 // the buffer they lie in (Segments lays each out there in turn, headers in
 // front of its payload) into the packets' own buffers, so that the
 // segments are never copied; the AEAD reads one buffer and writes the
-// other.
+// other. Open is the other: it can read the packet from another buffer
+// (Packet.Src: a receive buffer that holds many packets, which is not
+// copied out first) and write the plaintext into the Packet's own as if it
+// had opened it there.
 //
 // Modes (RFC 4303 §3.1): tunnel mode carries a whole inner packet, whatever
 // it is, an IP fragment included. Transport mode strips the IP header and

@@ -36,8 +36,9 @@ func FuzzSADOpenBatch(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ps := []Packet{mkPacket(b), mkPacket(b)}
+		ps := []Packet{mkPacket(b), mkPacket(b), mkPacket(make([]byte, len(b)))}
 		ps[1].Off, ps[1].Len = 0, len(ps[1].Buf) // garbage around it too
+		ps[2].Src = bytes.Clone(b)               // opened from another buffer
 		d.OpenBatch(ps)
 		for _, p := range ps {
 			if p.Drop == CounterNone && (p.Off < 0 || p.Off+p.Len > len(p.Buf)) {

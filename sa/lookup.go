@@ -158,12 +158,12 @@ func (d *SAD) OpenBatch(pkts []Packet) {
 // lookupPacket finds the SA of p; on failure it sets and counts p.Drop.
 func (d *SAD) lookupPacket(t *table, p *Packet) *SA {
 	p.Proto = 0
-	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) {
+	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) || (p.Src != nil && len(p.Src) != p.Len) {
 		p.Drop = XfrmInHdrError
 		d.counters.Inc(p.Drop)
 		return nil
 	}
-	spi, ok := esp.SPIOf(p.Buf[p.Off : p.Off+p.Len])
+	spi, ok := esp.SPIOf(p.ESP())
 	if !ok {
 		p.Drop = XfrmInHdrError
 		d.counters.Inc(p.Drop)

@@ -153,20 +153,24 @@ func (s *SA) OpenBatch(pkts []Packet) {
 // payload (without padding), Proto the next header and seq the sequence
 // number.
 func (s *SA) decrypt(t *transform, p *Packet) Counter {
-	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) {
+	if p.Off < 0 || p.Len < 0 || p.Off+p.Len > len(p.Buf) || (p.Src != nil && len(p.Src) != p.Len) {
 		return XfrmInHdrError
 	}
-	b := esp.ESP(p.Buf[p.Off : p.Off+p.Len])
-	if !b.IsValid(t.ivLen, t.icvLen, t.align) {
+	b := esp.ESP(p.Buf[p.Off : p.Off+p.Len]) // where the plaintext goes
+	src := b                                 // where the packet is read from
+	if p.Src != nil {
+		src = p.Src
+	}
+	if !src.IsValid(t.ivLen, t.icvLen, t.align) {
 		return XfrmInHdrError
 	}
-	if b.SPI() != s.cfg.SPI {
+	if src.SPI() != s.cfg.SPI {
 		return XfrmInNoStates
 	}
 	if p.UDP != (s.cfg.Encap != nil) {
 		return XfrmInStateMismatch
 	}
-	seq, v := s.window.Check(b.Seq())
+	seq, v := s.window.Check(src.Seq())
 	switch v {
 	case replay.OK:
 	case replay.Duplicate:
@@ -176,7 +180,7 @@ func (s *SA) decrypt(t *transform, p *Packet) Counter {
 		s.replayWindow.Add(1)
 		return XfrmInStateSeqError
 	}
-	if !t.open(&p.scratch, b, seq, s.esn) {
+	if !t.openFrom(&p.scratch, src, b, seq, s.esn) {
 		s.integrityFailed.Add(1)
 		return XfrmInStateProtoError
 	}

@@ -21,6 +21,16 @@ type Packet struct {
 	Off int
 	Len int
 
+	// Src, for Open, is where the ESP packet is read from when it is not
+	// already at Buf[Off:Off+Len]: a receive buffer holding many packets
+	// back to back (UDP GRO), which Open then need not copy out first.
+	// The plaintext lands in Buf as if the packet had been opened in place,
+	// so Buf[Off:Off+Len] must have room for it. Src must be Len bytes and
+	// either lie outside Buf or be exactly Buf[Off:Off+Len]; Open does not
+	// write it, and the caller keeps it. Nil means in place. Seal ignores
+	// it.
+	Src []byte
+
 	// UDP says, for Open, that the packet arrived in UDP (ESP in UDP, RFC
 	// 3948) rather than as raw ESP (IP protocol 50). The caller sets it
 	// from how the packet came in; Open drops a packet whose encapsulation
@@ -53,3 +63,12 @@ type Packet struct {
 
 // Data returns the packet's bytes, Buf[Off:Off+Len].
 func (p *Packet) Data() []byte { return p.Buf[p.Off : p.Off+p.Len] }
+
+// ESP returns the ESP packet Open reads: Src if set, else Data. It does
+// not check bounds; Open does.
+func (p *Packet) ESP() []byte {
+	if p.Src != nil {
+		return p.Src
+	}
+	return p.Buf[p.Off : p.Off+p.Len]
+}

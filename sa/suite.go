@@ -199,15 +199,36 @@ func (t *transform) mac(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bo
 	st.mac.Sum(s[scratchMAC:scratchMAC])
 }
 
+// openFrom verifies the ESP packet src and decrypts it into dst, a buffer
+// of the same length (src itself to open in place; otherwise one that
+// does not overlap it), and reports whether the ICV was right. On success
+// dst.Encrypted holds the plaintext with its trailer; on failure the
+// plaintext has been written nowhere (an AEAD clears what it wrote, the
+// others check before they decrypt).
+//
+// The AEAD suites read src and write dst in one pass: a packet in a
+// receive buffer shared with others is opened without a copy. The others
+// copy it into dst first and open it there.
+func (t *transform) openFrom(s *[64]byte, src, dst esp.ESP, seq uint64, esn bool) bool {
+	if t.kind == suiteAEAD {
+		nonce, aad := t.nonceAAD(s, src, seq, esn)
+		ct := src[esp.HeaderLen+t.ivLen:]
+		pt := dst[esp.HeaderLen+t.ivLen:]
+		_, err := t.aead.Open(pt[:0], nonce, ct, aad)
+		return err == nil
+	}
+	if &src[0] != &dst[0] {
+		copy(dst, src)
+	}
+	return t.open(s, dst, seq, esn)
+}
+
 // open verifies and decrypts b in place and reports whether the ICV was
 // right. On success b.Encrypted holds the plaintext with its trailer.
 func (t *transform) open(s *[64]byte, b esp.ESP, seq uint64, esn bool) bool {
 	switch t.kind {
 	case suiteAEAD:
-		nonce, aad := t.nonceAAD(s, b, seq, esn)
-		ct := b[esp.HeaderLen+t.ivLen:]
-		_, err := t.aead.Open(ct[:0], nonce, ct, aad)
-		return err == nil
+		return t.openFrom(s, b, b, seq, esn)
 	case suiteGCM8:
 		return t.openGCM8(s, b, seq, esn)
 	default:

@@ -37,7 +37,11 @@
 //
 // Buffers and offsets: Read and Write on a Queue take a batch and an offset;
 // Write needs an offset of at least MinOffset bytes, where the virtio-net
-// header is put. A Queue's Read must not be called from two goroutines at
+// header is put. A queue also takes one packet gathered from several
+// buffers in one writev (WriteGather, gather_linux.go): the receive path's
+// TCP super-packets, made of the segments where they were opened
+// (package internal/gro), so that wireguard/tun's GRO, which copies the
+// payloads together and checksums every segment, is not used on that path. A Queue's Read must not be called from two goroutines at
 // once (it would serialise); Write is serialised per queue inside
 // wireguard/tun and is safe from several goroutines.
 //

@@ -38,7 +38,10 @@ type queue struct {
 	closed   bool
 }
 
-type activeQueue struct{ wgtun.Device }
+type activeQueue struct {
+	wgtun.Device
+	gather gatherWriter // WriteGather's, the receive path's writes
+}
 
 // newIdleQueue takes ownership of fd, a non-blocking TUN queue.
 func newIdleQueue(fd int) *queue {
@@ -48,7 +51,7 @@ func newIdleQueue(fd int) *queue {
 // newActiveQueue wraps a device made at once (Options.Monitor).
 func newActiveQueue(dev wgtun.Device) *queue {
 	q := &queue{}
-	q.dev.Store(&activeQueue{dev})
+	q.dev.Store(&activeQueue{Device: dev})
 	return q
 }
 
@@ -149,7 +152,7 @@ func (q *queue) activate() error {
 	if !q.deadline.IsZero() {
 		dev.File().SetReadDeadline(q.deadline)
 	}
-	q.dev.Store(&activeQueue{dev})
+	q.dev.Store(&activeQueue{Device: dev})
 	// Releases a Read waiting in waitReadable, which finds the device.
 	q.idle.Close()
 	q.idle = nil

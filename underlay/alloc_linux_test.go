@@ -50,6 +50,23 @@ func TestAllocs(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v allocations per write+read of 64 packets, want 0", allocs)
 			}
+			mine := append([]Message(nil), recv...)
+			allocs = testing.AllocsPerRun(50, func() {
+				if err := a.WriteBatch(sent); err != nil {
+					t.Fatal(err)
+				}
+				for got := 0; got < len(sent); {
+					copy(recv, mine)
+					n, err := r.ReadBatchBorrowed(recv)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got += n
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v allocations per write+borrowed read of 64 packets, want 0", allocs)
+			}
 		})
 	}
 }

@@ -30,4 +30,7 @@ func (r *Reader) Raw() bool                             { return false }
 func (r *Reader) GRO() bool                             { return false }
 func (r *Reader) String() string                        { return "unsupported" }
 func (r *Reader) ReadBatch(msgs []Message) (int, error) { return 0, ErrNotSupported }
-func (r *Reader) SetReadDeadline(t time.Time) error     { return ErrNotSupported }
+func (r *Reader) ReadBatchBorrowed(msgs []Message) (int, error) {
+	return 0, ErrNotSupported
+}
+func (r *Reader) SetReadDeadline(t time.Time) error { return ErrNotSupported }

@@ -52,6 +52,9 @@
 //     into its own 64 KiB buffers and copies each segment into the next
 //     caller Message (one copy per packet, headroom contract kept). Segments
 //     that do not fit the caller's batch are kept for the next ReadBatch.
+//     ReadBatchBorrowed skips the copy: it lends the segments where they
+//     arrived, until the next read, for a caller that opens them out of
+//     the Reader's buffer into its own (the data path does).
 //
 // # Allocation and concurrency
 //

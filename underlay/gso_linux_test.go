@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestGSOGRO: equal-size messages sent with GSO arrive as the same
@@ -118,5 +119,69 @@ func TestGSORefused(t *testing.T) {
 	// EMSGSIZE is about this path, not the device: GSO stays on.
 	if !readerFor(t, a, false, false).sock.gso.Load() {
 		t.Errorf("GSO turned off after EMSGSIZE")
+	}
+}
+
+// TestReadBatchBorrowed: the segments of coalesced datagrams are handed up
+// where they arrived, in the Reader's buffers (no copy), and are the
+// packets sent, in order, also when a read takes fewer than a datagram
+// holds; without GRO they land in the caller's buffers as ReadBatch puts
+// them.
+func TestReadBatchBorrowed(t *testing.T) {
+	sizes := make([]int, 150)
+	for i := range sizes {
+		sizes[i] = 1400
+	}
+	sizes[99] = 700
+	for _, rx := range []struct {
+		name    string
+		noGRO   bool
+		perRead int
+	}{{"gro", false, 7}, {"gro-full-batch", false, BatchSize}, {"kernel-split", true, BatchSize}} {
+		t.Run(rx.name, func(t *testing.T) {
+			lo := netip.MustParseAddr("127.0.0.1")
+			a := openConn(t, Config{UDP: netip.AddrPortFrom(lo, 0)})
+			b := openConn(t, Config{UDP: netip.AddrPortFrom(lo, 0), DisableGRO: rx.noGRO})
+			r := readerFor(t, b, false, false)
+			if !readerFor(t, a, false, false).sock.gso.Load() || r.GRO() == rx.noGRO {
+				t.Skip("kernel has no UDP GSO/GRO on loopback")
+			}
+			sent := newMessages(len(sizes))
+			fillBatch(sent, sizes, netip.AddrPortFrom(lo, b.Port()), false)
+			if err := a.WriteBatch(sent); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			mine := newMessages(rx.perRead)
+			msgs := make([]Message, rx.perRead)
+			var got []Message
+			borrowed := 0
+			for len(got) < len(sent) {
+				copy(msgs, mine)
+				n, err := r.ReadBatchBorrowed(msgs)
+				if err != nil {
+					t.Fatalf("ReadBatchBorrowed after %d of %d: %v", len(got), len(sent), err)
+				}
+				for i, m := range msgs[:n] {
+					if &m.Buf[0] != &mine[i].Buf[0] {
+						borrowed++
+					} else if m.Off != mine[i].Off {
+						t.Fatalf("packet in the caller's buffer at %d, want at Off %d", m.Off, mine[i].Off)
+					}
+					c := m
+					c.Buf = append([]byte(nil), m.Buf...)
+					got = append(got, c)
+				}
+			}
+			checkSame(t, sent, got, netip.AddrPortFrom(lo, a.Port()))
+			if rx.noGRO && borrowed != 0 || !rx.noGRO && borrowed == 0 {
+				t.Errorf("%d packets lent from the Reader's buffers with GRO %v", borrowed, !rx.noGRO)
+			}
+			if c := b.Counters(); c.RxPackets != uint64(len(sent)) {
+				t.Errorf("RxPackets = %d, want %d", c.RxPackets, len(sent))
+			}
+		})
 	}
 }

@@ -104,6 +104,23 @@ func (r *Reader) SetReadDeadline(t time.Time) error { return r.sock.pc.SetReadDe
 //
 // The error is from the socket: after Close it wraps ErrClosed.
 func (r *Reader) ReadBatch(msgs []Message) (int, error) {
+	return r.readBatch(msgs, false)
+}
+
+// ReadBatchBorrowed is ReadBatch without the copy out of a coalesced
+// datagram (GRO): such a packet is left where it arrived, and msgs[i].Buf
+// is set to the Reader's buffer holding it (Off and Len locate it there).
+// The caller may read it, not write it, and only until its next call to
+// the Reader: then the buffer is reused. A packet larger than
+// msgs[i].Buf[Off:] is dropped (Oversize) as ReadBatch drops it, so that
+// the caller can still open it into its own buffer. Packets read one per
+// datagram land at msgs[i].Buf[Off:], as ReadBatch places them, so the
+// caller sets Buf and Off before every call.
+func (r *Reader) ReadBatchBorrowed(msgs []Message) (int, error) {
+	return r.readBatch(msgs, true)
+}
+
+func (r *Reader) readBatch(msgs []Message, borrow bool) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
@@ -114,7 +131,7 @@ func (r *Reader) ReadBatch(msgs []Message) (int, error) {
 		var n int
 		var err error
 		if r.sock.gro {
-			n, err = r.readGRO(msgs)
+			n, err = r.readGRO(msgs, borrow)
 		} else {
 			n, err = r.readDirect(msgs)
 		}
@@ -222,8 +239,9 @@ func (r *Reader) readDirect(msgs []Message) (int, error) {
 }
 
 // readGRO hands out pending segments, or receives coalesced datagrams into
-// the Reader's buffers and splits them by their segment size.
-func (r *Reader) readGRO(msgs []Message) (int, error) {
+// the Reader's buffers and splits them by their segment size. With borrow
+// the segments stay in the Reader's buffers (ReadBatchBorrowed).
+func (r *Reader) readGRO(msgs []Message, borrow bool) (int, error) {
 	if r.groNext >= r.groN {
 		for i := range groSlots {
 			r.prepareSlot(i)
@@ -264,7 +282,18 @@ func (r *Reader) readGRO(msgs []Message) (int, error) {
 			if !r.accept(b, peer, local, &d) {
 				continue
 			}
-			if r.deliver(&msgs[out], b, peer, local, &d) {
+			var ok bool
+			switch m := &msgs[out]; {
+			case !borrow:
+				ok = r.deliver(m, b, peer, local, &d)
+			case len(b) > len(m.Buf)-m.Off:
+				// Too large for the caller's buffer, which it opens
+				// the packet into: dropped as deliver drops it.
+				d.Oversize++
+			default:
+				ok = r.lend(m, buf, r.groOff-len(b), len(b), peer, local, &d)
+			}
+			if ok {
 				if seg < total {
 					d.RxGRO++
 				}
@@ -317,11 +346,16 @@ func (r *Reader) deliver(m *Message, b []byte, peer netip.AddrPort, local netip.
 	if !sameBytes(dst, b) {
 		copy(dst, b) // memmove: b may overlap dst
 	}
-	m.Len = len(b)
+	return r.lend(m, m.Buf, m.Off, len(b), peer, local, d)
+}
+
+// lend points m at the packet buf[off:off+n] and counts it.
+func (r *Reader) lend(m *Message, buf []byte, off, n int, peer netip.AddrPort, local netip.Addr, d *Counters) bool {
+	m.Buf, m.Off, m.Len = buf, off, n
 	m.Peer = peer
 	m.Local = local
 	m.Raw = r.sock.raw
 	d.RxPackets++
-	d.RxBytes += uint64(len(b))
+	d.RxBytes += uint64(n)
 	return true
 }

@@ -14,7 +14,10 @@
 //
 // An Interface is the queue abstraction only: ReadQueue and WriteQueue move
 // batches through one queue and count them; the loops that read each queue
-// and seal what they read belong to package datapath.
+// and seal what they read belong to package datapath. A queue that takes
+// gathered writes (a TUN queue) gets WriteQueue's batch as TCP
+// super-packets coalesced here (gather.go, package internal/gro) without a
+// payload copy; any other queue (a netstack NIC) gets it as it is.
 //
 // Concurrency: Registry and Interface are safe for concurrent use. Each
 // queue of an Interface is read by one goroutine (ReadQueue); writes

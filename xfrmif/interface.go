@@ -73,19 +73,14 @@ type Interface struct {
 	ifID   uint32
 	link   Link
 	queues []Queue
-	shards []statShard  // one per queue, summed by Stats
-	wmu    []paddedLock // one per queue, taken by WriteQueue
+	shards []statShard   // one per queue, summed by Stats
+	wmu    []queueWriter // one per queue, taken by WriteQueue
 	mtu    atomic.Int64
 	closed atomic.Bool
 
 	// mu guards: cfg (the applied MTU, addresses and routes).
 	mu  sync.Mutex
 	cfg Config
-}
-
-type paddedLock struct {
-	sync.Mutex
-	_ [64 - 8]byte
 }
 
 // Create opens a TUN device for cfg in the network namespace of the
@@ -164,7 +159,7 @@ func newInterface(cfg Config, link Link, mtu, txQueueLen int) (*Interface, error
 		link:   link,
 		queues: qs,
 		shards: make([]statShard, len(qs)),
-		wmu:    make([]paddedLock, len(qs)),
+		wmu:    make([]queueWriter, len(qs)),
 	}
 	ifc.cfg = Config{Name: cfg.Name, IfID: cfg.IfID, Queues: len(qs), MTU: mtu, TxQueueLen: txQueueLen, Table: cfg.Table}
 	ifc.mtu.Store(int64(mtu))
@@ -320,7 +315,13 @@ func (ifc *Interface) writeLocked(q int, bufs [][]byte, offset int) (int, error)
 		bytes += uint64(len(b) - offset)
 	}
 	npkts := len(bufs) // before GRO changes lengths' meaning
-	n, err := ifc.queues[q].Write(bufs, offset)
+	var n int
+	var err error
+	if gq, ok := ifc.queues[q].(gatherQueue); ok {
+		n, err = ifc.wmu[q].writeGathered(gq, bufs, offset)
+	} else {
+		n, err = ifc.queues[q].Write(bufs, offset)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrClosed) {
 			s.rxDrops.Add(uint64(npkts))
