@@ -133,11 +133,15 @@ func (n *Node) logExpiries() {
 // removed (and whose keys are being wiped), and forgets their owners.
 func (n *Node) reapExpired() {
 	n.mu.Lock()
-	before := n.snapshotLocked()
+	// Runs every second: with nothing expired it walks the SAD and
+	// allocates nothing (a snapshot to compare with, as other changes
+	// take, was 1.5 MB/s of garbage with 10,000 SAs).
 	removed := n.sad.RemoveExpired()
-	n.notifyLocked(before, "hard lifetime expired")
 	for _, s := range removed {
 		delete(n.owners, s)
+		if n.events != nil {
+			n.events(Event{Kind: EventStateDeleted, SA: s, Reason: "hard lifetime expired"})
+		}
 	}
 	n.mu.Unlock()
 	for _, s := range removed {

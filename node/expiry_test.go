@@ -153,3 +153,32 @@ func TestTickRemovesHardExpired(t *testing.T) {
 		t.Errorf("removed SA not wiped")
 	}
 }
+
+// TestReapIdle: the once-a-second sweep reports a hard expiry as the SA's
+// deletion with its reason, and with nothing expired allocates nothing,
+// however many SAs there are (it used to copy the SAD to compare with).
+func TestReapIdle(t *testing.T) {
+	n, _ := expiryNode(t)
+	var events []Event
+	n.events = func(ev Event) { events = append(events, ev) }
+	key := []byte("\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff\x10\x20\x30\x40\x50")
+	var sas []*sa.SA
+	for i := range 1000 {
+		sas = append(sas, newLifetimeSA(t, uint32(0x2000+i), key, sa.Lifetime{}))
+	}
+	dying := newLifetimeSA(t, 0x1001, key, sa.Lifetime{HardAdd: time.Minute})
+	if err := n.sad.Replace(append(sas, dying), nil); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(20, n.reapExpired); allocs != 0 {
+		t.Errorf("reapExpired with 1001 SAs and none expired: %v allocations, want 0", allocs)
+	}
+	if len(events) != 0 {
+		t.Fatalf("events with nothing expired: %v", events)
+	}
+	n.sad.Tick(dying.Added().Add(time.Minute))
+	n.reapExpired()
+	if len(events) != 1 || events[0].Kind != EventStateDeleted || events[0].SA != dying || events[0].Reason != "hard lifetime expired" {
+		t.Errorf("events after the hard expiry: %+v, want the SA's deletion", events)
+	}
+}

@@ -63,18 +63,18 @@ func (d *Dir) Attach(s *sa.SA) error {
 // failed save once, until saving that SA works again. Call it once the
 // data path has stopped, for the final tops of a clean stop.
 func (d *Dir) Flush(logf func(format string, args ...any)) {
-	type item struct {
-		s *sa.SA
-		t *tracked
-	}
 	d.flushMu.Lock()
 	defer d.flushMu.Unlock()
 	d.mu.Lock()
-	items := make([]item, 0, len(d.tracked))
+	items := d.flushing[:0]
 	for s, t := range d.tracked {
-		items = append(items, item{s, t})
+		items = append(items, flushItem{s, t})
 	}
 	d.mu.Unlock()
+	defer func() {
+		clear(items) // no reference to a removed SA until the next Flush
+		d.flushing = items[:0]
+	}()
 	for _, it := range items {
 		// Retired is read before Top, so that the last save of an SA
 		// that left its SAD has its final top (no batch opens it after).

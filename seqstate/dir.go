@@ -40,14 +40,23 @@ type Dir struct {
 	secret []byte
 	lock   *os.File // the directory, flock'ed while open
 
-	// flushMu serialises Flush (RoutineSaveTops and the final one).
-	flushMu sync.Mutex
+	// flushMu serialises Flush (RoutineSaveTops and the final one), and
+	// guards flushing, the list Flush copies tracked into: kept from one
+	// Flush to the next, so that ten a second allocate nothing (with
+	// 10,000 SAs a fresh list was 1.6 MB/s of garbage).
+	flushMu  sync.Mutex
+	flushing []flushItem
 
 	mu sync.Mutex
 	// mu guards: records (one per key, shared by every SA with the key)
 	// and tracked (the inbound SAs whose tops are saved).
 	records map[string]*Record
 	tracked map[*sa.SA]*tracked
+}
+
+type flushItem struct {
+	s *sa.SA
+	t *tracked
 }
 
 type tracked struct {
