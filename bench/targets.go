@@ -137,18 +137,24 @@ func (r *report) lineRate2() []target {
 	}
 	if s := r.sweep("interfaces"); s != nil {
 		t := target{name: fmt.Sprintf("%d interfaces, %d streams on one, ratio to 1 interface", r.o.ifaces, scaleStreams), want: ">= 0.95"}
-		rss := target{name: fmt.Sprintf("RSS with %d interfaces (VmHWM), MiB", r.o.ifaces), want: "<= 128", mib: true}
+		// The interfaces each have an SA pair here. VmRSS while the
+		// traffic ran is what the daemon keeps; VmHWM adds start-up's
+		// peak (parsing the config's YAML, docs/design.md).
+		rss := target{name: fmt.Sprintf("RSS with %d interfaces and an SA pair each, while traffic ran (VmRSS), MiB", r.o.ifaces), want: "<= 128", mib: true}
+		hwm := target{name: fmt.Sprintf("RSS with %d interfaces, peak since start-up (VmHWM), MiB", r.o.ifaces), want: "<= 128", mib: true}
 		up := target{name: fmt.Sprintf("start-up with %d interfaces, s", r.o.ifaces), want: "<= 5", format: "%.1f"}
 		if len(s.points) == 2 && s.points[0].row.err == nil && s.points[1].row.err == nil {
 			many := s.points[1].row
 			t.value, t.ok = many.m.bitsPerSecond/s.points[0].row.m.bitsPerSecond, true
 			t.pass = t.value >= 0.95
-			rss.value, rss.ok = float64(many.m.hwm)/(1<<20), true
+			rss.value, rss.ok = float64(many.m.rss)/(1<<20), true
 			rss.pass = rss.value <= 128
+			hwm.value, hwm.ok = float64(many.m.hwm)/(1<<20), true
+			hwm.pass = hwm.value <= 128
 			up.value, up.ok = many.setup.Seconds(), true
 			up.pass = up.value <= 5
 		}
-		ts = append(ts, t, rss, up)
+		ts = append(ts, t, rss, hwm, up)
 	}
 	if s := r.sweep("sas"); s != nil {
 		t := target{name: fmt.Sprintf("%d SA pairs, ratio to 1", r.o.sas), want: ">= 0.95"}
