@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"fmt"
+	"net/netip"
 	"strings"
 )
 
@@ -50,17 +51,25 @@ type side struct {
 	// them the other way round.
 	spiOut, spiIn uint32
 	inner, remote string // measured interface: own address, peer's address
-	// idleNet and idlePeer give the inner /24s of idle interface i.
-	idleNet, idlePeer func(i int) string
+	// idleNet and idlePeer give the inner /26s of idle interface i.
+	idleNet, idlePeer func(i int) netip.Prefix
 	// selNet gives the destination /24 of idle SA i on the measured
 	// interface.
 	selNet func(i int) string
 }
 
-// Idle interface i (1..999) gets 100.(64+i/256).(i%256).0/24 on A and
-// 100.(96+i/256).(i%256).0/24 on B, in the shared address space of RFC
-// 6598; idle SA i selects 10.(64+i/256).(i%256).0/24 (A) or
-// 10.(96+i/256).(i%256).0/24 (B), networks no packet is sent to.
+// Idle interface i (1..32767) gets the i-th /26 of 100.64.0.0/11 on A and
+// of 100.96.0.0/11 on B, halves of the shared address space of RFC 6598
+// that do not meet however many interfaces there are; idle SA i selects
+// 10.(64+i/256).(i%256).0/24 (A) or 10.(96+i/256).(i%256).0/24 (B),
+// networks no packet is sent to.
+// maxIfaces is the most interfaces per side the address plan holds.
+const maxIfaces = 32767
+
+func net26(second, i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{100, byte(second + i/1024), byte(i % 1024 / 4), byte(i % 4 * 64)}), 26)
+}
+
 func net24(first, second, i int) string {
 	return fmt.Sprintf("%d.%d.%d.0/24", first, second+i/256, i%256)
 }
@@ -69,15 +78,15 @@ var (
 	sideA = side{
 		local: underlayA, peer: underlayB, spiOut: 0x10000000, spiIn: 0x20000000,
 		inner: ipsecInnerA, remote: ipsecInnerB,
-		idleNet:  func(i int) string { return net24(100, 64, i) },
-		idlePeer: func(i int) string { return net24(100, 96, i) },
+		idleNet:  func(i int) netip.Prefix { return net26(64, i) },
+		idlePeer: func(i int) netip.Prefix { return net26(96, i) },
 		selNet:   func(i int) string { return net24(10, 64, i) },
 	}
 	sideB = side{
 		local: underlayB, peer: underlayA, spiOut: 0x20000000, spiIn: 0x10000000,
 		inner: ipsecInnerB, remote: ipsecInnerA,
-		idleNet:  func(i int) string { return net24(100, 96, i) },
-		idlePeer: func(i int) string { return net24(100, 64, i) },
+		idleNet:  func(i int) netip.Prefix { return net26(96, i) },
+		idlePeer: func(i int) netip.Prefix { return net26(64, i) },
 		selNet:   func(i int) string { return net24(10, 96, i) },
 	}
 )
@@ -121,7 +130,7 @@ func (s ipsecSpec) config(sd side, key func(spi uint32) string) string {
 	// Idle interfaces first, if_id 1.., each with one SA pair.
 	for i := 1; i < s.ifaces; i++ {
 		fmt.Fprintf(&ifaces, "  - {name: ipsec%d, if_id: %d, mtu: %d, queues: 1, addresses: [%s], routes: [%s]}\n",
-			i, i, tunnelMTU, strings.Replace(sd.idleNet(i), ".0/24", ".1/24", 1), sd.idlePeer(i))
+			i, i, tunnelMTU, netip.PrefixFrom(sd.idleNet(i).Addr().Next(), 26), sd.idlePeer(i))
 		pair(i, i, "")
 	}
 	// The measured interface last.

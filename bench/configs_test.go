@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -20,6 +21,7 @@ func TestConfigs(t *testing.T) {
 		{"chacha", ipsecSpec{suite: chacha20, queues: 1}, 1, 1},
 		{"one SA with selector", ipsecSpec{suite: aesGCM128, queues: 1, sas: 1, selectors: true}, 1, 1},
 		{"1000 interfaces", ipsecSpec{suite: aesGCM128, queues: 1, ifaces: 1000}, 1000, 1000},
+		{"10000 interfaces", ipsecSpec{suite: aesGCM128, queues: 1, ifaces: 10000}, 10000, 10000},
 		{"1000 SAs", ipsecSpec{suite: aesGCM128, queues: 1, sas: 1000}, 1, 1000},
 	}
 	for _, tt := range tests {
@@ -35,6 +37,31 @@ func TestConfigs(t *testing.T) {
 			}
 			if got := len(ca.Interfaces); got != tt.ifaces {
 				t.Errorf("interfaces: got %d, want %d", got, tt.ifaces)
+			}
+			// One side's addresses and routes never meet: the kernel
+			// would refuse a route the same as another's, or send
+			// traffic into the wrong interface. (The prefixes are /24
+			// and /26 in separate ranges, so equal masked /24s would
+			// show any overlap.)
+			for _, c := range []*config.Config{ca, cb} {
+				seen := map[netip.Prefix]string{}
+				for _, ifc := range c.Interfaces {
+					var ps []netip.Prefix
+					for _, a := range ifc.Addresses {
+						ps = append(ps, a.Masked())
+					}
+					ps = append(ps, ifc.Routes...)
+					for _, p := range ps {
+						key, _ := p.Addr().Prefix(min(p.Bits(), 24))
+						if p.Bits() == 26 {
+							key = p
+						}
+						if other, ok := seen[key]; ok && other != ifc.Name {
+							t.Fatalf("%s: %s of %s meets a prefix of %s", c.File, p, ifc.Name, other)
+						}
+						seen[key] = ifc.Name
+					}
+				}
 			}
 			in := map[uint32]sa.Config{}
 			for _, s := range cb.States {
