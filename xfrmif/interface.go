@@ -68,6 +68,15 @@ type ipv6Link interface {
 	EnableIPv6() error
 }
 
+// ipv4Only reports whether cfg's interface carries IPv4 only, and may
+// start with IPv6 disabled (tun.Options.NoIPv6): it has IPv4 addresses or
+// routes and no IPv6 ones. One with neither keeps IPv6: its routes come
+// from elsewhere (by hand, as transport mode's recipe may add them), in
+// either family.
+func ipv4Only(cfg Config) bool {
+	return len(cfg.Addresses)+len(cfg.Routes) > 0 && !hasIPv6(cfg.Addresses, cfg.Routes)
+}
+
 // hasIPv6 reports whether any of the prefixes is IPv6.
 func hasIPv6(prefixes ...[]netip.Prefix) bool {
 	for _, ps := range prefixes {
@@ -119,7 +128,7 @@ func Create(cfg Config) (*Interface, error) {
 // openTUN opens the TUN device of cfg (with defaults), with its MTU and
 // transmit queue length, up unless down, without addresses or routes.
 func openTUN(cfg Config, down bool) (*tun.Device, error) {
-	opts := tun.Options{RouteTable: cfg.Table, Down: down, TxQueueLen: cfg.TxQueueLen, NoIPv6: !hasIPv6(cfg.Addresses, cfg.Routes)}
+	opts := tun.Options{RouteTable: cfg.Table, Down: down, TxQueueLen: cfg.TxQueueLen, NoIPv6: ipv4Only(cfg)}
 	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, opts)
 	if err != nil {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)

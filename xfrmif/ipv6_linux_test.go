@@ -14,7 +14,8 @@ import (
 // IPv6 through Registry.Sync, as the daemon's start does: the first has
 // IPv6 disabled and no multicast route (which keeps the start-up of many
 // such interfaces from growing quadratically), the second works as
-// before. A reload then gives the first an IPv6 address and route, which
+// before, and so does a third with neither addresses nor routes (its
+// routes, of either family, come by hand). A reload then gives the first an IPv6 address and route, which
 // must work: IPv6 is turned on before they are added.
 func TestSyncIPv4OnlyThenIPv6(t *testing.T) {
 	const conf = "/proc/sys/net/ipv6/conf/"
@@ -27,6 +28,7 @@ func TestSyncIPv4OnlyThenIPv6(t *testing.T) {
 	cfgs := []Config{
 		{Name: "ipsec1", IfID: 1, MTU: 1400, Addresses: prefixes("192.0.2.1/24"), Routes: prefixes("198.51.100.0/24")},
 		{Name: "ipsec2", IfID: 2, MTU: 1400, Addresses: prefixes("192.0.3.1/24", "2001:db8:3::1/64"), Routes: prefixes("2001:db8:4::/64")},
+		{Name: "ipsec3", IfID: 3, MTU: 1400},
 	}
 	sysctl := func(name string) string {
 		var b []byte
@@ -68,6 +70,9 @@ func TestSyncIPv4OnlyThenIPv6(t *testing.T) {
 	}
 	if got := sysctl("ipsec2"); got != "0" {
 		t.Errorf("ipsec2 with IPv6: disable_ipv6 = %s, want 0", got)
+	}
+	if got := sysctl("ipsec3"); got != "0" {
+		t.Errorf("ipsec3 without addresses or routes: disable_ipv6 = %s, want 0", got)
 	}
 	if err := deliverable("2001:db8:3::1"); err != nil {
 		t.Errorf("ipsec2's IPv6 address: %v", err)
