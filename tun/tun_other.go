@@ -16,6 +16,7 @@ type Options struct {
 	RouteTable uint32
 	Down       bool
 	TxQueueLen int
+	NoIPv6     bool
 }
 
 // OpenOptions returns ErrNotSupported.
@@ -41,6 +42,7 @@ func (d *Device) WaitLocal(a netip.Addr)                   {}
 func (d *Device) RemoveAddress(p netip.Prefix) error       { return ErrNotSupported }
 func (d *Device) AddRoute(p netip.Prefix) error            { return ErrNotSupported }
 func (d *Device) RemoveRoute(p netip.Prefix) error         { return ErrNotSupported }
+func (d *Device) EnableIPv6() error                        { return ErrNotSupported }
 func (d *Device) Close() error                             { return nil }
 
 // CloseAll closes each device.

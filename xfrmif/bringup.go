@@ -17,7 +17,9 @@ import (
 //  1. open every device, down, with its MTU and transmit queue length
 //     (bringUp): the MTU walks find only the routes that were there
 //     before, and a queue length set while the link is down costs no
-//     RCU grace period (tun.Options.TxQueueLen);
+//     RCU grace period (tun.Options.TxQueueLen); an IPv4-only one gets
+//     IPv6 disabled (tun.Options.NoIPv6, see ipv4Only), so that it adds
+//     no multicast route in step 2;
 //  2. bring every device up (bringUp): each walk finds the multicast
 //     route (ff00::/8) of the devices already up, and nothing else new;
 //  3. the caller's guard step (SyncGuarded): guard routes, before any

@@ -61,6 +61,34 @@ type txQueueLink interface {
 	SetTxQueueLen(n int) error
 }
 
+// ipv6Link is a Link that may have IPv6 off (a TUN device opened for an
+// IPv4-only Config), which must be turned on before an IPv6 address or
+// route is added.
+type ipv6Link interface {
+	EnableIPv6() error
+}
+
+// ipv4Only reports whether cfg's interface carries IPv4 only, and may
+// start with IPv6 disabled (tun.Options.NoIPv6): it has IPv4 addresses or
+// routes and no IPv6 ones. One with neither keeps IPv6: its routes come
+// from elsewhere (by hand, as transport mode's recipe may add them), in
+// either family.
+func ipv4Only(cfg Config) bool {
+	return len(cfg.Addresses)+len(cfg.Routes) > 0 && !hasIPv6(cfg.Addresses, cfg.Routes)
+}
+
+// hasIPv6 reports whether any of the prefixes is IPv6.
+func hasIPv6(prefixes ...[]netip.Prefix) bool {
+	for _, ps := range prefixes {
+		for _, p := range ps {
+			if p.Addr().Unmap().Is6() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // ErrClosed is returned by ReadQueue, WriteQueue and the configuration
 // methods of a closed Interface.
 var ErrClosed = errors.New("xfrmif: interface closed")
@@ -100,7 +128,8 @@ func Create(cfg Config) (*Interface, error) {
 // openTUN opens the TUN device of cfg (with defaults), with its MTU and
 // transmit queue length, up unless down, without addresses or routes.
 func openTUN(cfg Config, down bool) (*tun.Device, error) {
-	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, tun.Options{RouteTable: cfg.Table, Down: down, TxQueueLen: cfg.TxQueueLen})
+	opts := tun.Options{RouteTable: cfg.Table, Down: down, TxQueueLen: cfg.TxQueueLen, NoIPv6: ipv4Only(cfg)}
+	dev, err := tun.OpenOptions(cfg.Name, cfg.MTU, cfg.Queues, opts)
 	if err != nil {
 		return nil, fmt.Errorf("xfrmif: %s: %w", cfg.Name, err)
 	}
@@ -232,6 +261,13 @@ func (ifc *Interface) Reconfigure(cfg Config) error {
 		// AddRoute replaces, so a route still there is left as it is.
 		add = slices.Clone(cfg.Routes)
 		ifc.cfg.Routes = slices.DeleteFunc(ifc.cfg.Routes, func(q netip.Prefix) bool { return slices.Contains(add, q) })
+	}
+	if l, ok := ifc.link.(ipv6Link); ok && hasIPv6(addAddr, add) {
+		// An interface opened IPv4-only gains IPv6 (a reload). If
+		// this fails, the IPv6 additions below fail too and say so.
+		if err := l.EnableIPv6(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, p := range addAddr {
 		if err := ifc.link.AddAddress(p); err != nil {
