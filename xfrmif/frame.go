@@ -1,9 +1,7 @@
 package xfrmif
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/ipsecd/ipsecd/internal/gso"
 )
@@ -41,14 +39,8 @@ func (ifc *Interface) ReadQueueFrame(q int, buf []byte, f *gso.Frame, maxSegment
 	s := &ifc.shards[q]
 	n, err := fr.ReadFrame(buf[:len(buf)-gso.Tailroom])
 	if err != nil {
-		switch {
-		case errors.Is(err, os.ErrClosed) || ifc.closed.Load():
-			return ErrClosed
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return err
-		}
-		s.txErrors.Add(1)
-		return fmt.Errorf("xfrmif: %s: read queue %d: %w", ifc.name, q, err)
+		err, _ = ifc.readError(q, err)
+		return err
 	}
 	if err := f.Parse(buf[:n], maxSegments, maxSegLen); err != nil {
 		s.txErrors.Add(1)

@@ -34,14 +34,10 @@ func (ifc *Interface) ReadQueue(q int, bufs [][]byte, sizes []int, offset int) (
 	s := &ifc.shards[q]
 	n, err := ifc.queues[q].Read(bufs, sizes, offset)
 	if err != nil {
-		switch {
-		case errors.Is(err, os.ErrClosed) || ifc.closed.Load():
-			return 0, ErrClosed
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		var ended bool
+		if err, ended = ifc.readError(q, err); ended {
 			return 0, err
 		}
-		s.txErrors.Add(1)
-		err = fmt.Errorf("xfrmif: %s: read queue %d: %w", ifc.name, q, err)
 	}
 	if n > 0 {
 		var bytes uint64
@@ -52,6 +48,21 @@ func (ifc *Interface) ReadQueue(q int, bufs [][]byte, sizes []int, offset int) (
 		s.txBytes.Add(bytes)
 	}
 	return n, err
+}
+
+// readError is what a failed read of queue q returns: ErrClosed once the
+// interface is closed and a passed deadline as it is, both ending the
+// read (ended); anything else counted as one tx error of the queue and
+// named, with whatever the read got before it still valid.
+func (ifc *Interface) readError(q int, err error) (_ error, ended bool) {
+	switch {
+	case errors.Is(err, os.ErrClosed) || ifc.closed.Load():
+		return ErrClosed, true
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return err, true
+	}
+	ifc.shards[q].txErrors.Add(1)
+	return fmt.Errorf("xfrmif: %s: read queue %d: %w", ifc.name, q, err), false
 }
 
 // WaitQueue returns once queue q has carried traffic or has a packet to
