@@ -38,6 +38,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/internal/vnet"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 )
 
 // maxOpen is how many super-packets a Coalescer keeps open to further
@@ -333,12 +334,5 @@ func sameFlow(a, b []byte, sa, sb segment) bool {
 // the TCP pseudo-header (RFC 9293 §3.1) with the addresses addrs (source
 // then destination) and TCP length n: what a partial checksum field holds.
 func pseudoHeaderSum(addrs []byte, n int) uint16 {
-	sum := uint32(iphdr.ProtocolTCP) + uint32(n)
-	for i := 0; i+1 < len(addrs); i += 2 {
-		sum += uint32(addrs[i])<<8 | uint32(addrs[i+1])
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	return uint16(sum)
+	return checksum.Combine(checksum.Combine(checksum.Checksum(addrs, 0), iphdr.ProtocolTCP), uint16(n))
 }
