@@ -83,12 +83,12 @@ secrets {
 
 // swanSide is one end of the strongSwan tunnel.
 type swanSide struct {
-	ns                   *netns
-	name, peerName       string // a or b: IKE identities name.bench
-	local, peer          string // underlay addresses
-	inner, remote        string // own and peer's inner address
-	dir, conf, log, vici string
-	proc                 *process
+	ns             *netns
+	name, peerName string // a or b: IKE identities name.bench
+	local, peer    string // underlay addresses
+	inner, remote  string // own and peer's inner address
+	dir, conf, log string
+	proc           *process
 }
 
 // swanctl runs swanctl against this side's charon: in its network

@@ -184,11 +184,6 @@ func (c *rtnl) setLink(index, mtu int, up bool) error {
 	})
 }
 
-// setMTU sets the link's MTU and nothing else.
-func (c *rtnl) setMTU(index, mtu int) error {
-	return c.do(func(h *netlink.Handle) error { return h.LinkSetMTU(link(index), mtu) })
-}
-
 // setTxQueueLen sets the link's transmit queue length.
 func (c *rtnl) setTxQueueLen(index, n int) error {
 	return c.do(func(h *netlink.Handle) error { return h.LinkSetTxQLen(link(index), n) })

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"runtime"
 	"sync"
 	"time"
@@ -169,11 +168,6 @@ func (n *node) buildStates(cfg *config.Config) (*ipnode.Build, error) {
 		return nil, errs
 	}
 	return b, err
-}
-
-// saID names an SA in messages as ip xfrm would find it.
-func saID(dir sa.Dir, spi uint32, dst netip.Addr) string {
-	return ipnode.StateID{Dir: dir, SPI: spi, Dst: dst}.String()
 }
 
 func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
