@@ -157,10 +157,7 @@ func (s *SA) decrypt(t *transform, p *Packet) Counter {
 		return XfrmInHdrError
 	}
 	b := esp.ESP(p.Buf[p.Off : p.Off+p.Len]) // where the plaintext goes
-	src := b                                 // where the packet is read from
-	if p.Src != nil {
-		src = p.Src
-	}
+	src := esp.ESP(p.ESP())                  // where the packet is read from: b, or Src
 	if !src.IsValid(t.ivLen, t.icvLen, t.align) {
 		return XfrmInHdrError
 	}
