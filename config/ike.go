@@ -91,6 +91,9 @@ type Connection struct {
 type Endpoint struct {
 	Auth ike.AuthClass
 	ID   string // as swanctl writes ids; "" with pubkey is the certificate's subject (local) or %any (remote)
+	// Identity is ID parsed (ike.ParseIdentity), once, when the file is
+	// read: what the engine sends and compares.
+	Identity ike.Identity
 	// Cert and Key are the paths of local's certificate (then its chain)
 	// and its private key; CACerts the paths of remote's trust anchors.
 	Cert, Key string
@@ -136,9 +139,12 @@ type Child struct {
 
 // Secret is one item of secrets: (swanctl's secrets.ike<suffix>).
 type Secret struct {
-	IDs    []string // empty: any
-	Secret Key
-	Line   int
+	IDs []string // empty: any
+	// Identities are IDs parsed (ike.ParseIdentity), in the same order:
+	// what a connection's ids are compared with.
+	Identities []ike.Identity
+	Secret     Key
+	Line       int
 }
 
 // Key is key material (a pre-shared key). It formats as "(key not shown)"
@@ -207,8 +213,8 @@ func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
 
 func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
 	ec := &ike.Config{
-		LocalID:    cn.Local.ID,
-		RemoteID:   cn.Remote.ID,
+		LocalID:    cn.Local.Identity,
+		RemoteID:   cn.Remote.Identity,
 		LocalAuth:  cn.Local.Auth,
 		RemoteAuth: cn.Remote.Auth,
 		LocalCerts: cn.Local.Certs,

@@ -201,7 +201,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			continue
 		}
 		if cn.Local.Auth == ike.AuthPSK || cn.Remote.Auth == ike.AuthPSK {
-			s := bestSecret(ic.Secrets, cn.Local.ID, cn.Remote.ID)
+			s := bestSecret(ic.Secrets, cn.Local.Identity, cn.Remote.Identity)
 			if s < 0 {
 				d.errorf(it, f, "auth psk, and no item of secrets has ids matching local id %q and remote id %q", cn.Local.ID, cn.Remote.ID)
 				continue

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -26,7 +27,14 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 		}
 	}
 	if v := m["id"]; v != nil {
-		ep.ID, _ = d.str(v, join(field, "id"))
+		var ok bool
+		if ep.ID, ok = d.str(v, join(field, "id")); ok {
+			id, err := ike.ParseIdentity(ep.ID)
+			if err != nil {
+				d.errorf(v, join(field, "id"), "%s", strings.TrimPrefix(err.Error(), ike.ErrBadIdentity.Error()+": "))
+			}
+			ep.Identity = id
+		}
 	}
 	if ep.ID == "" && ep.Auth == ike.AuthPSK {
 		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ipsecd/ipsecd/ike"
 )
 
 // secrets decodes secrets:.
@@ -30,7 +32,13 @@ func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) {
 			ids, ok := d.list(v, join(f, "ids"))
 			for j, idn := range ids {
 				if id, ok := d.str(idn, index(join(f, "ids"), j)); ok && id != "" {
+					ident, err := ike.ParseIdentity(id)
+					if err != nil {
+						d.errorf(idn, index(join(f, "ids"), j), "%s", strings.TrimPrefix(err.Error(), ike.ErrBadIdentity.Error()+": "))
+						good = false
+					}
 					s.IDs = append(s.IDs, id)
+					s.Identities = append(s.Identities, ident)
 				} else {
 					if ok {
 						d.errorf(idn, index(join(f, "ids"), j), "empty")
@@ -173,14 +181,16 @@ func (d *decoder) warnExposed(path string, fi os.FileInfo, name string) {
 // bestSecret returns the index of the secret that serves a connection
 // between local and remote ids, or -1, as strongSwan ranks them: one whose
 // ids include both, then one with a single id that is one of them, then
-// one without ids; the first in the file among equals. A remote id %any
+// one without ids; the first in the file among equals. Ids compare as
+// identities (ike.Identity.Equal: "@gw" is the name gw). A remote id %any
 // matches every id, so that a responder for any peer finds its secret by
 // its local id alone.
-func bestSecret(secrets []Secret, local, remote string) int {
+func bestSecret(secrets []Secret, local, remote ike.Identity) int {
 	best, bestRank := -1, 0
+	has := func(ids []ike.Identity, id ike.Identity) bool { return slices.ContainsFunc(ids, id.Equal) }
 	for i, s := range secrets {
 		rank := 0
-		switch hasL, hasR := slices.Contains(s.IDs, local), slices.Contains(s.IDs, remote) || remote == "%any"; {
+		switch hasL, hasR := has(s.Identities, local), has(s.Identities, remote) || remote.IsAny(); {
 		case len(s.IDs) == 0:
 			rank = 1
 		case hasL && hasR:

@@ -89,7 +89,7 @@ func TestIKEParseGood(t *testing.T) {
 	if err := ec.Validate(); err != nil {
 		t.Errorf("EngineConfig: Validate: %v", err)
 	}
-	if fmt.Sprintf("%x", ec.PSK) != ikeSecret || ec.LocalID != "a.example.net" || ec.RemoteID != "b.example.net" ||
+	if fmt.Sprintf("%x", ec.PSK) != ikeSecret || ec.LocalID.String() != "a.example.net" || ec.RemoteID.String() != "b.example.net" ||
 		!ec.ForceEncap || ec.Retransmit != DefaultRetransmit || len(ec.Proposals) != 2 || len(ec.Child.Proposals) != 2 ||
 		ec.Child.Transport || ec.Child.LocalTS[0] != ch.LocalTS[0] {
 		t.Errorf("EngineConfig: got %+v", ec)
@@ -214,6 +214,14 @@ func TestIKEErrors(t *testing.T) {
 		{"secret missing", `, secret: "0x00112233445566778899aabbccddeeff"}`, "}", "33: secrets[0].secret: missing; want secret: or secret_file:"},
 		{"duplicate secret ids", "secrets:\n", "secrets:\n  - {ids: [b.example.net, a.example.net], secret: other}\n",
 			"34: secrets[1].ids: the same ids as secrets[0]"},
+		{"id with an unknown DN attribute", "remote: {auth: psk, id: b.example.net}", "remote: {auth: psk, id: \"X=1, CN=b\"}",
+			"19: connections[0].remote.id: \"X=1, CN=b\": unknown attribute \"X\" in a distinguished name (want one of C, CN, DC, E, EMAIL, L, O, OU, SERIALNUMBER, SN, ST, T, UID)"},
+		{"id with control characters", "remote: {auth: psk, id: b.example.net}", "remote: {auth: psk, id: \"b\\e[2J\\r\\nfake\"}",
+			"19: connections[0].remote.id: b\\x1b[2J\\x0d\\x0afake has a control character or is not UTF-8"},
+		{"id with bad hex", "remote: {auth: psk, id: b.example.net}", "remote: {auth: psk, id: \"@#0xz\"}",
+			"19: connections[0].remote.id: \"#0xz\": want hex after #"},
+		{"secret with a bad id", "secrets:\n", "secrets:\n  - {ids: [a.example.net, \"Q=1\"], secret: other}\n",
+			"33: secrets[0].ids[1]: \"Q=1\": unknown attribute \"Q\" in a distinguished name (want one of C, CN, DC, E, EMAIL, L, O, OU, SERIALNUMBER, SN, ST, T, UID)"},
 		{"ts with host bits", "local_ts: [10.10.0.0/24]", "local_ts: [10.10.0.1/24]",
 			"24: connections[0].children[0].local_ts[0]: 10.10.0.1/24 has host bits set; did you mean 10.10.0.0/24?"},
 	}
@@ -341,19 +349,27 @@ func TestIKEKeylogWarned(t *testing.T) {
 }
 
 func TestBestSecret(t *testing.T) {
-	secrets := []Secret{{IDs: nil}, {IDs: []string{"a"}}, {IDs: []string{"a", "b"}}, {IDs: []string{"x", "y"}}}
+	secret := func(ids ...string) Secret {
+		s := Secret{IDs: ids}
+		for _, id := range ids {
+			s.Identities = append(s.Identities, ike.MustParseIdentity(id))
+		}
+		return s
+	}
+	secrets := []Secret{secret(), secret("a"), secret("a", "b"), secret("x", "y"), secret("192.0.2.1", "@gw")}
 	tests := []struct {
 		local, remote string
 		want          int
 	}{
 		{"a", "b", 2}, {"b", "a", 2}, {"a", "c", 1}, {"c", "a", 1}, {"c", "d", 0}, {"a", "%any", 1}, {"x", "y", 3},
+		{"gw", "192.0.2.1", 4}, {"fqdn:gw", "ipv4:192.0.2.1", 4}, {"gw", "fqdn:192.0.2.1", 0},
 	}
 	for _, tt := range tests {
-		if got := bestSecret(secrets, tt.local, tt.remote); got != tt.want {
+		if got := bestSecret(secrets, ike.MustParseIdentity(tt.local), ike.MustParseIdentity(tt.remote)); got != tt.want {
 			t.Errorf("%s, %s: got secrets[%d], want secrets[%d]", tt.local, tt.remote, got, tt.want)
 		}
 	}
-	if got := bestSecret(secrets[1:2], "c", "d"); got != -1 {
+	if got := bestSecret(secrets[1:2], ike.MustParseIdentity("c"), ike.MustParseIdentity("d")); got != -1 {
 		t.Errorf("no match: got %d, want -1", got)
 	}
 }

@@ -38,7 +38,7 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 		return nil, err
 	}
 	s.childInSPI = spi
-	idi := s.cfg.localIDBody()
+	idi := s.localID.payload()
 	auth, err := s.ourAuth(idi)
 	if err != nil {
 		return nil, err
@@ -50,8 +50,8 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	if s.cfg.remoteAuth() == AuthPubkey {
 		ps = append(ps, s.cfg.certReq())
 	}
-	if s.cfg.RemoteID != "%any" && s.cfg.RemoteID != "" {
-		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: encodeID(s.cfg.RemoteID)})
+	if !s.cfg.RemoteID.IsAny() {
+		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: s.cfg.RemoteID.payload()})
 	}
 	ps = append(ps, auth)
 	if s.cfg.initialContact() {
@@ -97,13 +97,14 @@ func (s *SA) ourAuth(id []byte) (message.Payload, error) {
 // signature over the same by the key of a certificate that chains to our
 // CACerts and proves the ID.
 func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error {
-	id := message.ID(message.Get(ps, idType))
+	idBody := message.ID(message.Get(ps, idType))
 	auth := message.Auth(message.Get(ps, message.TypeAUTH))
-	if !id.IsValid() || !auth.IsValid() {
+	if !idBody.IsValid() || !auth.IsValid() || idBody.Type() == 0 {
 		return fmt.Errorf("%w: no %v or AUTH payload", ErrAuthFailed, idType)
 	}
-	if !matchID(s.cfg.RemoteID, id) {
-		return fmt.Errorf("%w: peer is %q, want %q", ErrAuthFailed, formatID(id), s.cfg.RemoteID)
+	id := IdentityOf(idBody)
+	if !s.cfg.RemoteID.Matches(id) {
+		return fmt.Errorf(`%w: peer is "%s", want "%s"`, ErrAuthFailed, id, s.cfg.RemoteID)
 	}
 	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
 	if s.initiator {
@@ -111,26 +112,26 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 	}
 	if s.cfg.remoteAuth() == AuthPubkey {
 		if auth.Method() == message.AuthSharedKey {
-			return fmt.Errorf("%w: %q uses a pre-shared key; we want a certificate (remote auth pubkey)", ErrAuthFailed, formatID(id))
+			return fmt.Errorf(`%w: "%s" uses a pre-shared key; we want a certificate (remote auth pubkey)`, ErrAuthFailed, id)
 		}
 		cert, err := s.verifyPeerCert(ps, id)
 		if err != nil {
 			return err
 		}
-		if err := verifySignature(cert.PublicKey, auth.Method(), auth.Data(), keys.SignedOctets(s.prf, msg, nonce, skp, id)); err != nil {
-			return fmt.Errorf("%w: AUTH of %q (certificate %q): %v", ErrAuthFailed, formatID(id), cert.Subject, err)
+		if err := verifySignature(cert.PublicKey, auth.Method(), auth.Data(), keys.SignedOctets(s.prf, msg, nonce, skp, idBody)); err != nil {
+			return fmt.Errorf(`%w: AUTH of "%s" (certificate %q): %v`, ErrAuthFailed, id, cert.Subject, err)
 		}
-		s.peerID = formatID(id)
+		s.peerID, s.peerAuth = id, AuthPubkey
 		return nil
 	}
 	if auth.Method() != message.AuthSharedKey {
 		return fmt.Errorf("%w: peer uses auth method %d, not a pre-shared key", ErrAuthFailed, auth.Method())
 	}
-	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
+	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, idBody)
 	if !hmac.Equal(want, auth.Data()) {
-		return fmt.Errorf("%w: AUTH of %q does not verify (pre-shared keys differ)", ErrAuthFailed, formatID(id))
+		return fmt.Errorf(`%w: AUTH of "%s" does not verify (pre-shared keys differ)`, ErrAuthFailed, id)
 	}
-	s.peerID = formatID(id)
+	s.peerID, s.peerAuth = id, AuthPSK
 	return nil
 }
 
@@ -141,12 +142,12 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
 	}
-	if idr := message.ID(message.Get(ps, message.TypeIDr)); idr != nil && !matchID(s.cfg.LocalID, idr) {
-		err := fmt.Errorf("%w: peer wants to talk to %q, we are %q", ErrAuthFailed, formatID(idr), s.cfg.LocalID)
+	if idr := message.ID(message.Get(ps, message.TypeIDr)); idr != nil && !s.cfg.LocalID.Matches(IdentityOf(idr)) {
+		err := fmt.Errorf(`%w: peer wants to talk to "%s", we are "%s"`, ErrAuthFailed, IdentityOf(idr), s.localID)
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
 	}
-	idr := s.cfg.localIDBody()
+	idr := s.localID.payload()
 	auth, err := s.ourAuth(idr)
 	if err != nil {
 		s.fail(err)

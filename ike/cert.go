@@ -5,8 +5,6 @@ import (
 	"crypto"
 	"crypto/sha1"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/asn1"
 	"errors"
 	"fmt"
 	"net"
@@ -62,10 +60,9 @@ func (c *Config) validateCerts() error {
 		if !ok || !pub.Equal(c.PrivateKey.Public()) {
 			return errors.New("ike: the private key is not the key of the local certificate")
 		}
-		if c.LocalID != "" {
-			id := encodeID(c.LocalID)
-			if !certProves(c.LocalCerts[0], message.ID(id)) {
-				return fmt.Errorf("ike: local id %q is neither the subject nor a subjectAltName of the local certificate (%s)", c.LocalID, c.LocalCerts[0].Subject)
+		if !c.LocalID.IsAny() {
+			if !certProves(c.LocalCerts[0], c.LocalID) {
+				return fmt.Errorf(`ike: local id "%s" is neither the subject nor a subjectAltName of the local certificate (%s)`, c.LocalID, c.LocalCerts[0].Subject)
 			}
 		}
 	}
@@ -75,106 +72,24 @@ func (c *Config) validateCerts() error {
 	return nil
 }
 
-// localIDBody is the body of our ID payload: LocalID, or with a
-// certificate and no LocalID the certificate's subject (as strongSwan).
-// A DN that names the certificate's subject is sent as the certificate
-// writes it, so that the peer may compare bytes.
-func (c *Config) localIDBody() []byte {
-	if c.localAuth() == AuthPubkey {
+// localIdentity is the identity our ID payload carries: LocalID, or
+// with a certificate and no LocalID the certificate's subject (as
+// strongSwan). A DN that names the certificate's subject is sent as the
+// certificate writes it, so that the peer may compare bytes.
+func (c *Config) localIdentity() Identity {
+	if c.localAuth() == AuthPubkey && len(c.LocalCerts) > 0 {
 		cert := c.LocalCerts[0]
-		if c.LocalID == "" {
-			return message.AppendID(nil, message.IDDN, cert.RawSubject)
-		}
-		if id := encodeID(c.LocalID); message.ID(id).Type() == message.IDDN && dnEqual(message.ID(id).Data(), cert.RawSubject) {
-			return message.AppendID(nil, message.IDDN, cert.RawSubject)
+		if c.LocalID.IsAny() || c.LocalID.Type() == message.IDDN && dnEqual([]byte(c.LocalID.data), cert.RawSubject) {
+			return NewIdentity(message.IDDN, cert.RawSubject)
 		}
 	}
-	return encodeID(c.LocalID)
-}
-
-// dnAttrs are the attribute names a DN string may use, as strongSwan
-// writes them.
-var dnAttrs = map[string]asn1.ObjectIdentifier{
-	"CN": {2, 5, 4, 3}, "SN": {2, 5, 4, 4}, "SERIALNUMBER": {2, 5, 4, 5}, "C": {2, 5, 4, 6},
-	"L": {2, 5, 4, 7}, "ST": {2, 5, 4, 8}, "O": {2, 5, 4, 10}, "OU": {2, 5, 4, 11},
-	"T": {2, 5, 4, 12}, "E": {1, 2, 840, 113549, 1, 9, 1}, "EMAIL": {1, 2, 840, 113549, 1, 9, 1},
-	"DC": {0, 9, 2342, 19200300, 100, 1, 25}, "UID": {0, 9, 2342, 19200300, 100, 1, 1},
-}
-
-// parseDN encodes a distinguished name written "C=CH, O=Example, CN=a"
-// (strongSwan's order: the first RDN first) as DER.
-func parseDN(s string) ([]byte, bool) {
-	var rdns pkix.RDNSequence
-	for _, part := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		oid, known := dnAttrs[strings.ToUpper(strings.TrimSpace(k))]
-		if !ok || !known {
-			return nil, false
-		}
-		rdns = append(rdns, pkix.RelativeDistinguishedNameSET{{Type: oid, Value: strings.TrimSpace(v)}})
-	}
-	der, err := asn1.Marshal(rdns)
-	return der, err == nil
-}
-
-// dnEqual compares two DER DNs by their attributes, so that one written
-// as PrintableString equals one written as UTF8String; strings compare
-// without case, as strongSwan does.
-func dnEqual(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var ra, rb pkix.RDNSequence
-	if rest, err := asn1.Unmarshal(a, &ra); err != nil || len(rest) != 0 {
-		return false
-	}
-	if rest, err := asn1.Unmarshal(b, &rb); err != nil || len(rest) != 0 || len(ra) != len(rb) {
-		return false
-	}
-	for i := range ra {
-		if len(ra[i]) != len(rb[i]) {
-			return false
-		}
-		for j := range ra[i] {
-			x, y := ra[i][j], rb[i][j]
-			xs, ok1 := x.Value.(string)
-			ys, ok2 := y.Value.(string)
-			if !x.Type.Equal(y.Type) || !ok1 || !ok2 || !strings.EqualFold(xs, ys) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// formatDN writes a DER DN as strongSwan does: "C=CH, O=Example, CN=a".
-func formatDN(der []byte) string {
-	var rdns pkix.RDNSequence
-	if rest, err := asn1.Unmarshal(der, &rdns); err != nil || len(rest) != 0 {
-		return fmt.Sprintf("(bad DN %x)", der)
-	}
-	var parts []string
-	for _, rdn := range rdns {
-		for _, a := range rdn {
-			name := a.Type.String()
-			for k, o := range dnAttrs {
-				if o.Equal(a.Type) && k != "EMAIL" && k != "SERIALNUMBER" {
-					name = k
-				}
-			}
-			parts = append(parts, fmt.Sprintf("%s=%v", name, a.Value))
-		}
-	}
-	return strings.Join(parts, ", ")
+	return c.LocalID
 }
 
 // certProves reports whether cert certifies identity id: a DN equal to
 // its subject, or a name, address or e-mail address among its
 // subjectAltNames.
-func certProves(cert *x509.Certificate, id message.ID) bool {
-	if !id.IsValid() {
-		return false
-	}
+func certProves(cert *x509.Certificate, id Identity) bool {
 	d := id.Data()
 	switch id.Type() {
 	case message.IDDN:
@@ -247,7 +162,7 @@ func parseCertReqs(ps []message.Payload) [][]byte {
 // certificate, which must chain to one of our CACerts through the others
 // and be valid now, and prove the identity id. It returns the
 // certificate.
-func (s *SA) verifyPeerCert(ps []message.Payload, id message.ID) (*x509.Certificate, error) {
+func (s *SA) verifyPeerCert(ps []message.Payload, id Identity) (*x509.Certificate, error) {
 	var certs []*x509.Certificate
 	for _, b := range message.All(ps, message.TypeCERT) {
 		c := message.Cert(b)
@@ -261,7 +176,7 @@ func (s *SA) verifyPeerCert(ps []message.Payload, id message.ID) (*x509.Certific
 		certs = append(certs, cert)
 	}
 	if len(certs) == 0 {
-		return nil, fmt.Errorf("%w: %q sent no X.509 certificate", ErrAuthFailed, formatID(id))
+		return nil, fmt.Errorf(`%w: "%s" sent no X.509 certificate`, ErrAuthFailed, id)
 	}
 	roots, inter := x509.NewCertPool(), x509.NewCertPool()
 	for _, ca := range s.cfg.CACerts {
@@ -276,7 +191,7 @@ func (s *SA) verifyPeerCert(ps []message.Payload, id message.ID) (*x509.Certific
 		return nil, fmt.Errorf("%w: certificate %q (serial %x, issuer %q): %v", ErrAuthFailed, leaf.Subject, leaf.SerialNumber, leaf.Issuer, err)
 	}
 	if !certProves(leaf, id) {
-		return nil, fmt.Errorf("%w: peer claims identity %q, which its certificate %q does not contain (subject or subjectAltName)", ErrAuthFailed, formatID(id), leaf.Subject)
+		return nil, fmt.Errorf(`%w: peer claims identity "%s", which its certificate %q does not contain (subject or subjectAltName)`, ErrAuthFailed, id, leaf.Subject)
 	}
 	return leaf, nil
 }

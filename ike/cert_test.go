@@ -33,8 +33,8 @@ func TestCertAuth(t *testing.T) {
 					t.Fatalf("initiator: %v; responder: %v", errI, errR)
 				}
 				checkPair(t, ini, res)
-				if ini.PeerID() != "b.test" || res.PeerID() != "a.test" {
-					t.Fatalf("peer ids %q and %q, want b.test and a.test", ini.PeerID(), res.PeerID())
+				if ini.PeerID().String() != "b.test" || res.PeerID().String() != "a.test" {
+					t.Fatalf("peer ids %s and %s, want b.test and a.test", ini.PeerID(), res.PeerID())
 				}
 			})
 		}
@@ -105,13 +105,13 @@ func TestCertRefused(t *testing.T) {
 			c := makeCert(t, testKey(t, "p256", "a"), certOpts{CN: "c.test", DNS: []string{"c.test"}}, ca)
 			ci.LocalCerts, ci.PrivateKey = []*x509.Certificate{c.Cert}, c.Key
 			// A certificate for c.test that claims a.test: Validate
-			// refuses that locally, so runUnchecked sets the id after
+			// refuses that locally, so runUnchecked sets the SA's id after
 			// Initiate validated c.test.
-			ci.LocalID = "c.test"
-			cr.RemoteID = "%any"
+			ci.LocalID = MustParseIdentity("c.test")
+			cr.RemoteID = Identity{}
 		}, "does not contain"},
 		{"identity not the configured one", func(t *testing.T, ci, cr *Config, ca *testCert) {
-			cr.RemoteID = "x.test"
+			cr.RemoteID = MustParseIdentity("x.test")
 		}, `want "x.test"`},
 		{"a PSK where a certificate is wanted", func(t *testing.T, ci, cr *Config, ca *testCert) {
 			ci.LocalAuth, ci.PSK = AuthPSK, []byte("a-test-psk-not-a-secret")
@@ -120,9 +120,9 @@ func TestCertRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ci, cr, ca := certPairConfigs(t, "p256")
 			tt.setup(t, ci, cr, ca)
-			ini, res, errI, errR := runUnchecked(t, ci, cr, func() {
-				if ci.LocalID == "c.test" {
-					ci.LocalID = "a.test"
+			ini, res, errI, errR := runUnchecked(t, ci, cr, func(ini *SA) {
+				if ini.localID.String() == "c.test" {
+					ini.localID = MustParseIdentity("a.test")
 				}
 			})
 			if !errors.Is(errR, ErrAuthFailed) || !strings.Contains(errR.Error(), tt.want) {
@@ -170,15 +170,15 @@ func TestCertIdentities(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ci, cr, ca := certPairConfigs(t, "p256")
 			c := makeCert(t, testKey(t, "p256", "a"), tt.opts, ca)
-			ci.LocalCerts, ci.LocalID = []*x509.Certificate{c.Cert}, tt.localID
-			cr.RemoteID = tt.remote
+			ci.LocalCerts, ci.LocalID = []*x509.Certificate{c.Cert}, MustParseIdentity(tt.localID)
+			cr.RemoteID = MustParseIdentity(tt.remote)
 			ini, res, errI, errR := run(t, ci, cr)
 			if errI != nil || errR != nil {
 				t.Fatalf("initiator: %v; responder: %v", errI, errR)
 			}
 			checkPair(t, ini, res)
-			if res.PeerID() != tt.wantPeer {
-				t.Fatalf("peer id %q, want %q", res.PeerID(), tt.wantPeer)
+			if res.PeerID().String() != tt.wantPeer {
+				t.Fatalf("peer id %s, want %q", res.PeerID(), tt.wantPeer)
 			}
 		})
 	}
@@ -193,7 +193,7 @@ func TestCertValidate(t *testing.T) {
 		want  string
 	}{
 		{"other key", func(c *Config) { c.PrivateKey = testKey(t, "p256", "b") }, "not the key of the local certificate"},
-		{"unproven id", func(c *Config) { c.LocalID = "z.test" }, "neither the subject nor a subjectAltName"},
+		{"unproven id", func(c *Config) { c.LocalID = MustParseIdentity("z.test") }, "neither the subject nor a subjectAltName"},
 		{"no cacerts", func(c *Config) { c.CACerts = nil }, "needs cacerts"},
 		{"no cert", func(c *Config) { c.LocalCerts = nil }, "needs a certificate"},
 		{"bad auth", func(c *Config) { c.RemoteAuth = "eap" }, `auth "eap"`},

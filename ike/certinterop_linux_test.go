@@ -88,8 +88,8 @@ func bothRoles(t *testing.T, ch *charon, d *driver, cfg *Config, wantAuth string
 func bothRolesOne(t *testing.T, ch *charon, d *driver, cfg *Config, role, wantAuth string) {
 	t.Helper()
 	from := d.establishChecked(t, ch, cfg, role)
-	if d.sa.PeerID() != "a.test" {
-		t.Errorf("we authenticated charon as %q, want a.test", d.sa.PeerID())
+	if d.sa.PeerID().String() != "a.test" {
+		t.Errorf("we authenticated charon as %s, want a.test", d.sa.PeerID())
 	}
 	if !strings.Contains(ch.LogSince(from), wantAuth) {
 		t.Errorf("charon's log does not say %q", wantAuth)
@@ -166,7 +166,7 @@ func TestCharonCertsRefused(t *testing.T) {
 		for _, role := range []string{"initiator", "responder"} {
 			t.Run(tc.name+"/"+role, func(t *testing.T) {
 				cfg := loadCerts(t, ch, ca, []*testCert{tc.charons}, tc.ours, nil, "b.test")
-				cfg.RemoteID = tc.ourRemote
+				cfg.RemoteID = MustParseIdentity(tc.ourRemote)
 				from := ch.LogSize()
 				failed := func() bool {
 					if d.sa != nil && d.sa.Err() != nil {

@@ -6,13 +6,10 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net/netip"
-	"strings"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
 )
 
@@ -20,14 +17,12 @@ import (
 // it (swanctl.conf's vocabulary). It is read, never changed, by the SAs
 // made from it.
 type Config struct {
-	// LocalID and RemoteID are identities as swanctl.conf writes them:
-	// an IP address (ID_IPV4_ADDR/ID_IPV6_ADDR), user@host
-	// (ID_RFC822_ADDR), a distinguished name "C=CH, O=Org, CN=name"
-	// (ID_DER_ASN1_DN) or a name (ID_FQDN). RemoteID "%any" accepts
-	// any; with RemoteAuth pubkey, any identity the peer's certificate
-	// proves. With LocalAuth pubkey an empty LocalID is the
-	// certificate's subject, and an empty RemoteID means "%any".
-	LocalID, RemoteID string
+	// LocalID and RemoteID are the identities (see ParseIdentity):
+	// an address, a name, user@host or a distinguished name. RemoteID
+	// %any (the zero Identity) accepts any; with RemoteAuth pubkey,
+	// any identity the peer's certificate proves. With LocalAuth pubkey
+	// a LocalID of %any is the certificate's subject.
+	LocalID, RemoteID Identity
 	// LocalAuth and RemoteAuth say how each side authenticates
 	// (swanctl's local.auth, remote.auth); empty means AuthPSK.
 	LocalAuth, RemoteAuth AuthClass
@@ -69,25 +64,26 @@ type Config struct {
 	// daemon uses; nil means a random one.
 	AllocSPI func() (uint32, error)
 	// HasContact reports whether the daemon holds another IKE SA
-	// between our identity and the peer's (both as ID payloads write
-	// them: "a.example.net", "192.0.2.1", "CN=..."). It is asked when
-	// we build our IKE_AUTH request as initiator; when it says no, the
-	// request carries INITIAL_CONTACT (RFC 7296 §2.4) and the peer may
-	// delete every other IKE SA it holds with us, those of our previous
-	// life. nil never sends it, and neither does a RemoteID that is
-	// empty or %any: as charon, only a peer identity known in advance is
-	// asked about. The peer's INITIAL_CONTACT is reported as
-	// EventInitialContact whatever this says.
-	HasContact func(localID, remoteID string) bool
+	// between our identity and the peer's (as the ID payloads carry
+	// them: with a certificate and no LocalID, the certificate's
+	// subject). It is asked when we build our IKE_AUTH request as
+	// initiator; when it says no, the request carries INITIAL_CONTACT
+	// (RFC 7296 §2.4) and the peer may delete every other IKE SA it
+	// holds with us, those of our previous life. nil never sends it,
+	// and neither does a RemoteID of %any: as charon, only a peer
+	// identity known in advance is asked about. The peer's
+	// INITIAL_CONTACT is reported as EventInitialContact whatever this
+	// says.
+	HasContact func(local, remote Identity) bool
 }
 
 // initialContact reports whether our IKE_AUTH request carries
 // INITIAL_CONTACT.
 func (c *Config) initialContact() bool {
-	if c.HasContact == nil || c.RemoteID == "" || c.RemoteID == "%any" {
+	if c.HasContact == nil || c.RemoteID.IsAny() {
 		return false
 	}
-	return !c.HasContact(formatID(message.ID(c.localIDBody())), formatID(message.ID(encodeID(c.RemoteID))))
+	return !c.HasContact(c.localIdentity(), c.RemoteID)
 }
 
 // ChildConfig is a connection's one child.
@@ -152,56 +148,10 @@ func (c *Config) Validate() error {
 		return errors.New("ike: no ESP proposals")
 	case len(c.PSK) == 0 && (c.localAuth() == AuthPSK || c.remoteAuth() == AuthPSK):
 		return errors.New("ike: no pre-shared key")
-	case c.LocalID == "" && c.localAuth() == AuthPSK || c.RemoteID == "" && c.remoteAuth() == AuthPSK:
-		return errors.New("ike: local and remote ids are required")
+	case c.LocalID.IsAny() && c.localAuth() == AuthPSK:
+		return errors.New("ike: a local id is required with auth psk")
 	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
 		return errors.New("ike: local_ts and remote_ts are required")
 	}
 	return c.validateCerts()
-}
-
-// encodeID returns the body of an ID payload for an identity string.
-func encodeID(s string) []byte {
-	if a, err := netip.ParseAddr(s); err == nil {
-		t := message.IDIPv4
-		if a.Is6() {
-			t = message.IDIPv6
-		}
-		return message.AppendID(nil, t, a.AsSlice())
-	}
-	if strings.Contains(s, "=") {
-		if der, ok := parseDN(s); ok {
-			return message.AppendID(nil, message.IDDN, der)
-		}
-	}
-	if strings.Contains(s, "@") {
-		return message.AppendID(nil, message.IDRFC822, []byte(s))
-	}
-	return message.AppendID(nil, message.IDFQDN, []byte(s))
-}
-
-// matchID reports whether the peer's ID body is the configured identity.
-func matchID(want string, got message.ID) bool {
-	if want == "%any" || want == "" {
-		return true
-	}
-	if w := message.ID(encodeID(want)); w.Type() == message.IDDN && got.Type() == message.IDDN {
-		return dnEqual(w.Data(), got.Data())
-	}
-	return string(encodeID(want)) == string(got[:1])+"\x00\x00\x00"+string(got.Data())
-}
-
-// formatID writes an ID for logs and errors.
-func formatID(id message.ID) string {
-	switch id.Type() {
-	case message.IDIPv4, message.IDIPv6:
-		if a, ok := netip.AddrFromSlice(id.Data()); ok {
-			return a.String()
-		}
-	case message.IDFQDN, message.IDRFC822:
-		return string(id.Data())
-	case message.IDDN:
-		return formatDN(id.Data())
-	}
-	return fmt.Sprintf("(id type %d, %x)", id.Type(), id.Data())
 }

@@ -16,7 +16,7 @@ import (
 func Example() {
 	ikeProps, _ := proposal.ParseList(message.ProtoIKE, []string{"aes256-sha256-x25519"})
 	espProps, _ := proposal.ParseList(message.ProtoESP, []string{"aes128gcm16"})
-	a := &ike.Config{LocalID: "a.example.net", RemoteID: "b.example.net", PSK: []byte("example only"),
+	a := &ike.Config{LocalID: ike.MustParseIdentity("a.example.net"), RemoteID: ike.MustParseIdentity("b.example.net"), PSK: []byte("example only"),
 		Proposals: ikeProps,
 		Child: ike.ChildConfig{Proposals: espProps,
 			LocalTS:  []netip.Prefix{netip.MustParsePrefix("10.10.0.0/24")},

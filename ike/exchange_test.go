@@ -30,7 +30,7 @@ func mustProposals(t testing.TB, proto message.ProtocolID, ss ...string) []propo
 // behind it) and a responder (b.test, 203.0.113.0/24), with the same
 // proposals on both sides.
 func pairConfigs(t testing.TB, ike, esp []string) (a, b *Config) {
-	a = &Config{LocalID: "a.test", RemoteID: "b.test", PSK: []byte("a-test-psk-not-a-secret"),
+	a = &Config{LocalID: MustParseIdentity("a.test"), RemoteID: MustParseIdentity("b.test"), PSK: []byte("a-test-psk-not-a-secret"),
 		Proposals: mustProposals(t, message.ProtoIKE, ike...),
 		Child: ChildConfig{Proposals: mustProposals(t, message.ProtoESP, esp...),
 			LocalTS:  []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")},
@@ -47,7 +47,7 @@ func pairConfigs(t testing.TB, ike, esp []string) (a, b *Config) {
 // as Packets says).
 func run(t *testing.T, ci, cr *Config) (ini, res *SA, errI, errR error) {
 	t.Helper()
-	return runUnchecked(t, ci, cr, func() {})
+	return runUnchecked(t, ci, cr, func(*SA) {})
 }
 
 // establishedSides runs a whole IKE_SA_INIT and IKE_AUTH between ci and
@@ -88,13 +88,13 @@ func finishAuth(t *testing.T, ini, res *SA, initAnswer []byte) {
 // runUnchecked is run with forge called after Initiate validated ci: it
 // may change ci into what Validate would refuse, to see the peer refuse
 // it.
-func runUnchecked(t *testing.T, ci, cr *Config, forge func()) (ini, res *SA, errI, errR error) {
+func runUnchecked(t *testing.T, ci, cr *Config, forge func(ini *SA)) (ini, res *SA, errI, errR error) {
 	t.Helper()
 	ini, msg, err := Initiate(ci, addrA, addrB, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forge()
+	forge(ini)
 	msgs := ini.Packets(msg)
 	for n := 0; len(msgs) > 0 && n < 10; n++ {
 		var out [][]byte
@@ -219,7 +219,7 @@ func TestFailures(t *testing.T) {
 			cr.Proposals = mustProposals(t, message.ProtoIKE, "aes128gcm16-prfsha256-ecp384")
 		}, ErrNoProposalChosen, ErrNoProposalChosen, StateFailed, false},
 		{"wrong PSK", func(ci, cr *Config) { cr.PSK = []byte("another") }, ErrAuthFailed, ErrAuthFailed, StateFailed, false},
-		{"wrong identity", func(ci, cr *Config) { cr.RemoteID = "c.test" }, ErrAuthFailed, ErrAuthFailed, StateFailed, false},
+		{"wrong identity", func(ci, cr *Config) { cr.RemoteID = MustParseIdentity("c.test") }, ErrAuthFailed, ErrAuthFailed, StateFailed, false},
 		{"disjoint ESP proposals", func(ci, cr *Config) {
 			cr.Child.Proposals = mustProposals(t, message.ProtoESP, "chacha20poly1305")
 		}, ErrChildFailed, ErrChildFailed, StateEstablished, true},
@@ -522,7 +522,7 @@ func TestResponderAuthFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged, err := res.sealed(res.header(message.IKEAuth, 1, true), []message.Payload{
-		{Type: message.TypeIDr, Body: encodeID("b.test")},
+		{Type: message.TypeIDr, Body: MustParseIdentity("b.test").payload()},
 		{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, make([]byte, 32))},
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/internal/printable"
 )
 
 // FuzzHandleDecrypted reaches past the SK payload: the fuzzer writes the
@@ -90,6 +91,32 @@ func FuzzFragments(f *testing.F) {
 			if r := res.reasm; r != nil && (r.have > int(r.total) || r.size > message.MaxLen || int(r.total) > MaxFragments) {
 				t.Fatalf("reassembly past its bounds: %d of %d fragments, %d bytes", r.have, r.total, r.size)
 			}
+		}
+	})
+}
+
+// FuzzIdentity: an ID payload from the network and an id string from the
+// config parse without panicking; what they print as is printable text
+// (no control character reaches a terminal or a log), and each identity
+// equals itself.
+func FuzzIdentity(f *testing.F) {
+	f.Add([]byte{2, 0, 0, 0, 0x1b, '[', '2', 'J', '\r', '\n', 'f'}, "gw.example.net")
+	f.Add(message.AppendID(nil, message.IDDN, []byte{0x30, 0x0c, 0x31, 0x0a, 0x30, 0x08, 0x06, 0x03, 0x55, 0x04, 0x03, 0x0c, 0x01, 0x1b}), "C=CH, CN=\x1b")
+	f.Add([]byte{1, 0, 0, 0, 192, 0, 2, 1}, "@#0102")
+	f.Fuzz(func(t *testing.T, payload []byte, s string) {
+		id := IdentityOf(message.ID(payload))
+		if p := id.String(); !printable.IsPrintable(p) {
+			t.Fatalf("%x prints as %q", payload, p)
+		}
+		if !id.Equal(id) {
+			t.Fatalf("%x does not equal itself", payload)
+		}
+		c, err := ParseIdentity(s)
+		if err != nil {
+			return
+		}
+		if p := c.String(); !printable.IsPrintable(p) || !c.Equal(c) {
+			t.Fatalf("%q parses to %q (type %d)", s, p, c.Type())
 		}
 	})
 }

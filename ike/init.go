@@ -26,7 +26,7 @@ func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now}
+	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now, localID: cfg.localIdentity()}
 	spi, err := cfg.randomBytes(8)
 	if err != nil {
 		return nil, nil, err
@@ -281,7 +281,7 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 			fmt.Errorf("%w: KE in group %d, asked for %d", ErrDropped, ke.Group(), suite.DH.ID)
 	}
 	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
-		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout)}
+		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout), localID: cfg.localIdentity()}
 	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
 	s.peerInitNotifies(m.Payloads)
 	spi, err := cfg.randomBytes(8)

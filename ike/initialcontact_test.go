@@ -33,12 +33,12 @@ func TestInitialContact(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-			ci.RemoteID = tt.remoteID
+			ci.RemoteID = MustParseIdentity(tt.remoteID)
 			var asked string
 			if tt.hasContact != nil {
-				ci.HasContact = func(l, r string) bool {
-					asked = l + " " + r
-					return tt.hasContact(l, r)
+				ci.HasContact = func(l, r Identity) bool {
+					asked = l.String() + " " + r.String()
+					return tt.hasContact(l.String(), r.String())
 				}
 			}
 			ini, res, errI, errR := run(t, ci, cr)
@@ -56,7 +56,7 @@ func TestInitialContact(t *testing.T) {
 			if !slices.Equal(kinds(es), want) {
 				t.Fatalf("responder's events %v, want %v", kinds(es), want)
 			}
-			if tt.want && es[1].Peer != "a.test" {
+			if tt.want && es[1].Peer.String() != "a.test" {
 				t.Errorf("EventInitialContact names %q, want a.test", es[1].Peer)
 			}
 			if k := kinds(ini.TakeEvents()); slices.Contains(k, EventInitialContact) {
@@ -71,7 +71,7 @@ func TestInitialContact(t *testing.T) {
 func TestInitialContactNotAfterRekey(t *testing.T) {
 	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
 	calls := 0
-	ci.HasContact = func(l, r string) bool { calls++; return false }
+	ci.HasContact = func(l, r Identity) bool { calls++; return false }
 	ini, res := establishedSides(t, ci, cr, false)
 	req, err := ini.RekeyIKE(t0)
 	if err != nil {

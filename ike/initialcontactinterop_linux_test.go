@@ -60,7 +60,7 @@ func TestCharonInitialContact(t *testing.T) {
 					got = append(got, e)
 				}
 			}
-			if tc.want && (len(got) != 1 || got[0].Peer != "a.test") || !tc.want && len(got) != 0 {
+			if tc.want && (len(got) != 1 || got[0].Peer.String() != "a.test") || !tc.want && len(got) != 0 {
 				t.Fatalf("EventInitialContact %+v, want one naming a.test: %t", got, tc.want)
 			}
 		})
@@ -71,11 +71,11 @@ func TestCharonInitialContact(t *testing.T) {
 	// IKE_AUTH carries INITIAL_CONTACT.
 	for _, tc := range []struct {
 		name      string
-		contact   func(l, r string) bool
+		contact   func(l, r Identity) bool
 		remaining int // ESTABLISHED IKE SAs charon lists
 	}{
 		{"we restart without INITIAL_CONTACT", nil, 2},
-		{"we restart with INITIAL_CONTACT", func(l, r string) bool { return false }, 1},
+		{"we restart with INITIAL_CONTACT", func(l, r Identity) bool { return false }, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			loadUnique("")
@@ -85,7 +85,7 @@ func TestCharonInitialContact(t *testing.T) {
 			second := *cfg
 			var asked string
 			if tc.contact != nil {
-				second.HasContact = func(l, r string) bool { asked = l + " " + r; return tc.contact(l, r) }
+				second.HasContact = func(l, r Identity) bool { asked = l.String() + " " + r.String(); return tc.contact(l, r) }
 			}
 			d.establish(t, ch, &second, "initiator")
 			if tc.contact != nil && asked != "b.test a.test" {

@@ -61,11 +61,13 @@ const (
 	// EventInitialContact: the peer, authenticated as Peer, said in its
 	// IKE_AUTH request that this is the only IKE SA between its
 	// identity and ours (INITIAL_CONTACT, RFC 7296 §2.4): it restarted,
-	// and every other IKE SA the daemon holds between the same two
-	// identities is stale. Delete those and their children (not this
-	// SA). It comes after EventIKEUp and before the EventChildUp of the
-	// same IKE_AUTH, so that stale children with the same selectors are
-	// gone before the new one is installed.
+	// and the other IKE SAs the daemon holds of the same connection
+	// between the same two identities (Identity.Equal), proven the same
+	// way (PeerAuth), are stale. Delete those and their children (not
+	// this SA, nor SAs of other connections). It comes after EventIKEUp
+	// and before the EventChildUp of the same IKE_AUTH, so that stale
+	// children with the same selectors are gone before the new one is
+	// installed.
 	EventInitialContact
 )
 
@@ -81,8 +83,8 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind  EventKind
 	Child *Child
-	SA    *SA    // EventIKERekeyed
-	Peer  string // EventInitialContact: the peer's identity, as PeerID
+	SA    *SA      // EventIKERekeyed
+	Peer  Identity // EventInitialContact: the peer's identity, as PeerID
 }
 
 // SA is one IKE SA, from either side. The zero value is not usable; see
@@ -111,8 +113,11 @@ type SA struct {
 	natRemote         bool     // a NAT rewrites the peer's address
 	peerHashes        []uint16 // the peer's SIGNATURE_HASH_ALGORITHMS (RFC 7427 §4)
 	peerCertReq       [][]byte // CA key hashes of the peer's CERTREQs
-	peerID            string   // the peer's identity once authenticated
+	localID           Identity // ours, as our ID payload carries it
+	peerID            Identity // the peer's, once authenticated (%any before)
 	fragOK            bool     // both sides announced FRAGMENTATION_SUPPORTED
+	// peerAuth is how the peer proved peerID.
+	peerAuth AuthClass
 	// fragments are the fragments of our last fragmented request
 	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
 	fragments [2][][]byte
@@ -147,9 +152,17 @@ type SA struct {
 // when it lies dpd_delay in the past.
 func (s *SA) LastHeard() time.Time { return s.lastHeard }
 
-// PeerID returns the identity the peer authenticated with (as swanctl
-// --list-sas writes it), or "" before IKE_AUTH completed.
-func (s *SA) PeerID() string { return s.peerID }
+// PeerID returns the identity the peer authenticated with, or %any
+// before IKE_AUTH completed.
+func (s *SA) PeerID() Identity { return s.peerID }
+
+// PeerAuth returns how the peer proved PeerID: AuthPSK or AuthPubkey;
+// "" before IKE_AUTH completed.
+func (s *SA) PeerAuth() AuthClass { return s.peerAuth }
+
+// LocalID returns our identity as our ID payload carries it (with a
+// certificate and no local id, the certificate's subject).
+func (s *SA) LocalID() Identity { return s.localID }
 
 // State returns the SA's state.
 func (s *SA) State() State { return s.state }

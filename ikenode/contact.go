@@ -3,46 +3,61 @@ package ikenode
 import (
 	"time"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/ipsecd/ipsecd/ike"
 )
 
 // INITIAL_CONTACT (RFC 7296 §2.4): the engine asks hasContact
 // (ike.Config.HasContact) whether to send it, and reports the peer's as
 // ike.EventInitialContact, which event hands to initialContact.
+// Identities are compared as typed values (ike.Identity.Equal: the ID
+// type and its bytes), never as the text they print as.
 
 // hasContact reports whether an established IKE SA between the
 // identities is up: when none is, our IKE_AUTH carries INITIAL_CONTACT
-// and the peer drops what it kept of our previous life. Called by the
-// engine from inside HandleFrom, in the Run goroutine, while it builds
-// the IKE_AUTH request of an SA that is itself in m.sas, not yet
-// established: counting SAs on their way would count that one, and
-// INITIAL_CONTACT would never be sent.
-func (m *Manager) hasContact(localID, remoteID string) bool {
+// and the peer drops what it kept of our previous life. local is our
+// identity as the engine sends it (with a certificate and no local id,
+// the certificate's subject), which each SA records (ike.SA.LocalID), so
+// that the comparison is of like with like. Called by the engine from
+// inside HandleFrom, in the Run goroutine, while it builds the IKE_AUTH
+// request of an SA that is itself in m.sas, not yet established:
+// counting SAs on their way would count that one, and INITIAL_CONTACT
+// would never be sent.
+func (m *Manager) hasContact(local, remote ike.Identity) bool {
 	for _, x := range m.sas {
-		if x.ended || x.rekeyed || x.conn.ec.LocalID != localID || x.sa.State() != ike.StateEstablished {
+		if x.ended || x.rekeyed || x.sa.State() != ike.StateEstablished {
 			continue
 		}
-		if x.sa.PeerID() == remoteID {
+		if x.sa.LocalID().Equal(local) && x.sa.PeerID().Equal(remote) {
 			return true
 		}
 	}
 	return false
 }
 
-// initialContact drops, without a delete (the peer forgot them), every
-// IKE SA other than from between the same identities, and their
-// children: the peer restarted.
-func (m *Manager) initialContact(from *ikeSA, peer string, now time.Time) {
+// initialContact drops, without a delete (the peer forgot them), the
+// other IKE SAs of from's connection whose peer proved the same identity
+// with the same kind of credential, towards the same local identity,
+// and their children: the peer restarted. SAs of other connections are
+// left alone: a peer of a connection that takes any identity (remote id
+// %any, a pre-shared key shared by many) could otherwise claim another
+// connection's peer's identity and drop its SAs.
+func (m *Manager) initialContact(from *ikeSA, now time.Time) {
+	peer := from.sa.PeerID()
+	dropped := 0
 	for _, x := range m.sas {
-		if x == from || x.ended || x.sa.PeerID() != peer || x.conn.ec.LocalID != from.conn.ec.LocalID {
+		if x == from || x.ended || x.conn != from.conn || x.sa.State() != ike.StateEstablished {
 			continue
 		}
-		if x.sa.State() != ike.StateEstablished {
+		if !x.sa.PeerID().Equal(peer) || x.sa.PeerAuth() != from.sa.PeerAuth() || !x.sa.LocalID().Equal(from.sa.LocalID()) {
 			continue
 		}
 		m.log.WithFields(x.fields()).Info("ike: the peer restarted (INITIAL_CONTACT): dropping its old IKE SA")
 		x.rekeyed = true // no dpd_action or retry follows
 		x.dropped = true
 		m.down(x, now)
+		dropped++
 	}
+	m.log.WithFields(from.fields()).WithFields(logrus.Fields{"peer_id": peer.String(), "dropped": dropped}).Info("ike: the peer sent INITIAL_CONTACT (it holds no other IKE SA with us)")
 }

@@ -74,6 +74,15 @@ func (m *Manager) List() ([]SAInfo, error) {
 	return out, err
 }
 
+// peerText is the peer's identity as ike list shows it (escaped, see
+// ike.Identity.String), "" before it authenticated.
+func peerText(s *ike.SA) string {
+	if s.PeerID().IsAny() {
+		return ""
+	}
+	return s.PeerID().String()
+}
+
 func secondsUntil(t, now time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -95,7 +104,7 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 	}
 	info := SAInfo{Name: x.conn.cfg.Name, State: state, Initiator: x.sa.IsInitiator(),
 		SPIInitiator: spiHex(i), SPIResponder: spiHex(rs), Local: l, Remote: r,
-		LocalID: x.conn.ec.LocalID, RemoteID: x.sa.PeerID(), NAT: x.sa.NAT(), Established: x.up,
+		LocalID: x.sa.LocalID().String(), RemoteID: peerText(x.sa), NAT: x.sa.NAT(), Established: x.up,
 		RekeyIn: secondsUntil(x.rekeyAt, now), ExpiresIn: secondsUntil(x.expireAt, now), Children: []ChildInfo{}}
 	if x.sa.State() == ike.StateEstablished {
 		info.Algorithms = x.sa.Suite().String()

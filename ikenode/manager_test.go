@@ -525,8 +525,8 @@ func TestInitialContact(t *testing.T) {
 	}
 	var had, hasOther bool
 	if err := b.m.do(func() {
-		had = b.m.hasContact("b.test", "a.test")
-		hasOther = b.m.hasContact("b.test", "c.test")
+		had = b.m.hasContact(ike.MustParseIdentity("b.test"), ike.MustParseIdentity("a.test"))
+		hasOther = b.m.hasContact(ike.MustParseIdentity("b.test"), ike.MustParseIdentity("c.test"))
 	}); err != nil {
 		t.Fatal(err)
 	}

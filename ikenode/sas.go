@@ -204,7 +204,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 	case ike.EventIKEUp:
 		m.established(x, now)
 		x.conn.backoff = 0
-		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
+		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
 	case ike.EventIKERekeyed:
 		n := m.add(e.SA, x.conn, now)
 		m.established(n, now)
@@ -219,7 +219,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 	case ike.EventInitialContact:
 		// The peer restarted: what we hold of its previous life goes
 		// before the new child is installed (the event comes first).
-		m.initialContact(x, e.Peer, now)
+		m.initialContact(x, now)
 	case ike.EventIKEDown:
 		// afterCall sees the state and ends it.
 	}

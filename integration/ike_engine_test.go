@@ -30,10 +30,10 @@ func engineConfig(t testing.TB, ikeProposal, espProposal string, asA bool) *ike.
 		t.Fatal(err)
 	}
 	a, b := netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("203.0.113.0/24")
-	cfg := &ike.Config{LocalID: "b.test", RemoteID: "a.test", PSK: []byte(charontest.PSK), Proposals: ikeP,
+	cfg := &ike.Config{LocalID: ike.MustParseIdentity("b.test"), RemoteID: ike.MustParseIdentity("a.test"), PSK: []byte(charontest.PSK), Proposals: ikeP,
 		Child: ike.ChildConfig{Proposals: espP, LocalTS: []netip.Prefix{b}, RemoteTS: []netip.Prefix{a}}}
 	if asA {
-		cfg.LocalID, cfg.RemoteID = "a.test", "b.test"
+		cfg.LocalID, cfg.RemoteID = ike.MustParseIdentity("a.test"), ike.MustParseIdentity("b.test")
 		cfg.Child.LocalTS, cfg.Child.RemoteTS = cfg.Child.RemoteTS, cfg.Child.LocalTS
 	}
 	return cfg
