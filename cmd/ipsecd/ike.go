@@ -15,6 +15,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/internal/printable"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
 )
@@ -210,20 +211,25 @@ func cmdIKE(args []string, stdout, stderr io.Writer) error {
 	return c.IKEAction("ike."+verb, t)
 }
 
-// writeIKESAs prints the SAs as swanctl --list-sas does, roughly.
+// writeIKESAs prints the SAs as swanctl --list-sas does, roughly. Each
+// line is escaped (printable.Escape): identities are the peer's text,
+// which must not reach the terminal with control characters in it.
 func writeIKESAs(w io.Writer, sas []ikenode.SAInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	defer tw.Flush()
+	printf := func(format string, args ...any) {
+		io.WriteString(tw, printable.Escape(fmt.Sprintf(format, args...))+"\n")
+	}
 	for _, s := range sas {
 		role := "responder"
 		if s.Initiator {
 			role = "initiator"
 		}
-		fmt.Fprintf(tw, "%s: %s, IKEv2, %s_i%s %s_r%s\n", s.Name, s.State, s.SPIInitiator, star(s.Initiator), s.SPIResponder, star(!s.Initiator))
-		fmt.Fprintf(tw, "  local  '%s' @ %s\n", s.LocalID, s.Local)
-		fmt.Fprintf(tw, "  remote '%s' @ %s\n", s.RemoteID, s.Remote)
+		printf("%s: %s, IKEv2, %s_i%s %s_r%s", s.Name, s.State, s.SPIInitiator, star(s.Initiator), s.SPIResponder, star(!s.Initiator))
+		printf("  local  '%s' @ %s", s.LocalID, s.Local)
+		printf("  remote '%s' @ %s", s.RemoteID, s.Remote)
 		if s.Algorithms != "" {
-			fmt.Fprintf(tw, "  %s\n", s.Algorithms)
+			printf("  %s", s.Algorithms)
 		}
 		line := "  " + role
 		if !s.Established.IsZero() {
@@ -235,16 +241,16 @@ func writeIKESAs(w io.Writer, sas []ikenode.SAInfo) {
 		if s.NAT {
 			line += ", NAT-T"
 		}
-		fmt.Fprintln(tw, line)
+		printf("%s", line)
 		for _, c := range s.Children {
 			encap := ""
 			if c.Encap {
 				encap = "-in-UDP"
 			}
-			fmt.Fprintf(tw, "  %s: %s, %s, ESP%s, if_id %d, SPIs: %s_i %s_o\n", c.Name, c.State, c.Mode, encap, c.IfID, c.SPIIn, c.SPIOut)
-			fmt.Fprintf(tw, "    %s\n", c.Algorithms)
-			fmt.Fprintf(tw, "    in  %s, %d bytes, %d packets\n", c.SPIIn, c.BytesIn, c.PacketsIn)
-			fmt.Fprintf(tw, "    out %s, %d bytes, %d packets\n", c.SPIOut, c.BytesOut, c.PacketsOut)
+			printf("  %s: %s, %s, ESP%s, if_id %d, SPIs: %s_i %s_o", c.Name, c.State, c.Mode, encap, c.IfID, c.SPIIn, c.SPIOut)
+			printf("    %s", c.Algorithms)
+			printf("    in  %s, %d bytes, %d packets", c.SPIIn, c.BytesIn, c.PacketsIn)
+			printf("    out %s, %d bytes, %d packets", c.SPIOut, c.BytesOut, c.PacketsOut)
 			times := fmt.Sprintf("    installed %ds ago", int64(time.Since(c.Installed)/time.Second))
 			if c.RekeyIn > 0 {
 				times += fmt.Sprintf(", rekeying in %ds", c.RekeyIn)
@@ -252,9 +258,9 @@ func writeIKESAs(w io.Writer, sas []ikenode.SAInfo) {
 			if c.ExpiresIn > 0 {
 				times += fmt.Sprintf(", expires in %ds", c.ExpiresIn)
 			}
-			fmt.Fprintln(tw, times)
-			fmt.Fprintf(tw, "    local  %s\n", strings.Join(c.LocalTS, " "))
-			fmt.Fprintf(tw, "    remote %s\n", strings.Join(c.RemoteTS, " "))
+			printf("%s", times)
+			printf("    local  %s", strings.Join(c.LocalTS, " "))
+			printf("    remote %s", strings.Join(c.RemoteTS, " "))
 		}
 	}
 }

@@ -77,3 +77,23 @@ func TestIKECommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestIKEListEscapes: what a peer chose (its identity, here a terminal
+// escape and a CR LF that would fake a line) is printed escaped by ike
+// list, even from a daemon that sent it raw; JSON escapes it by itself.
+func TestIKEListEscapes(t *testing.T) {
+	const evil = "\x1b[2J\r\nfake"
+	var o bytes.Buffer
+	writeIKESAs(&o, []ikenode.SAInfo{{Name: "rw", State: "ESTABLISHED", LocalID: "b.test", RemoteID: evil,
+		Children: []ikenode.ChildInfo{{Name: "net", State: "INSTALLED", LocalTS: []string{evil}}}}})
+	out := o.String()
+	if strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "\nfake") {
+		t.Errorf("ike list printed the peer's control characters:\n%q", out)
+	}
+	if !strings.Contains(out, `  remote '\x1b[2J\x0d\x0afake' @`) {
+		t.Errorf("ike list does not show the peer's identity escaped:\n%s", out)
+	}
+	if n := strings.Count(out, "\n"); n != 11 {
+		t.Errorf("ike list printed %d lines, want 11:\n%s", n, out)
+	}
+}

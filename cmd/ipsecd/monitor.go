@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/internal/printable"
 	ipnode "github.com/ipsecd/ipsecd/node"
 )
 
@@ -74,6 +75,10 @@ func cmdMonitor(args []string, stdout, stderr io.Writer) error {
 // eventText writes an event on one line:
 //
 //	2026-12-01 14:25:00 state_expired spi 0x1001 dir out dst 192.0.2.2 src 192.0.2.1 if_id 1 expire soft reason packets
+//
+// The line is escaped (printable.Escape): an IKE event's detail carries
+// the peer's text, which must neither reach the terminal with control
+// characters nor break the line into two.
 func eventText(ev *control.Event) string {
 	var b strings.Builder
 	b.WriteString(ev.Time.Local().Format(time.DateTime) + " " + ev.Type)
@@ -101,7 +106,7 @@ func eventText(ev *control.Event) string {
 	for _, k := range slices.Sorted(maps.Keys(ev.Detail)) {
 		fmt.Fprintf(&b, " %s %s", k, ev.Detail[k])
 	}
-	return b.String()
+	return printable.Escape(b.String())
 }
 
 // writeJSONLine writes v as one line of JSON (JSON lines: one event per

@@ -155,3 +155,16 @@ func TestMonitor(t *testing.T) {
 	}
 	expect(`"type":"interface_down"`, `"interface":"ipsec2","if_id":2`)
 }
+
+// TestMonitorEscapes: an event's text (an IKE event's detail names the
+// peer) is printed on one line with control characters escaped.
+func TestMonitorEscapes(t *testing.T) {
+	ev := control.Event{Type: "ike_up", Detail: map[string]string{"peer_id": "\x1b[2J\r\nfake", "connection": "rw"}}
+	got := eventText(&ev)
+	if strings.ContainsAny(got, "\x1b\r\n") {
+		t.Fatalf("monitor printed control characters: %q", got)
+	}
+	if !strings.HasSuffix(got, ` ike_up connection rw peer_id \x1b[2J\x0d\x0afake`) {
+		t.Errorf("monitor printed %q, want the peer escaped", got)
+	}
+}
