@@ -44,9 +44,15 @@
 // which the children move; the old SA's EventIKEDown then concerns only
 // itself. A peer that restarted says so with INITIAL_CONTACT in its
 // IKE_AUTH (§2.4), reported as EventInitialContact: the daemon deletes
-// its other IKE SAs with that peer. We send it when Config.HasContact
-// says the daemon holds no other IKE SA with the peer. The package does
-// not install anything itself.
+// its other IKE SAs of the same connection with that peer. We send it
+// when Config.HasContact says the daemon holds no other IKE SA with the
+// peer. The package does not install anything itself.
+//
+// Identities (§3.5) are Identity values, an ID type and its bytes,
+// parsed once from the config's strings (ParseIdentity) or from the
+// peer's ID payload (IdentityOf) and compared by value (Equal), never by
+// the text they print as; String escapes what is not printable, since
+// the peer chooses the bytes.
 //
 // Concurrency: an SA is not safe for concurrent use; one goroutine (the
 // daemon's IKE loop) owns it. Buffers passed to Handle are not retained;
