@@ -91,4 +91,38 @@ func TestAllocs(t *testing.T) {
 			t.Errorf("lookups: %v allocations, want 0", allocs)
 		}
 	})
+	// Traffic selector lists (IKE's): the outbound lookup and the
+	// inbound check read the packet's protocol and ports in place.
+	t.Run("traffic selectors", func(t *testing.T) {
+		sel, err := NewSelector([]TS{ts("192.0.2.0/25", protoTCP, 0, 0xffff), ts("192.0.2.0/24", protoUDP, 0, 1023)},
+			[]TS{anyTS("203.0.113.0/25"), anyTS("203.0.113.0/24")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewSAD(nil)
+		s := newOut(t, 0x100, 1, sel)
+		if err := d.Add(s); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := pair(t, ModeTunnel, false, true, 0, suites[0].set)
+		in := inWith(t, out, sel, nil)
+		pkt := ipv4Packet(1372) // UDP from port 0
+		sealed := sealOne(t, out, pkt)
+		wire := sealed.Data()
+		open := []Packet{mkPacket(wire)}
+		allocs := testing.AllocsPerRun(100, func() {
+			if got, _ := d.LookupOut(1, pkt); got != s {
+				t.Fatal("LookupOut")
+			}
+			copy(open[0].Buf[Headroom:], wire)
+			open[0].Off, open[0].Len = Headroom, len(wire)
+			in.OpenBatch(open)
+			if open[0].Drop != CounterNone {
+				t.Fatalf("open: %v", open[0].Drop)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("lookup and open with traffic selectors: %v allocations, want 0", allocs)
+		}
+	})
 }

@@ -242,6 +242,9 @@ func checkPolicy(p *Policy, needIfID bool) FieldErrors {
 		errs.add("action", "want allow or block")
 	}
 	checkSelector(p.Selector, "", &errs)
+	if p.Selector.TS != nil {
+		errs.add("selector", "a policy takes src and dst prefixes, not traffic selector lists")
+	}
 	return errs
 }
 
@@ -256,6 +259,13 @@ func checkSelector(s Selector, prefix string, errs *FieldErrors) {
 	}
 	if s.Src.IsValid() && s.Dst.IsValid() && s.Src.Addr().Is4() != s.Dst.Addr().Is4() {
 		errs.add(prefix+"dst", "%s is %s but src %s is %s", s.Dst, family(s.Dst.Addr()), s.Src, family(s.Src.Addr()))
+	}
+	if s.TS != nil {
+		if s.Src.IsValid() || s.Dst.IsValid() {
+			errs.add(prefix+"src", "set beside traffic selector lists (src_ts, dst_ts); give one or the other")
+		}
+		checkTSList(s.TS.Src, prefix+"src_ts", errs)
+		checkTSList(s.TS.Dst, prefix+"dst_ts", errs)
 	}
 }
 

@@ -78,8 +78,15 @@ type Lifetime struct {
 
 // Selector limits which inner packets an SA or policy covers. A zero
 // (invalid) prefix matches every address of either family.
+//
+// TS, for an SA only, holds a selector that two prefixes cannot say: lists
+// of address ranges with protocols and ports, as IKE negotiates them
+// (selector.go; NewSelector makes one). Src and Dst are then zero. The
+// TSSet is shared and never changed, so Selectors are copied freely; ==
+// compares it by identity (policies, which are compared, have none).
 type Selector struct {
 	Src, Dst netip.Prefix
+	TS       *TSSet
 }
 
 // Config describes an SA, as `ip xfrm state add` does. It is what the
@@ -103,8 +110,9 @@ type Config struct {
 	// Selector restricts the SA to the inner packets it matches; zero
 	// means all. Outbound, it picks the SA for what is routed into the
 	// interface; inbound, an opened packet whose inner addresses (in
-	// transport mode, the rebuilt header's) it does not match is dropped
-	// (XfrmInStateMismatch, RFC 4301 §5.2).
+	// transport mode, the rebuilt header's), or with a TSSet protocol
+	// and ports, it does not match is dropped (XfrmInStateMismatch, RFC
+	// 4301 §5.2).
 	Selector Selector
 }
 
@@ -126,8 +134,13 @@ func (a Action) String() string {
 	return "invalid"
 }
 
-// String names a selector as ip xfrm does: "src 10.0.0.0/24 dst any".
+// String names a selector as ip xfrm does: "src 10.0.0.0/24 dst any";
+// a TSSet's lists are written comma-separated, each traffic selector as
+// swanctl writes it: "src 10.1.0.0/25,10.1.0.128/25 dst 10.2.0.0/24[tcp/80]".
 func (s Selector) String() string {
+	if s.TS != nil {
+		return "src " + tsListText(s.TS.Src) + " dst " + tsListText(s.TS.Dst)
+	}
 	return "src " + prefixText(s.Src) + " dst " + prefixText(s.Dst)
 }
 

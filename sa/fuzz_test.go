@@ -100,3 +100,32 @@ func FuzzSealOpen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTSSelector feeds arbitrary inner packets to the traffic selector
+// checks (the inbound one reads what an authenticated peer decrypted to;
+// the outbound one what the interface read): they must not panic, and a
+// list of one prefix each side of any protocol and port must decide as
+// the prefix pair does.
+func FuzzTSSelector(f *testing.F) {
+	f.Add(ipv4Packet(8))
+	f.Add(ipv6Packet(8))
+	f.Add(v6(ipv6DestOpts, ext(protoTCP, 1), tcp(5, 16)))
+	f.Add(v6(ipv6Fragment, frag(protoTCP, 0, true), tcp(5, 16)))
+	f.Add(v4Flags(v4(protoUDP, udp(8)), 0x2000))
+	f.Add([]byte{0x45})
+	f.Add([]byte{0x60, 0, 0, 0, 0, 0, 0, 0})
+	pairSel := sel("192.0.2.0/24", "203.0.113.0/25")
+	asList := Selector{TS: &TSSet{Src: []TS{anyTS("192.0.2.0/24")}, Dst: []TS{anyTS("203.0.113.0/25")}}}
+	ports, err := NewSelector([]TS{ts("192.0.2.0/24", protoTCP, 443, 443), anyTS("2001:db8:1::/48")},
+		[]TS{ts("203.0.113.0/24", protoUDP, 1, 1023), ts("2001:db8:2::/48", protoICMPv6, 0x8000, 0x80ff), ts("2001:db8:2::/48", 0, 80, 80)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ports.admitsPacket(b)
+		ports.admitsTransport(outer6a, outer6b, protoTCP, b)
+		if got, want := asList.admitsPacket(b), pairSel.admitsPacket(b); got != want {
+			t.Fatalf("one prefix each side as a list admits %v, the prefix pair %v", got, want)
+		}
+	})
+}

@@ -8,7 +8,7 @@ import (
 // inWith returns an inbound SA like out's peer but with sel as its
 // selector and encap as its encapsulation: the peer (out) seals whatever
 // it likes under a valid SA, as a spoofing peer would.
-func inWith(t *testing.T, out *SA, sel Selector, encap *Encap) *SA {
+func inWith(t testing.TB, out *SA, sel Selector, encap *Encap) *SA {
 	t.Helper()
 	c := out.Config()
 	c.Dir, c.Selector, c.Encap = DirIn, sel, encap
@@ -38,16 +38,16 @@ func TestInboundSelector(t *testing.T) {
 		want Counter
 	}{
 		{"tunnel v4 no selector", ModeTunnel, false, Selector{}, CounterNone},
-		{"tunnel v4 src and dst match", ModeTunnel, false, Selector{pfx("192.0.2.0/24"), pfx("203.0.113.0/24")}, CounterNone},
+		{"tunnel v4 src and dst match", ModeTunnel, false, Selector{Src: pfx("192.0.2.0/24"), Dst: pfx("203.0.113.0/24")}, CounterNone},
 		{"tunnel v4 src only, match", ModeTunnel, false, Selector{Src: pfx("192.0.2.1/32")}, CounterNone},
 		{"tunnel v4 spoofed src", ModeTunnel, false, Selector{Src: pfx("192.0.2.128/25")}, XfrmInStateMismatch},
-		{"tunnel v4 dst outside", ModeTunnel, false, Selector{pfx("192.0.2.0/24"), pfx("203.0.113.128/25")}, XfrmInStateMismatch},
+		{"tunnel v4 dst outside", ModeTunnel, false, Selector{Src: pfx("192.0.2.0/24"), Dst: pfx("203.0.113.128/25")}, XfrmInStateMismatch},
 		{"tunnel v4 packet, v6 selector", ModeTunnel, false, Selector{Src: pfx("2001:db8:1::/48")}, XfrmInStateMismatch},
-		{"tunnel v6 match", ModeTunnel, true, Selector{pfx("2001:db8:1::/48"), pfx("2001:db8:2::/48")}, CounterNone},
+		{"tunnel v6 match", ModeTunnel, true, Selector{Src: pfx("2001:db8:1::/48"), Dst: pfx("2001:db8:2::/48")}, CounterNone},
 		{"tunnel v6 spoofed src", ModeTunnel, true, Selector{Src: pfx("2001:db8:3::/48")}, XfrmInStateMismatch},
 		{"tunnel v6 dst outside", ModeTunnel, true, Selector{Dst: pfx("2001:db8:3::/48")}, XfrmInStateMismatch},
 		{"tunnel v6 packet, v4 selector", ModeTunnel, true, Selector{Dst: pfx("0.0.0.0/0")}, XfrmInStateMismatch},
-		{"transport v4 match", ModeTransport, false, Selector{pfx("198.51.100.1/32"), pfx("198.51.100.2/32")}, CounterNone},
+		{"transport v4 match", ModeTransport, false, Selector{Src: pfx("198.51.100.1/32"), Dst: pfx("198.51.100.2/32")}, CounterNone},
 		{"transport v4 outer src outside", ModeTransport, false, Selector{Src: pfx("10.0.0.0/8")}, XfrmInStateMismatch},
 		{"transport v4 outer dst outside", ModeTransport, false, Selector{Dst: pfx("198.51.100.1/32")}, XfrmInStateMismatch},
 		{"transport v6 match", ModeTransport, true, Selector{Src: pfx("2001:db8::1/128")}, CounterNone},
@@ -145,10 +145,10 @@ func TestInboundSelectorAllocs(t *testing.T) {
 	}
 	for _, v6 := range []bool{false, true} {
 		out, _ := pair(t, ModeTunnel, v6, true, 0, suites[0].set)
-		sel := Selector{pfx("192.0.2.0/24"), pfx("203.0.113.0/24")}
+		sel := Selector{Src: pfx("192.0.2.0/24"), Dst: pfx("203.0.113.0/24")}
 		pkt := ipv4Packet(1372)
 		if v6 {
-			sel = Selector{pfx("2001:db8:1::/48"), pfx("2001:db8:2::/48")}
+			sel = Selector{Src: pfx("2001:db8:1::/48"), Dst: pfx("2001:db8:2::/48")}
 			pkt = ipv6Packet(1352)
 		}
 		in := inWith(t, out, sel, nil)

@@ -28,7 +28,9 @@ func (d *SAD) LookupIn(spi uint32, dst netip.Addr) *SA {
 // it, XfrmOutError when pkt is not an IP packet.
 //
 // Among the interface's SAs, the one whose selector's destination prefix is
-// longest wins; then SAs without a destination prefix. Among equals, as in
+// longest wins (an SA with a TSSet counts under each prefix of its
+// destination ranges, and must then hold the packet's source, protocol
+// and ports too); then SAs without a destination prefix. Among equals, as in
 // Linux: never a hard-expired SA; a live SA before a dying (soft-expired)
 // one; the newest first (see pick). The cost is one hash lookup per distinct
 // prefix length of the interface, the same whatever the number of SAs,
@@ -69,7 +71,7 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 		a := binary.BigEndian.Uint32(a4[:])
 		for i := range f.v4.levels {
 			lv := &f.v4.levels[i]
-			if s := pick(lv.sas.lookup(v4Key(a, lv.bits)), src, dst); s != nil {
+			if s := pick(lv.sas.lookup(v4Key(a, lv.bits)), pkt, src, dst); s != nil {
 				return s, CounterNone
 			}
 		}
@@ -78,12 +80,12 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 		hi, lo := binary.BigEndian.Uint64(a16[:8]), binary.BigEndian.Uint64(a16[8:])
 		for i := range f.v6.levels {
 			lv := &f.v6.levels[i]
-			if s := pick(lv.sas.lookup(v6Key(hi, lo, lv.bits)), src, dst); s != nil {
+			if s := pick(lv.sas.lookup(v6Key(hi, lo, lv.bits)), pkt, src, dst); s != nil {
 				return s, CounterNone
 			}
 		}
 	}
-	if s := pick(f.anyDst, src, dst); s != nil {
+	if s := pick(f.anyDst, pkt, src, dst); s != nil {
 		return s, CounterNone
 	}
 	if pol >= 0 {
@@ -100,10 +102,10 @@ func (d *SAD) lookupOut(ifID uint32, pkt []byte) (*SA, Counter) {
 // beats a dying one, and among equals the newest add time wins. list is
 // newest first (index), so the first live SA wins, else the first dying
 // one.
-func pick(list []*SA, src, dst netip.Addr) *SA {
+func pick(list []*SA, pkt []byte, src, dst netip.Addr) *SA {
 	var dying *SA
 	for _, s := range list {
-		if !s.covers(src, dst) || s.hardExpired.Load() {
+		if !s.covers(pkt, src, dst) || s.hardExpired.Load() {
 			continue
 		}
 		if !s.softFired.Load() {

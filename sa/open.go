@@ -1,8 +1,6 @@
 package sa
 
 import (
-	"net/netip"
-
 	"github.com/ipsecd/ipsecd/internal/iphdr"
 	"github.com/ipsecd/ipsecd/sa/esp"
 	"github.com/ipsecd/ipsecd/sa/replay"
@@ -45,7 +43,11 @@ import (
 //     __xfrm_policy_check, which runs after xfrm_input): the inner
 //     packet's addresses are outside the SA's selector (RFC 4301 §5.2). In
 //     transport mode they are the rebuilt header's, the SA's outer
-//     addresses. A selector with neither prefix set admits all.
+//     addresses. A selector with neither prefix set admits all. A TSSet
+//     (IKE's traffic selectors) needs a source in one of its Src and a
+//     destination in one of its Dst, each with its protocol and ports; a
+//     port range admits no packet whose ports cannot be read (a
+//     fragment, a protocol without ports).
 //
 // A next header 59 packet (RFC 4303 §2.6) advances the window and is then
 // dropped silently: Drop = DroppedDummy, counted nowhere.
@@ -210,7 +212,7 @@ func (s *SA) decapsulate(p *Packet) Counter {
 		return CounterNone
 	}
 	src, dst := s.cfg.Src, s.cfg.Dst
-	if !s.cfg.Selector.admits(src, dst) {
+	if !s.cfg.Selector.admitsTransport(src, dst, p.Proto, data) {
 		return XfrmInStateMismatch
 	}
 	v4 := src.Is4()
@@ -233,25 +235,4 @@ func (s *SA) decapsulate(p *Packet) Counter {
 	p.Off -= hl
 	p.Len += hl
 	return CounterNone
-}
-
-// admits reports whether an inbound packet from src to dst may come out of
-// an SA with this selector. The zero selector, the common case, admits
-// every packet without looking at the addresses.
-func (sel *Selector) admits(src, dst netip.Addr) bool {
-	if !sel.Src.IsValid() && !sel.Dst.IsValid() {
-		return true
-	}
-	return sel.match(src, dst)
-}
-
-// admitsPacket is admits for a whole inner IP packet (tunnel mode), whose
-// version and length tunnelNextHeader has checked. A prefix of the other
-// family never matches.
-func (sel *Selector) admitsPacket(pkt []byte) bool {
-	if !sel.Src.IsValid() && !sel.Dst.IsValid() {
-		return true
-	}
-	src, dst, ok := innerAddrs(pkt)
-	return ok && sel.match(src, dst)
 }

@@ -261,13 +261,18 @@ func (s *SA) String() string {
 	return fmt.Sprintf("spi %#x dir %s dst %v src %v if_id %d", s.cfg.SPI, s.cfg.Dir, s.cfg.Dst, s.cfg.Src, s.cfg.IfID)
 }
 
-// covers reports whether the outbound SA may seal a packet from src to dst:
-// its selector matches and, in transport mode, the packet's own addresses
-// are the SA's, since the peer rebuilds the IP header from them (an IPv4
-// transport SA must not seal the kernel's IPv6 router solicitations).
-func (s *SA) covers(src, dst netip.Addr) bool {
+// covers reports whether the outbound SA may seal pkt, a packet from src
+// to dst: its selector matches (a TSSet's with the packet's protocol and
+// ports) and, in transport mode, the packet's own addresses are the SA's,
+// since the peer rebuilds the IP header from them (an IPv4 transport SA
+// must not seal the kernel's IPv6 router solicitations).
+func (s *SA) covers(pkt []byte, src, dst netip.Addr) bool {
 	if s.cfg.Mode == ModeTransport && (src != s.cfg.Src || dst != s.cfg.Dst) {
 		return false
+	}
+	if ts := s.cfg.Selector.TS; ts != nil {
+		f := flowOf(pkt, src, dst)
+		return ts.admits(&f)
 	}
 	return s.cfg.Selector.match(src, dst)
 }

@@ -204,25 +204,44 @@ func (f *iface) index() {
 	slices.SortStableFunc(byAge, func(a, b *SA) int { return a.added.Compare(b.added) })
 	for i := len(byAge) - 1; i >= 0; i-- { // newest first
 		s := byAge[i]
+		if ts := s.cfg.Selector.TS; ts != nil {
+			// Under every prefix of every destination range: pick
+			// then checks the whole set.
+			for k := range ts.Dst {
+				ts.Dst[k].eachPrefix(func(p netip.Prefix) { f.indexAt(s, p) })
+			}
+			continue
+		}
 		dst := s.cfg.Selector.Dst
 		if !dst.IsValid() {
 			f.anyDst = append(f.anyDst, s)
 			continue
 		}
-		l := &f.v6
-		if dst.Addr().Is4() {
-			l = &f.v4
-		}
-		j := slices.IndexFunc(l.levels, func(lv lpmLevel) bool { return lv.bits == dst.Bits() })
-		if j < 0 {
-			j = len(l.levels)
-			l.levels = append(l.levels, lpmLevel{bits: dst.Bits()})
-		}
-		m := &l.levels[j].sas
-		k := prefixKey(dst)
-		m.set(k, append(m.lookup(k), s))
+		f.indexAt(s, dst)
 	}
 	for _, l := range []*lpm{&f.v4, &f.v6} {
 		slices.SortFunc(l.levels, func(a, b lpmLevel) int { return b.bits - a.bits })
 	}
+}
+
+// indexAt adds s, the newest SA so far, to the list of destination prefix
+// dst. An SA whose ranges give it two prefixes that share a list (a
+// folded IPv6 key) is in it once.
+func (f *iface) indexAt(s *SA, dst netip.Prefix) {
+	l := &f.v6
+	if dst.Addr().Is4() {
+		l = &f.v4
+	}
+	j := slices.IndexFunc(l.levels, func(lv lpmLevel) bool { return lv.bits == dst.Bits() })
+	if j < 0 {
+		j = len(l.levels)
+		l.levels = append(l.levels, lpmLevel{bits: dst.Bits()})
+	}
+	m := &l.levels[j].sas
+	k := prefixKey(dst)
+	list := m.lookup(k)
+	if len(list) > 0 && list[len(list)-1] == s {
+		return
+	}
+	m.set(k, append(list, s))
 }

@@ -19,10 +19,8 @@ const (
 	ipv6Fragment = iphdr.IPv6Fragment
 	ipv6DestOpts = iphdr.IPv6DestOpts
 
-	protoICMP   = 1
-	protoICMPv6 = 58
-	protoNone   = 59  // IPv6 no next header
-	protoExp    = 253 // RFC 3692 experimentation: nothing checks its payload
+	protoNone = 59  // IPv6 no next header
+	protoExp  = 253 // RFC 3692 experimentation: nothing checks its payload
 )
 
 // v4 is an IPv4 datagram carrying payload, with its lengths and header

@@ -1,0 +1,364 @@
+package sa
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ipsecd/ipsecd/internal/iphdr"
+)
+
+// Selectors as IKEv2 negotiates them (RFC 7296 §2.9, §3.13.1): on each
+// side a list of address ranges, each with an IP protocol and a port
+// range. A Selector holds one as a TSSet when its two prefixes cannot say
+// it exactly; the SA then admits, seals and is looked up by the whole set,
+// never by a wider one (what Linux does with one xfrm policy per pair of
+// traffic selectors, here on the SA itself).
+
+// TS is one traffic selector: an inclusive range of addresses of one
+// family, an IP protocol (0: any) and an inclusive range of ports (0 to
+// 65535: any). For ICMP, ICMPv6 and the IPv6 mobility header the "port"
+// is the message type and code, type<<8 | code (RFC 4301 §4.4.1.1;
+// mobility header: its type<<8). The zero TS is invalid.
+type TS struct {
+	Start, End         netip.Addr
+	Proto              uint8
+	StartPort, EndPort uint16
+}
+
+// PrefixTS returns the traffic selector of every packet of prefix p, of
+// any protocol and port.
+func PrefixTS(p netip.Prefix) TS {
+	p = p.Masked()
+	return TS{Start: p.Addr(), End: lastAddr(p), EndPort: 0xffff}
+}
+
+// anyPort reports whether t admits every port.
+func (t *TS) anyPort() bool { return t.StartPort == 0 && t.EndPort == 0xffff }
+
+// Prefix returns the prefix that is exactly t, when t is of any protocol
+// and port and its range is one prefix.
+func (t TS) Prefix() (netip.Prefix, bool) {
+	if t.Proto != 0 || !t.anyPort() || !t.Start.IsValid() || t.Start.Is4() != t.End.Is4() {
+		return netip.Prefix{}, false
+	}
+	p, ok := rangePrefix(t.Start, t.End)
+	return p, ok && lastAddr(p) == t.End
+}
+
+// rangePrefix returns the largest prefix that starts at start and ends
+// at or before end; false when start is after end.
+func rangePrefix(start, end netip.Addr) (netip.Prefix, bool) {
+	if end.Less(start) {
+		return netip.Prefix{}, false
+	}
+	for bits := 0; bits <= start.BitLen(); bits++ {
+		p := netip.PrefixFrom(start, bits).Masked()
+		if p.Addr() == start && !end.Less(lastAddr(p)) {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false // not reached: the host prefix always fits
+}
+
+// lastAddr returns the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr()
+	if a.Is4() {
+		b := a.As4()
+		v := binary.BigEndian.Uint32(b[:]) | uint32(uint64(1)<<(32-p.Bits())-1)
+		binary.BigEndian.PutUint32(b[:], v)
+		return netip.AddrFrom4(b)
+	}
+	b := a.As16()
+	for i := p.Bits(); i < 128; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	return netip.AddrFrom16(b)
+}
+
+// eachPrefix calls fn with the prefixes that together are exactly t's
+// addresses (at most two per bit of the address), in order.
+func (t *TS) eachPrefix(fn func(netip.Prefix)) {
+	for a := t.Start; a.IsValid(); {
+		p, ok := rangePrefix(a, t.End)
+		if !ok {
+			return
+		}
+		fn(p)
+		last := lastAddr(p)
+		if last == t.End {
+			return
+		}
+		a = last.Next()
+	}
+}
+
+// String writes t as swanctl.conf writes a traffic selector: a prefix or
+// an address range, then [protocol/ports] when it has them
+// (10.1.0.0/24[tcp/80], 10.1.0.5-10.1.0.9[udp/1000-2000]).
+func (t TS) String() string {
+	var b strings.Builder
+	if p, ok := (TS{Start: t.Start, End: t.End, EndPort: 0xffff}).Prefix(); ok {
+		b.WriteString(p.String())
+	} else {
+		b.WriteString(t.Start.String() + "-" + t.End.String())
+	}
+	if t.Proto == 0 && t.anyPort() {
+		return b.String()
+	}
+	b.WriteByte('[')
+	switch t.Proto {
+	case 0:
+		b.WriteString("any")
+	case 1:
+		b.WriteString("icmp")
+	case iphdr.ProtocolTCP:
+		b.WriteString("tcp")
+	case iphdr.ProtocolUDP:
+		b.WriteString("udp")
+	case 58:
+		b.WriteString("ipv6-icmp")
+	case iphdr.ProtocolSCTP:
+		b.WriteString("sctp")
+	default:
+		b.WriteString(strconv.Itoa(int(t.Proto)))
+	}
+	switch {
+	case t.anyPort():
+	case t.StartPort == t.EndPort:
+		b.WriteString("/" + strconv.Itoa(int(t.StartPort)))
+	default:
+		b.WriteString("/" + strconv.Itoa(int(t.StartPort)) + "-" + strconv.Itoa(int(t.EndPort)))
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// TSSet is a selector of traffic selectors: a packet matches when its
+// source matches one of Src and its destination one of Dst, each with
+// its protocol and ports. Neither list is empty. A TSSet in a Selector
+// is never changed: Selectors share it.
+type TSSet struct {
+	Src, Dst []TS
+}
+
+// NewSelector returns the selector of exactly the packets from one of
+// src to one of dst. When each side is one prefix of any protocol and
+// port, of one family, it is the prefix pair (Selector's Src and Dst), as
+// a static state's; otherwise a TSSet of copies of the lists. The error,
+// if any, is FieldErrors naming src_ts[N] or dst_ts[N].
+func NewSelector(src, dst []TS) (Selector, error) {
+	var errs FieldErrors
+	checkTSList(src, "src_ts", &errs)
+	checkTSList(dst, "dst_ts", &errs)
+	if errs != nil {
+		return Selector{}, errs
+	}
+	if len(src) == 1 && len(dst) == 1 {
+		s, okS := src[0].Prefix()
+		d, okD := dst[0].Prefix()
+		if okS && okD && s.Addr().Is4() == d.Addr().Is4() {
+			return Selector{Src: s, Dst: d}, nil
+		}
+	}
+	return Selector{TS: &TSSet{Src: slices.Clone(src), Dst: slices.Clone(dst)}}, nil
+}
+
+// Reverse returns the selector of the other direction: its sources are
+// s's destinations and the reverse. An outbound SA's selector reversed is
+// its inbound twin's.
+func (s Selector) Reverse() Selector {
+	r := Selector{Src: s.Dst, Dst: s.Src}
+	if s.TS != nil {
+		r.TS = &TSSet{Src: s.TS.Dst, Dst: s.TS.Src}
+	}
+	return r
+}
+
+// MatchesAll reports whether s is the zero selector, which admits every
+// packet.
+func (s Selector) MatchesAll() bool {
+	return !s.Src.IsValid() && !s.Dst.IsValid() && s.TS == nil
+}
+
+func tsListText(l []TS) string {
+	parts := make([]string, len(l))
+	for i, t := range l {
+		parts[i] = t.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+func checkTSList(l []TS, field string, errs *FieldErrors) {
+	if len(l) == 0 {
+		errs.add(field, "empty: a selector of traffic selectors needs at least one on each side")
+	}
+	for i := range l {
+		checkTS(&l[i], fmt.Sprintf("%s[%d]", field, i), errs)
+	}
+}
+
+// checkTS refuses what would make a selector other than its words say:
+// a range of two families, or reversed; reversed ports (which RFC 7296
+// uses for OPAQUE, which an SA cannot enforce and IKE never agrees to).
+func checkTS(t *TS, field string, errs *FieldErrors) {
+	switch {
+	case !t.Start.IsValid() || !t.End.IsValid():
+		errs.add(field, "missing address")
+	case t.Start.Is4() != t.End.Is4() || t.Start.Zone() != "" || t.End.Zone() != "":
+		errs.add(field, "%s-%s is not a range of one family", t.Start, t.End)
+	case t.End.Less(t.Start):
+		errs.add(field, "%s-%s ends before it starts", t.Start, t.End)
+	}
+	if t.StartPort > t.EndPort {
+		errs.add(field, "ports %d-%d end before they start (OPAQUE is not supported)", t.StartPort, t.EndPort)
+	}
+}
+
+// flow is what a traffic selector reads of a packet.
+type flow struct {
+	src, dst netip.Addr
+	proto    uint8
+	// ports: sport and dport could be read (for ICMP both are the type
+	// and code). Not for fragments, whose first one Linux does not read
+	// them of either, nor for protocols without ports.
+	ports        bool
+	sport, dport uint16
+}
+
+// maxExtensions bounds the walk through IPv6 extension headers.
+const maxExtensions = 8
+
+// flowOf reads a whole IP packet, whose version and addresses innerAddrs
+// has found readable. What cannot be read stays unset: a proto of an
+// extension header, ports false.
+func flowOf(pkt []byte, src, dst netip.Addr) flow {
+	f := flow{src: src, dst: dst}
+	if iphdr.Version(pkt) == 4 {
+		h := iphdr.IPv4(pkt)
+		f.proto = h.Protocol()
+		if h.IsValid() && !h.IsFragment() {
+			end := min(h.TotalLen(), len(pkt))
+			if end >= h.HeaderLen() {
+				f.readPorts(pkt[h.HeaderLen():end])
+			}
+		}
+		return f
+	}
+	proto, rest := iphdr.IPv6(pkt).NextHeader(), pkt[iphdr.IPv6Len:]
+	for range maxExtensions {
+		switch proto {
+		case iphdr.IPv6HopByHop, iphdr.IPv6Routing, iphdr.IPv6DestOpts, iphdr.IPv6Fragment:
+		default:
+			f.proto = proto
+			f.readPorts(rest)
+			return f
+		}
+		next, r, ok := iphdr.SkipExtension(proto, rest)
+		if !ok {
+			f.proto = proto
+			return f
+		}
+		if proto == iphdr.IPv6Fragment {
+			// A fragment: the protocol is known, the ports are not read
+			// (a later fragment has none; of the first, as of an IPv4
+			// one, Linux does not read them either).
+			f.proto = next
+			return f
+		}
+		proto, rest = next, r
+	}
+	f.proto = proto
+	return f
+}
+
+// readPorts reads the ports of f.proto at the start of l4.
+func (f *flow) readPorts(l4 []byte) {
+	switch f.proto {
+	case iphdr.ProtocolTCP, iphdr.ProtocolUDP, iphdr.ProtocolSCTP, protoDCCP, protoUDPLite:
+		f.sport, f.dport, f.ports = iphdr.Ports(l4)
+	case protoICMP, protoICMPv6:
+		if len(l4) >= 2 {
+			f.sport = uint16(l4[0])<<8 | uint16(l4[1])
+			f.dport, f.ports = f.sport, true
+		}
+	case protoMH:
+		if len(l4) >= 3 {
+			f.sport = uint16(l4[2]) << 8
+			f.dport, f.ports = f.sport, true
+		}
+	}
+}
+
+// Protocols with ports, or what RFC 4301 reads as ports, beside iphdr's.
+const (
+	protoICMP    = 1
+	protoDCCP    = 33
+	protoICMPv6  = 58
+	protoMH      = 135
+	protoUDPLite = 136
+)
+
+// admits reports whether the set holds a packet of f.
+func (set *TSSet) admits(f *flow) bool {
+	return tsMatch(set.Src, f.src, f, f.sport) && tsMatch(set.Dst, f.dst, f, f.dport)
+}
+
+// tsMatch reports whether one of l holds address a with f's protocol and
+// port. A port restriction admits only a packet whose ports were read.
+func tsMatch(l []TS, a netip.Addr, f *flow, port uint16) bool {
+	for i := range l {
+		t := &l[i]
+		if a.Less(t.Start) || t.End.Less(a) || (t.Proto != 0 && t.Proto != f.proto) {
+			continue
+		}
+		if t.anyPort() || (f.ports && t.StartPort <= port && port <= t.EndPort) {
+			return true
+		}
+	}
+	return false
+}
+
+// admitsPacket reports whether a whole inner IP packet may come out of an
+// SA with this selector (tunnel mode). The zero selector, the common
+// case, admits every packet without looking at it; a prefix of the other
+// family never matches.
+func (sel *Selector) admitsPacket(pkt []byte) bool {
+	if sel.MatchesAll() {
+		return true
+	}
+	src, dst, ok := innerAddrs(pkt)
+	if !ok {
+		return false
+	}
+	if sel.TS != nil {
+		f := flowOf(pkt, src, dst)
+		return sel.TS.admits(&f)
+	}
+	return sel.match(src, dst)
+}
+
+// admitsTransport is admitsPacket for a transport-mode payload of
+// protocol proto behind a header from src to dst (the rebuilt one).
+func (sel *Selector) admitsTransport(src, dst netip.Addr, proto uint8, payload []byte) bool {
+	if sel.MatchesAll() {
+		return true
+	}
+	if sel.TS != nil {
+		for range maxExtensions { // destination options travel inside ESP
+			next, rest, ok := iphdr.SkipExtension(proto, payload)
+			if proto != iphdr.IPv6DestOpts || !src.Is6() || !ok {
+				break
+			}
+			proto, payload = next, rest
+		}
+		f := flow{src: src, dst: dst, proto: proto}
+		f.readPorts(payload)
+		return sel.TS.admits(&f)
+	}
+	return sel.match(src, dst)
+}
