@@ -137,14 +137,12 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 	return info
 }
 
+// tsStrings writes traffic selectors as swanctl does: 10.1.0.0/24, a
+// range 10.1.0.5-10.1.0.9, a protocol and ports 10.1.0.0/24[tcp/80].
 func tsStrings(ts []message.Selector) []string {
 	out := make([]string, len(ts))
-	for i, s := range ts {
-		if p, ok := prefixOf(s); ok {
-			out[i] = p.String()
-		} else {
-			out[i] = fmt.Sprintf("%s-%s proto %d ports %d-%d", s.Start, s.End, s.Proto, s.StartPort, s.EndPort)
-		}
+	for i, t := range tsOf(ts) {
+		out[i] = t.String()
 	}
 	return out
 }

@@ -187,11 +187,14 @@ func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
 		mode = sa.ModeTransport
 	}
 	local, remote := c.Local, c.Remote
-	sel := selectorOf(c.LocalTS, c.RemoteTS)
+	selIn, selOut, err := selectorsOf(c.LocalTS, c.RemoteTS)
+	if err != nil {
+		return in, out, err
+	}
 	in = sa.Config{Src: remote.Addr(), Dst: local.Addr(), SPI: c.InSPI, Dir: sa.DirIn, Mode: mode, IfID: cn.child.IfID,
-		ReplayWindow: cn.child.ReplayWindow, ESN: c.ESN, Selector: sa.Selector{Src: sel.Dst, Dst: sel.Src}}
+		ReplayWindow: cn.child.ReplayWindow, ESN: c.ESN, Selector: selIn}
 	out = sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: sa.DirOut, Mode: mode, IfID: cn.child.IfID,
-		ESN: c.ESN, Selector: sel}
+		ESN: c.ESN, Selector: selOut}
 	if lt := cn.child.LifeTime; lt > 0 {
 		// The data path stops the pair at life_time even if IKE could
 		// not delete it; a little later than our own delete.
@@ -233,34 +236,26 @@ func setAlgorithms(s *sa.Config, suite proposal.Suite, k keys.ESPKeys) error {
 	return nil
 }
 
-// selectorOf returns the SAD selector of the negotiated traffic
-// selectors (Src ours, Dst the peer's) when each side is one prefix of
-// any protocol and port; otherwise the zero selector, which leaves the
-// choice to the interface's routes and policies.
-func selectorOf(local, remote []message.Selector) sa.Selector {
-	if len(local) != 1 || len(remote) != 1 {
-		return sa.Selector{}
+// selectorsOf is where negotiated traffic selectors become SAD
+// selectors, the one place: the outbound SA's from ours (local) to the
+// peer's, the inbound SA's the reverse. They are exactly the negotiated
+// sets, every range, protocol and port range of either family
+// (sa.NewSelector: a prefix pair when each side is one prefix of any
+// protocol and port). An error means a selector the SAD cannot hold
+// exactly, and the child is not installed: never a wider selector.
+func selectorsOf(local, remote []message.Selector) (in, out sa.Selector, err error) {
+	out, err = sa.NewSelector(tsOf(local), tsOf(remote))
+	if err != nil {
+		return in, out, fmt.Errorf("negotiated traffic selectors (src: ours, dst: the peer's): %w", err)
 	}
-	l, okL := prefixOf(local[0])
-	r, okR := prefixOf(remote[0])
-	if !okL || !okR || l.Addr().Is4() != r.Addr().Is4() {
-		return sa.Selector{}
-	}
-	return sa.Selector{Src: l, Dst: r}
+	return out.Reverse(), out, nil
 }
 
-// prefixOf returns the prefix that is exactly s's address range, for a
-// selector of any protocol and port: the one based at Start that holds
-// End and not the address after it.
-func prefixOf(s message.Selector) (netip.Prefix, bool) {
-	if s.Proto != 0 || s.StartPort != 0 || s.EndPort != 65535 || !s.Start.IsValid() || !s.End.IsValid() {
-		return netip.Prefix{}, false
+// tsOf converts IKE's traffic selectors to the SAD's, field by field.
+func tsOf(ss []message.Selector) []sa.TS {
+	out := make([]sa.TS, len(ss))
+	for i, s := range ss {
+		out[i] = sa.TS{Start: s.Start, End: s.End, Proto: s.Proto, StartPort: s.StartPort, EndPort: s.EndPort}
 	}
-	for bits := 0; bits <= s.Start.BitLen(); bits++ {
-		p := netip.PrefixFrom(s.Start, bits).Masked()
-		if p.Addr() == s.Start && p.Contains(s.End) && (!s.End.Next().IsValid() || !p.Contains(s.End.Next())) {
-			return p, true
-		}
-	}
-	return netip.Prefix{}, false
+	return out
 }

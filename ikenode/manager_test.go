@@ -658,34 +658,6 @@ func mustHex(t *testing.T, s string) []byte {
 	return b
 }
 
-// TestPrefixOf: a selector becomes a prefix only when its range is
-// exactly one, of any protocol and port.
-func TestPrefixOf(t *testing.T) {
-	sel := func(start, end string) message.Selector {
-		return message.Selector{EndPort: 65535, Start: netip.MustParseAddr(start), End: netip.MustParseAddr(end)}
-	}
-	for _, tt := range []struct {
-		s    message.Selector
-		want string
-	}{
-		{sel("10.1.0.0", "10.1.0.255"), "10.1.0.0/24"},
-		{sel("0.0.0.0", "255.255.255.255"), "0.0.0.0/0"},
-		{sel("192.0.2.7", "192.0.2.7"), "192.0.2.7/32"},
-		{sel("2001:db8::", "2001:db8::ffff:ffff:ffff:ffff"), "2001:db8::/64"},
-		{sel("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), "::/0"},
-		{sel("10.1.0.0", "10.1.0.254"), ""},
-		{sel("10.1.0.1", "10.1.0.255"), ""},
-		{sel("10.1.0.0", "10.1.1.255"), "10.1.0.0/23"},
-		{sel("10.1.1.0", "10.1.2.255"), ""},
-		{message.Selector{Proto: 6, EndPort: 65535, Start: netip.MustParseAddr("10.1.0.0"), End: netip.MustParseAddr("10.1.0.255")}, ""},
-	} {
-		p, ok := prefixOf(tt.s)
-		if got := map[bool]string{true: p.String(), false: ""}[ok]; got != tt.want {
-			t.Errorf("prefixOf(%v) = %q, want %q", tt.s, got, tt.want)
-		}
-	}
-}
-
 // TestWrongPSK: a wrong PSK installs nothing on either side, counts one
 // authentication failure on each, and start_action start tries again
 // later.
@@ -903,7 +875,11 @@ func TestRedundantChild(t *testing.T) {
 	gcm, _ := proposal.Lookup("aes128gcm16")
 	child := func(in, out uint32) *ike.Child {
 		key := func(b byte) keys.ESPKeys { return keys.ESPKeys{Enc: bytes.Repeat([]byte{b}, 20)} }
-		return &ike.Child{Suite: proposal.Suite{Encr: gcm}, InSPI: in, OutSPI: out, In: key(byte(in)), Out: key(byte(out)), Local: local, Remote: remote}
+		ts := func(from, to string) []message.Selector {
+			return []message.Selector{{EndPort: 65535, Start: netip.MustParseAddr(from), End: netip.MustParseAddr(to)}}
+		}
+		return &ike.Child{Suite: proposal.Suite{Encr: gcm}, InSPI: in, OutSPI: out, In: key(byte(in)), Out: key(byte(out)), Local: local, Remote: remote,
+			LocalTS: ts("10.1.0.0", "10.1.0.255"), RemoteTS: ts("10.2.0.0", "10.2.0.255")}
 	}
 	m.childUp(x, child(0x100, 0x200), now)
 	m.childUp(x, child(0x101, 0x201), now)
