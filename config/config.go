@@ -225,8 +225,8 @@ func FormatState(c *sa.Config) string {
 	if c.ESN {
 		b.WriteString(" flag esn")
 	}
-	if c.Selector.Src.IsValid() || c.Selector.Dst.IsValid() {
-		fmt.Fprintf(&b, " sel src %s dst %s", prefixOrAny(c.Selector.Src), prefixOrAny(c.Selector.Dst))
+	if !c.Selector.MatchesAll() {
+		fmt.Fprintf(&b, " sel %v", c.Selector)
 	}
 	return b.String()
 }

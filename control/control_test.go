@@ -337,3 +337,37 @@ func TestStateInfoJSON(t *testing.T) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", out, in)
 	}
 }
+
+// TestStateInfoJSONTS: an SA whose selector is traffic selector lists
+// (IKE's) crosses the control socket whole, as src_ts and dst_ts; lists
+// that break sa's rules are refused naming the field.
+func TestStateInfoJSONTS(t *testing.T) {
+	ts := func(p string) sa.TS { return sa.PrefixTS(netip.MustParsePrefix(p)) }
+	tcp := ts("2001:db8:2::/48")
+	tcp.Proto, tcp.StartPort, tcp.EndPort = 6, 80, 443
+	sel, err := sa.NewSelector([]sa.TS{ts("10.1.0.0/25"), ts("10.1.0.128/25")}, []sa.TS{ts("10.2.0.0/24"), tcp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := control.StateInfo{Config: gcmState(0x1001, sa.DirIn)}
+	in.Config.Selector = sel
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"src_ts":[{"start":"10.1.0.0","end":"10.1.0.127","start_port":0,"end_port":65535}`) {
+		t.Errorf("JSON: %s", data)
+	}
+	var out control.StateInfo
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", out.Config.Selector, in.Config.Selector)
+	}
+	spec := control.NewStateSpec(in.Config, true)
+	spec.Selector.SrcTS[1].StartPort, spec.Selector.SrcTS[1].EndPort = 65535, 0
+	if _, err := spec.Config(); err == nil || !strings.Contains(err.Error(), "selector.src_ts[1]") {
+		t.Errorf("reversed ports: %v, want an error naming selector.src_ts[1]", err)
+	}
+}

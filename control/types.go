@@ -198,9 +198,40 @@ type LifetimeSpec struct {
 }
 
 // SelectorSpec is sa.Selector in JSON; an absent prefix matches all.
+// SrcTS and DstTS, instead of the prefixes, are traffic selector lists
+// (sa.TSSet: the selectors IKE negotiated, when they are not one prefix
+// each side).
 type SelectorSpec struct {
-	Src *netip.Prefix `json:"src,omitempty"`
-	Dst *netip.Prefix `json:"dst,omitempty"`
+	Src   *netip.Prefix `json:"src,omitempty"`
+	Dst   *netip.Prefix `json:"dst,omitempty"`
+	SrcTS []TSSpec      `json:"src_ts,omitempty"`
+	DstTS []TSSpec      `json:"dst_ts,omitempty"`
+}
+
+// TSSpec is sa.TS in JSON: an address range, a protocol (0 or absent:
+// any) and a port range (0-65535: any).
+type TSSpec struct {
+	Start     netip.Addr `json:"start"`
+	End       netip.Addr `json:"end"`
+	Proto     uint8      `json:"proto,omitempty"`
+	StartPort uint16     `json:"start_port"`
+	EndPort   uint16     `json:"end_port"`
+}
+
+func tsSpecs(l []sa.TS) []TSSpec {
+	out := make([]TSSpec, len(l))
+	for i, t := range l {
+		out[i] = TSSpec(t)
+	}
+	return out
+}
+
+func tsOfSpecs(l []TSSpec) []sa.TS {
+	out := make([]sa.TS, len(l))
+	for i, t := range l {
+		out[i] = sa.TS(t)
+	}
+	return out
 }
 
 // PolicySpec is sa.Policy in JSON.
@@ -285,8 +316,11 @@ func NewStateSpec(c sa.Config, keys bool) StateSpec {
 		ls := LifetimeSpec(lt.Seconds())
 		s.Lifetime = &ls
 	}
-	if sel := c.Selector; sel.Src.IsValid() || sel.Dst.IsValid() {
+	if sel := c.Selector; !sel.MatchesAll() {
 		s.Selector = &SelectorSpec{Src: prefixPtr(sel.Src), Dst: prefixPtr(sel.Dst)}
+		if sel.TS != nil {
+			s.Selector.SrcTS, s.Selector.DstTS = tsSpecs(sel.TS.Src), tsSpecs(sel.TS.Dst)
+		}
 	}
 	return s
 }
@@ -359,6 +393,17 @@ func (s *StateSpec) Config() (sa.Config, error) {
 	}
 	if sel := s.Selector; sel != nil {
 		c.Selector = sa.Selector{Src: prefixOf(sel.Src), Dst: prefixOf(sel.Dst)}
+		if len(sel.SrcTS) != 0 || len(sel.DstTS) != 0 {
+			ts, err := sa.NewSelector(tsOfSpecs(sel.SrcTS), tsOfSpecs(sel.DstTS))
+			if err != nil {
+				errs = append(errs, "selector."+strings.ReplaceAll(err.Error(), "\n", "; selector."))
+			}
+			// Prefixes beside the lists stay for sa.Check to refuse.
+			c.Selector.TS = ts.TS
+			if ts.TS == nil {
+				c.Selector.Src, c.Selector.Dst = ts.Src, ts.Dst
+			}
+		}
 	}
 	c.FillDefaults()
 	if errs != nil {

@@ -34,8 +34,8 @@ func writeState(w io.Writer, st *control.StateInfo) {
 	if c.Encap != nil {
 		fmt.Fprintf(w, "\tencap type espinudp sport %d dport %d\n", c.Encap.SrcPort, c.Encap.DstPort)
 	}
-	if c.Selector.Src.IsValid() || c.Selector.Dst.IsValid() {
-		fmt.Fprintf(w, "\tsel src %s dst %s\n", prefixText(c.Selector.Src), prefixText(c.Selector.Dst))
+	if !c.Selector.MatchesAll() {
+		fmt.Fprintf(w, "\tsel %v\n", c.Selector)
 	}
 	lt := &c.Lifetime
 	fmt.Fprintf(w, "\tlifetime config:\n")
