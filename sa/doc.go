@@ -36,6 +36,13 @@
 //   - IPv4 options are stripped with the header; the rebuilt one has none.
 //   - the SA's family only: an IPv4 SA seals IPv4 packets, an IPv6 SA IPv6.
 //
+// Selectors (selector.go): an SA's Selector is a prefix pair, or, for
+// the traffic selectors IKE negotiates when they are not one prefix each
+// side, a TSSet of address ranges with protocols and ports. OpenBatch
+// drops an opened packet outside it (XfrmInStateMismatch) and LookupOut
+// finds an SA only for packets inside it, both without allocating; a
+// port range admits no packet whose ports cannot be read (fragments).
+//
 // Rules (check.go): every rule of an SA and a policy is written here, with
 // the table of algorithms (algorithms.go). New and the SAD apply them; the
 // config file, the control socket and the command line map their syntax
