@@ -3,6 +3,7 @@ package sa
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -50,18 +51,52 @@ func (t TS) Prefix() (netip.Prefix, bool) {
 }
 
 // rangePrefix returns the largest prefix that starts at start and ends
-// at or before end; false when start is after end.
+// at or before end (addresses of one family); false when start is after
+// end. Its size is the smaller of what start's alignment allows (its
+// trailing zero bits) and what the range holds (the log2 of its length).
 func rangePrefix(start, end netip.Addr) (netip.Prefix, bool) {
-	if end.Less(start) {
+	if end.Less(start) || start.Is4() != end.Is4() {
 		return netip.Prefix{}, false
 	}
-	for bits := 0; bits <= start.BitLen(); bits++ {
-		p := netip.PrefixFrom(start, bits).Masked()
-		if p.Addr() == start && !end.Less(lastAddr(p)) {
-			return p, true
-		}
+	n := start.BitLen()
+	sHi, sLo := addrBits(start)
+	eHi, eLo := addrBits(end)
+	// d = end - start, in 128 bits.
+	dLo, borrow := bits.Sub64(eLo, sLo, 0)
+	dHi, _ := bits.Sub64(eHi, sHi, borrow)
+	// The range holds d+1 addresses: room for a block of 2^k with k the
+	// highest bit of d+1 (all of them when d+1 overflows the family).
+	lLo, carry := bits.Add64(dLo, 1, 0)
+	lHi, _ := bits.Add64(dHi, 0, carry)
+	k := n
+	switch {
+	case n == 32 && lLo>>32 == 0:
+		k = 63 - bits.LeadingZeros64(lLo)
+	case n == 128 && lHi != 0:
+		k = 127 - bits.LeadingZeros64(lHi)
+	case n == 128 && lLo != 0:
+		k = 63 - bits.LeadingZeros64(lLo)
 	}
-	return netip.Prefix{}, false // not reached: the host prefix always fits
+	// start is aligned to 2^tz.
+	tz := n
+	switch {
+	case sLo != 0:
+		tz = bits.TrailingZeros64(sLo)
+	case n == 128 && sHi != 0:
+		tz = 64 + bits.TrailingZeros64(sHi)
+	}
+	return netip.PrefixFrom(start, n-min(k, tz, n)), true
+}
+
+// addrBits returns a's bits as a 128-bit number (an IPv4 address in the
+// low 32).
+func addrBits(a netip.Addr) (hi, lo uint64) {
+	if a.Is4() {
+		b := a.As4()
+		return 0, uint64(binary.BigEndian.Uint32(b[:]))
+	}
+	b := a.As16()
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 }
 
 // lastAddr returns the last address of p.
@@ -81,14 +116,14 @@ func lastAddr(p netip.Prefix) netip.Addr {
 }
 
 // eachPrefix calls fn with the prefixes that together are exactly t's
-// addresses (at most two per bit of the address), in order.
-func (t *TS) eachPrefix(fn func(netip.Prefix)) {
+// addresses (at most two per bit of the address), in order, until fn
+// returns false.
+func (t *TS) eachPrefix(fn func(netip.Prefix) bool) {
 	for a := t.Start; a.IsValid(); {
 		p, ok := rangePrefix(a, t.End)
-		if !ok {
+		if !ok || !fn(p) {
 			return
 		}
-		fn(p)
 		last := lastAddr(p)
 		if last == t.End {
 			return
@@ -193,12 +228,37 @@ func tsListText(l []TS) string {
 	return strings.Join(parts, ",")
 }
 
+// Limits of a TSSet, so that no peer's selectors make the SAD's changes
+// slow: each side holds at most MaxTS traffic selectors, whose ranges are
+// at most MaxTSPrefixes prefixes (the outbound lookup indexes an SA under
+// each prefix of its destinations, again at every change of its
+// interface's SAs). RFC 7296 carries at most 255 in a TS payload.
+const (
+	MaxTS         = 256
+	MaxTSPrefixes = 4096
+)
+
 func checkTSList(l []TS, field string, errs *FieldErrors) {
-	if len(l) == 0 {
+	switch {
+	case len(l) == 0:
 		errs.add(field, "empty: a selector of traffic selectors needs at least one on each side")
+	case len(l) > MaxTS:
+		errs.add(field, "%d traffic selectors; at most %d", len(l), MaxTS)
+		return
 	}
+	bad := len(*errs)
 	for i := range l {
 		checkTS(&l[i], fmt.Sprintf("%s[%d]", field, i), errs)
+	}
+	if len(*errs) != bad {
+		return
+	}
+	n := 0
+	for i := range l {
+		l[i].eachPrefix(func(netip.Prefix) bool { n++; return n <= MaxTSPrefixes })
+	}
+	if n > MaxTSPrefixes {
+		errs.add(field, "the ranges are more than %d prefixes", MaxTSPrefixes)
 	}
 }
 

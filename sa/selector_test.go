@@ -1,6 +1,7 @@
 package sa
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"testing"
@@ -262,6 +263,8 @@ func TestNewSelector(t *testing.T) {
 		{"two families", []TS{anyTS("10.1.0.0/24"), tsRange("10.1.0.1", "2001:db8::1")}, []TS{anyTS("10.2.0.0/24")}, "src_ts[1]"},
 		{"opaque ports", []TS{anyTS("10.1.0.0/24")}, []TS{ts("10.2.0.0/24", protoTCP, 0xffff, 0)}, "dst_ts[0]"},
 		{"no address", []TS{{EndPort: 0xffff}}, []TS{anyTS("10.2.0.0/24")}, "src_ts[0]"},
+		{"too many", make([]TS, MaxTS+1), []TS{anyTS("10.2.0.0/24")}, "src_ts"},
+		{"too many prefixes", []TS{anyTS("10.1.0.0/24")}, manyRanges(MaxTSPrefixes/254 + 1), "dst_ts"},
 	} {
 		_, err := NewSelector(tt.src, tt.dst)
 		var fe *FieldError
@@ -316,7 +319,7 @@ func TestEachPrefix(t *testing.T) {
 		{tsRange("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), []string{"::/0"}},
 	} {
 		var got []string
-		tt.ts.eachPrefix(func(p netip.Prefix) { got = append(got, p.String()) })
+		tt.ts.eachPrefix(func(p netip.Prefix) bool { got = append(got, p.String()); return true })
 		if len(got) != len(tt.want) {
 			t.Errorf("%v: %v, want %v", tt.ts, got, tt.want)
 			continue
@@ -330,8 +333,53 @@ func TestEachPrefix(t *testing.T) {
 	}
 	var n int
 	full := tsRange("0.0.0.1", "255.255.255.254")
-	full.eachPrefix(func(netip.Prefix) { n++ })
+	full.eachPrefix(func(netip.Prefix) bool { n++; return true })
 	if n != 62 {
 		t.Errorf("0.0.0.1-255.255.255.254: %d prefixes, want 62", n)
 	}
+	n = 0
+	manyRanges(1)[0].eachPrefix(func(netip.Prefix) bool { n++; return true })
+	if n != 254 {
+		t.Errorf("::1-ffff:...:fffe: %d prefixes, want 254", n)
+	}
+}
+
+// FuzzRangePrefix: rangePrefix's arithmetic agrees with trying every
+// prefix length, in both families.
+func FuzzRangePrefix(f *testing.F) {
+	f.Add([]byte{10, 2, 0, 5}, []byte{10, 2, 0, 9})
+	f.Add([]byte{0, 0, 0, 0}, []byte{255, 255, 255, 255})
+	f.Add(make([]byte, 16), bytes.Repeat([]byte{0xff}, 16))
+	f.Add(netip.MustParseAddr("2001:db8::ffff").AsSlice(), netip.MustParseAddr("2001:db8::1:0").AsSlice())
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		start, ok1 := netip.AddrFromSlice(a)
+		end, ok2 := netip.AddrFromSlice(b)
+		if !ok1 || !ok2 || start.Is4() != end.Is4() {
+			return
+		}
+		got, ok := rangePrefix(start, end)
+		var want netip.Prefix
+		if !end.Less(start) {
+			for bits := 0; bits <= start.BitLen(); bits++ {
+				p := netip.PrefixFrom(start, bits).Masked()
+				if p.Addr() == start && !end.Less(lastAddr(p)) {
+					want = p
+					break
+				}
+			}
+		}
+		if ok != want.IsValid() || got != want {
+			t.Fatalf("rangePrefix(%v, %v) = %v, %v; want %v", start, end, got, ok, want)
+		}
+	})
+}
+
+// manyRanges is n IPv6 ranges of 254 prefixes each (all addresses but
+// :: and the last).
+func manyRanges(n int) []TS {
+	out := make([]TS, n)
+	for i := range out {
+		out[i] = tsRange("::1", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe")
+	}
+	return out
 }

@@ -208,7 +208,7 @@ func (f *iface) index() {
 			// Under every prefix of every destination range: pick
 			// then checks the whole set.
 			for k := range ts.Dst {
-				ts.Dst[k].eachPrefix(func(p netip.Prefix) { f.indexAt(s, p) })
+				ts.Dst[k].eachPrefix(func(p netip.Prefix) bool { f.indexAt(s, p); return true })
 			}
 			continue
 		}
