@@ -45,7 +45,16 @@ type Child struct {
 	// has no Replaces: install it, send nothing on it, and remove it when
 	// its EventChildDown comes.
 	Replaces *Child
+
+	// rekeyed: a child that replaces this one was made; the peer may
+	// not rekey it again (it is on its way out).
+	rekeyed bool
 }
+
+// gone forgets what c replaced, now that c itself is deleted: a chain
+// of rekeys keeps no more than the newest child and the one it replaces
+// alive.
+func (c *Child) gone() { c.Replaces = nil }
 
 // Clear zeroes the child's keys.
 func (c *Child) Clear() {

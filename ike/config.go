@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
 	"time"
@@ -57,6 +58,11 @@ type Config struct {
 	// Retransmit is the request retransmission schedule; zero means
 	// strongSwan's defaults (4 s, base 1.8, 5 tries).
 	Retransmit Retransmit
+	// MaxChildren bounds the CHILD_SAs one IKE SA holds, counting those
+	// a rekey replaced and that are not deleted yet: a peer's
+	// CREATE_CHILD_SA that would pass it is answered TEMPORARY_FAILURE.
+	// 0 means DefaultMaxChildren; at least MinMaxChildren.
+	MaxChildren int
 	// Rand is the source of SPIs, nonces and private keys; nil means
 	// crypto/rand.
 	Rand io.Reader
@@ -101,6 +107,24 @@ type Retransmit struct {
 	Timeout time.Duration
 	Base    float64
 	Tries   int
+}
+
+// DefaultMaxChildren is the default of Config.MaxChildren. A connection
+// has one child; while the peer rekeys it the IKE SA holds two until the
+// old one is deleted, three after simultaneous rekeys (§2.8.1). One more
+// is slack for a peer whose delete is late.
+const DefaultMaxChildren = 4
+
+// MinMaxChildren is the least Config.MaxChildren: with fewer, the peer
+// could never rekey the child (the old one stays until the new one is
+// up).
+const MinMaxChildren = 2
+
+func (c *Config) maxChildren() int {
+	if c.MaxChildren == 0 {
+		return DefaultMaxChildren
+	}
+	return c.MaxChildren
 }
 
 func (c *Config) retransmit() Retransmit {
@@ -152,6 +176,8 @@ func (c *Config) Validate() error {
 		return errors.New("ike: a local id is required with auth psk")
 	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
 		return errors.New("ike: local_ts and remote_ts are required")
+	case c.MaxChildren != 0 && c.MaxChildren < MinMaxChildren:
+		return fmt.Errorf("ike: MaxChildren %d is below %d: the peer could never rekey the child", c.MaxChildren, MinMaxChildren)
 	}
 	return c.validateCerts()
 }

@@ -44,6 +44,7 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 				}
 				c := s.children[i]
 				s.children = slices.Delete(s.children, i, i+1)
+				c.gone()
 				ours = append(ours, c.InSPI)
 				s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
 			}

@@ -38,7 +38,39 @@ type pendingCreate struct {
 }
 
 // ErrBusy means an exchange of ours is outstanding: try again after it.
+// A peer's request refused with TEMPORARY_FAILURE (§2.25) wraps it too.
 var ErrBusy = errors.New("ike: an exchange is outstanding")
+
+// ReplacedTimeout is how long an IKE SA that the peer is to delete waits
+// for that delete before it deletes itself: the old SA after the peer
+// rekeyed it, and the redundant one of simultaneous rekeys (§2.8.2). A
+// peer that never deletes them leaves none behind (strongSwan waits 90 s
+// too).
+const ReplacedTimeout = 90 * time.Second
+
+// retire marks s as an SA the peer is to delete, since a rekey replaced
+// it: it takes no CREATE_CHILD_SA from here on, and deletes itself at
+// now + ReplacedTimeout if the peer has not.
+func (s *SA) retire(now time.Time) {
+	if s.retiredUntil.IsZero() {
+		s.retiredUntil = now.Add(ReplacedTimeout)
+	}
+}
+
+// retiredDeadline returns when a retired SA deletes itself (see
+// retire), or the zero time.
+func (s *SA) retiredDeadline() time.Time {
+	if s.state != StateEstablished {
+		return time.Time{}
+	}
+	return s.retiredUntil
+}
+
+// retiredExpired reports whether s is retired and its time is up.
+func (s *SA) retiredExpired(now time.Time) bool {
+	t := s.retiredDeadline()
+	return !t.IsZero() && !now.Before(t)
+}
 
 // RekeyChild starts rekeying child c and returns the request to send.
 // When the answer arrives, Handle returns the INFORMATIONAL request that
@@ -70,6 +102,9 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 func (s *SA) RekeyIKE(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
 		return nil, errors.New("ike: IKE SA is not established")
+	}
+	if !s.retiredUntil.IsZero() {
+		return nil, errors.New("ike: IKE SA was rekeyed")
 	}
 	if s.pending != nil {
 		return nil, ErrBusy
@@ -191,6 +226,9 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	c := s.newChild(esp, pc.inSPI, outSPI, tsi, tsr, transport && pc.transport(s), gir, pc.ni, nr, true)
 	clear(gir)
 	c.Replaces = pc.old
+	if pc.old != nil {
+		pc.old.rekeyed = true
+	}
 	s.children = append(s.children, c)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
 	if pc.old == nil {
@@ -243,10 +281,12 @@ func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []by
 	return n, nil
 }
 
-// adopt moves s's children to n, the IKE SA that replaces s.
-func (s *SA) adopt(n *SA) {
+// adopt moves s's children to n, the IKE SA that replaces s; s is
+// retired.
+func (s *SA) adopt(n *SA, now time.Time) {
 	n.children = append(n.children, s.children...)
 	s.children = nil
+	s.retire(now)
 }
 
 func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir []byte, now time.Time) ([]byte, error) {
@@ -269,12 +309,15 @@ func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir
 			return nil, err
 		}
 		n.deleted()
-		s.adopt(theirs)
+		s.adopt(theirs, now)
 		return msg, nil
 	}
 	// Ours survives (a colliding one of the peer's is redundant, and the
 	// peer deletes it): delete the old IKE SA (§2.18), gone from here on.
-	s.adopt(n)
+	if pc.theirsIKE != nil {
+		pc.theirsIKE.retire(now)
+	}
+	s.adopt(n, now)
 	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
 	if err != nil {
@@ -296,6 +339,12 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	ke := message.KE(message.Get(ps, message.TypeKE))
 	rekey, isRekey := notifyOf(ps, message.RekeySA)
 	isIKE := len(sas) > 0 && sas[0].Protocol == message.ProtoIKE
+	if !s.retiredUntil.IsZero() {
+		// A rekey replaced this IKE SA (or made it redundant): it is
+		// on its way out, and neither a rekey of it nor a child goes
+		// on it (§2.25.2). Its successor takes them.
+		return []message.Payload{notify(message.TemporaryFailure, nil)}, fmt.Errorf("%w: the IKE SA was rekeyed", ErrBusy)
+	}
 	if s.create != nil || s.deleting != nil {
 		// The peer rekeys what we are rekeying, the same child (§2.8.1)
 		// or the IKE SA (§2.8.2): answer as usual, and settle by nonces
@@ -325,6 +374,16 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	if isRekey && old == nil {
 		return []message.Payload{{Type: message.TypeN, Body: message.AppendNotify(nil, message.ProtoESP, message.ChildSANotFound, rekey.SPI(), nil)}},
 			fmt.Errorf("%w: peer rekeys a child we do not have", ErrChildFailed)
+	}
+	if old != nil && old.rekeyed {
+		// Replaced already, it waits for the peer's delete: rekeying it
+		// again would only add children (§2.25.1, as for a child being
+		// deleted).
+		return []message.Payload{notify(message.TemporaryFailure, nil)}, fmt.Errorf("%w: peer rekeys a child it rekeyed already", ErrBusy)
+	}
+	if n := len(s.children); n >= s.cfg.maxChildren() {
+		return []message.Payload{notify(message.TemporaryFailure, nil)},
+			fmt.Errorf("%w: the IKE SA holds %d children, the most it takes", ErrChildFailed, n)
 	}
 	esp, err := proposal.Select(s.cfg.Child.Proposals, sas, false)
 	if err != nil || len(esp.SPI) != 4 {
@@ -375,6 +434,9 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	c := s.newChild(esp, inSPI, outSPI, local, remote, transport, gir, ni, nr, false)
 	clear(gir)
 	c.Replaces = old
+	if old != nil {
+		old.rekeyed = true
+	}
 	s.children = append(s.children, c)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
 	if s.create != nil {
@@ -434,7 +496,7 @@ func (s *SA) answerIKERekey(sas []message.Proposal, ni []byte, ke message.KE) ([
 	if pc := s.create; pc != nil {
 		pc.theirsIKE, pc.theirNi, pc.ourNr = n, ni, nr
 	} else {
-		s.adopt(n)
+		s.adopt(n, s.now)
 	}
 	return []message.Payload{
 		{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{suite.Proposal()})},
@@ -465,8 +527,8 @@ func (pc *pendingCreate) selectors(s *SA) (local, remote []message.Selector) {
 // child up again on an IKE SA that has none (after a delete, or when
 // IKE_AUTH refused it). EventChildUp reports it.
 func (s *SA) CreateChild(now time.Time) ([]byte, error) {
-	if s.state != StateEstablished || len(s.children) > 0 {
-		return nil, errors.New("ike: the IKE SA is not up or has its child")
+	if s.state != StateEstablished || len(s.children) > 0 || !s.retiredUntil.IsZero() {
+		return nil, errors.New("ike: the IKE SA is not up, was rekeyed or has its child")
 	}
 	if s.pending != nil {
 		return nil, ErrBusy

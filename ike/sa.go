@@ -144,7 +144,10 @@ type SA struct {
 
 	now           time.Time // the time of the message in hand
 	halfOpenUntil time.Time // responder in StateInitDone: when to give up
-	lastHeard     time.Time // when a message of the peer last authenticated
+	// retiredUntil, when set, is when an SA the peer is to delete (see
+	// retire) deletes itself.
+	retiredUntil time.Time
+	lastHeard    time.Time // when a message of the peer last authenticated
 }
 
 // LastHeard returns when the peer last sent a message that authenticated
@@ -218,7 +221,7 @@ func (s *SA) NextTimeout() time.Time {
 		return s.halfOpenUntil
 	}
 	if s.pending == nil {
-		return time.Time{}
+		return s.retiredDeadline()
 	}
 	return s.deadline
 }
@@ -230,10 +233,15 @@ const HalfOpenTimeout = 30 * time.Second
 
 // Tick retransmits the outstanding request when its time has come, and
 // fails the SA with ErrTimeout after the last try, or when a responder's
-// half-open SA waited HalfOpenTimeout for IKE_AUTH.
+// half-open SA waited HalfOpenTimeout for IKE_AUTH. An SA that a rekey
+// replaced, and that the peer did not delete within ReplacedTimeout, is
+// deleted: Tick returns the delete to send, and the SA is Deleted.
 func (s *SA) Tick(now time.Time) ([]byte, error) {
 	if s.state == StateInitDone && !now.Before(s.halfOpenUntil) {
 		return nil, s.fail(fmt.Errorf("%w: no IKE_AUTH within %v", ErrTimeout, HalfOpenTimeout))
+	}
+	if s.pending == nil && s.retiredExpired(now) {
+		return s.Delete(now)
 	}
 	if s.pending == nil || now.Before(s.deadline) {
 		return nil, nil
@@ -372,6 +380,7 @@ func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]by
 func (s *SA) removeChild(c *Child) {
 	if i := slices.Index(s.children, c); i >= 0 {
 		s.children = slices.Delete(s.children, i, i+1)
+		c.gone()
 		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
 	}
 }
