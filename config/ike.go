@@ -20,6 +20,18 @@ const (
 	DefaultIKERekeyTime    = 4 * time.Hour
 	DefaultChildRekeyTime  = time.Hour
 	DefaultCookieThreshold = ike.DefaultCookieThreshold
+	// DefaultBlockThreshold and DefaultInitLimitHalfOpen bound the
+	// half-open IKE SAs from one address (strongSwan's block_threshold
+	// and its default) and in all (strongSwan's init_limit_half_open,
+	// which strongSwan leaves unlimited).
+	DefaultBlockThreshold    = 5
+	DefaultInitLimitHalfOpen = 1000
+	DefaultMaxChildren       = ike.DefaultMaxChildren
+	// DefaultMaxIKESAsPerPeer bounds the IKE SAs of one connection with
+	// one peer identity; MinMaxIKESAsPerPeer is the least that lets
+	// simultaneous IKE rekeys complete (the old SA and two new ones).
+	DefaultMaxIKESAsPerPeer = 5
+	MinMaxIKESAsPerPeer     = 3
 	// maxPEMFile bounds a certificate or private key file: a chain of a
 	// few RSA-4096 certificates takes some 10 KiB.
 	maxPEMFile = 1 << 20
@@ -47,6 +59,17 @@ type IKE struct {
 	// CookieThreshold is the number of half-open IKE SAs at which
 	// cookies are asked (RFC 7296 §2.6); 0 asks them always. See Cookies.
 	CookieThreshold int
+	// BlockThreshold is the number of half-open IKE SAs from one
+	// address past which its IKE_SA_INIT requests are dropped, cookie
+	// or not (strongSwan's block_threshold); InitLimitHalfOpen the same
+	// for all addresses together (init_limit_half_open). 0: no limit.
+	BlockThreshold, InitLimitHalfOpen int
+	// MaxChildren bounds the CHILD_SAs one IKE SA holds
+	// (ike.Config.MaxChildren).
+	MaxChildren int
+	// MaxIKESAsPerPeer bounds the established IKE SAs of one connection
+	// with one peer identity: past it the oldest go. 0: no limit.
+	MaxIKESAsPerPeer int
 	// Keylog is the path prefix of the Wireshark key files, "" for none.
 	// Debug only: whoever reads them decrypts the traffic.
 	Keylog string
@@ -213,16 +236,17 @@ func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
 
 func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
 	ec := &ike.Config{
-		LocalID:    cn.Local.Identity,
-		RemoteID:   cn.Remote.Identity,
-		LocalAuth:  cn.Local.Auth,
-		RemoteAuth: cn.Remote.Auth,
-		LocalCerts: cn.Local.Certs,
-		PrivateKey: cn.Local.PrivateKey,
-		CACerts:    cn.Remote.CACertList,
-		Proposals:  cn.Proposals,
-		ForceEncap: cn.Encap,
-		Retransmit: i.Retransmit,
+		LocalID:     cn.Local.Identity,
+		RemoteID:    cn.Remote.Identity,
+		LocalAuth:   cn.Local.Auth,
+		RemoteAuth:  cn.Remote.Auth,
+		LocalCerts:  cn.Local.Certs,
+		PrivateKey:  cn.Local.PrivateKey,
+		CACerts:     cn.Remote.CACertList,
+		Proposals:   cn.Proposals,
+		ForceEncap:  cn.Encap,
+		Retransmit:  i.Retransmit,
+		MaxChildren: i.MaxChildren,
 		Child: ike.ChildConfig{
 			Proposals: ch.ESPProposals,
 			LocalTS:   ch.LocalTS,
@@ -242,8 +266,9 @@ func (c *IKEConfig) String() string {
 	if len(c.Connections) == 0 && len(c.Secrets) == 0 {
 		return ""
 	}
-	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, keylog: %q}\n",
-		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold, c.IKE.Keylog)
+	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, block_threshold: %d, init_limit_half_open: %d, max_children: %d, max_ike_sas_per_peer: %d, keylog: %q}\n",
+		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold,
+		c.IKE.BlockThreshold, c.IKE.InitLimitHalfOpen, c.IKE.MaxChildren, c.IKE.MaxIKESAsPerPeer, c.IKE.Keylog)
 	for _, cn := range c.Connections {
 		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v allow_legacy %t encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
 			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),

@@ -27,7 +27,9 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 		return
 	}
 	ic := &c.IKEConfig
-	ic.IKE = IKE{Port: DefaultIKEPort, Retransmit: DefaultRetransmit, CookieThreshold: DefaultCookieThreshold}
+	ic.IKE = IKE{Port: DefaultIKEPort, Retransmit: DefaultRetransmit, CookieThreshold: DefaultCookieThreshold,
+		BlockThreshold: DefaultBlockThreshold, InitLimitHalfOpen: DefaultInitLimitHalfOpen,
+		MaxChildren: DefaultMaxChildren, MaxIKESAsPerPeer: DefaultMaxIKESAsPerPeer}
 	if v := m["ike"]; v != nil {
 		d.ikeSection(v, &ic.IKE, c.Underlay.UDP.Port())
 	}
@@ -41,7 +43,8 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 
 // ikeSection decodes ike:, the settings all connections share.
 func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
-	m, ok := d.fields(n, "ike", "port", "retransmit", "cookie_threshold", "keylog")
+	m, ok := d.fields(n, "ike", "port", "retransmit", "cookie_threshold", "block_threshold", "init_limit_half_open",
+		"max_children", "max_ike_sas_per_peer", "keylog")
 	if !ok {
 		return
 	}
@@ -85,6 +88,27 @@ func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
 	if v := m["cookie_threshold"]; v != nil {
 		t, _ := d.uint(v, "ike.cookie_threshold", 0, 1<<20)
 		i.CookieThreshold = int(t)
+	}
+	if v := m["block_threshold"]; v != nil {
+		t, _ := d.uint(v, "ike.block_threshold", 0, 65535)
+		i.BlockThreshold = int(t)
+	}
+	if v := m["init_limit_half_open"]; v != nil {
+		t, _ := d.uint(v, "ike.init_limit_half_open", 0, 1<<20)
+		i.InitLimitHalfOpen = int(t)
+	}
+	if v := m["max_children"]; v != nil {
+		if t, ok := d.uint(v, "ike.max_children", ike.MinMaxChildren, 65535); ok {
+			i.MaxChildren = int(t)
+		}
+	}
+	if v := m["max_ike_sas_per_peer"]; v != nil {
+		if t, ok := d.uint(v, "ike.max_ike_sas_per_peer", 0, 65535); ok {
+			if t != 0 && t < MinMaxIKESAsPerPeer {
+				d.errorf(v, "ike.max_ike_sas_per_peer", "%d is too few: simultaneous IKE rekeys hold %d for a moment; want 0 (no limit) or %d..65535", t, MinMaxIKESAsPerPeer, MinMaxIKESAsPerPeer)
+			}
+			i.MaxIKESAsPerPeer = int(t)
+		}
 	}
 	if v := m["keylog"]; v != nil {
 		if s, ok := d.str(v, "ike.keylog"); ok && s != "" {

@@ -55,7 +55,8 @@ func TestIKEParseGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.IKE, (IKE{Port: 500, Retransmit: ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}, CookieThreshold: 10}); got != want {
+	if got, want := c.IKE, (IKE{Port: 500, Retransmit: ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}, CookieThreshold: 10,
+		BlockThreshold: 5, InitLimitHalfOpen: 1000, MaxChildren: 4, MaxIKESAsPerPeer: 5}); got != want {
 		t.Errorf("ike: got %+v, want %+v", got, want)
 	}
 	if len(c.Connections) != 1 || len(c.Secrets) != 1 {
@@ -141,7 +142,8 @@ secrets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.IKE.Port != 500 || c.IKE.Retransmit != DefaultRetransmit || c.IKE.CookieThreshold != 10 {
+	if c.IKE.Port != 500 || c.IKE.Retransmit != DefaultRetransmit || c.IKE.CookieThreshold != 10 || c.IKE.BlockThreshold != 5 ||
+		c.IKE.InitLimitHalfOpen != 1000 || c.IKE.MaxChildren != ike.DefaultMaxChildren || c.IKE.MaxIKESAsPerPeer != 5 {
 		t.Errorf("ike defaults: got %+v", c.IKE)
 	}
 	cn := c.Connections[0]
@@ -209,6 +211,11 @@ func TestIKEErrors(t *testing.T) {
 			"5: ike.port: 4500 is underlay.udp's port, where IKE moves after NAT detection; IKE_SA_INIT needs a port of its own (500)"},
 		{"bad base", "base: 1.8", "base: 0.5", "6: ike.retransmit.base: 0.5 is out of range; want 1..10"},
 		{"bad tries", "tries: 5", "tries: 0", "6: ike.retransmit.tries: 0 is out of range; want 1..100"},
+		{"bad block_threshold", "cookie_threshold: 10", "cookie_threshold: 10\n  block_threshold: -1", "8: ike.block_threshold: want an integer, got \"-1\""},
+		{"bad init_limit_half_open", "cookie_threshold: 10", "cookie_threshold: 10\n  init_limit_half_open: 2000000", "8: ike.init_limit_half_open: 2000000 is out of range; want 0x0..0x100000"},
+		{"too few children", "cookie_threshold: 10", "cookie_threshold: 10\n  max_children: 1", "8: ike.max_children: 1 is out of range; want 2..65535"},
+		{"too few IKE SAs per peer", "cookie_threshold: 10", "cookie_threshold: 10\n  max_ike_sas_per_peer: 2",
+			"8: ike.max_ike_sas_per_peer: 2 is too few: simultaneous IKE rekeys hold 3 for a moment; want 0 (no limit) or 3..65535"},
 		{"no children", "    children:\n", "    children: []\n    x:\n",
 			"20: connections[0].children: empty; a connection needs a child to carry traffic"},
 		{"secret missing", `, secret: "0x00112233445566778899aabbccddeeff"}`, "}", "33: secrets[0].secret: missing; want secret: or secret_file:"},

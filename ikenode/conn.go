@@ -86,6 +86,9 @@ func fingerprint(ic *config.IKEConfig, cn *config.Connection) [32]byte {
 	h := sha256.New()
 	one := config.IKEConfig{IKE: ic.IKE, Connections: []config.Connection{*cn}}
 	one.Connections[0].PSK = nil
+	// The daemon's own limits take effect on reload without touching
+	// the connections (Reload sets them).
+	one.IKE.BlockThreshold, one.IKE.InitLimitHalfOpen, one.IKE.MaxIKESAsPerPeer = 0, 0, 0
 	h.Write([]byte(one.String()))
 	h.Write(cn.PSK)
 	for _, c := range slices.Concat(cn.Local.Certs, cn.Remote.CACertList) {

@@ -298,6 +298,7 @@ func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 			m.log.Warnf("ike: port %d takes effect on restart; IKE stays on %d", p, m.Port())
 		}
 		m.cookies.Threshold = ic.IKE.CookieSetting()
+		m.limits = limitsOf(ic.IKE)
 		fresh := m.connsFrom(ic)
 		keep := map[string]bool{}
 		var order []string

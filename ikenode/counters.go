@@ -27,6 +27,7 @@ type counters struct {
 	exchanges                              [5][numResults]atomic.Uint64
 	retransmits, authFailures              atomic.Uint64
 	malformed, noSA, noConnection, cookies atomic.Uint64
+	blocked, halfOpenFull                  atomic.Uint64
 	queueDrops, sendErrors, sent           atomic.Uint64
 	childrenInstalled, childrenRemoved     atomic.Uint64
 }
@@ -58,6 +59,11 @@ type Counters struct {
 	// connection admits; Cookies: IKE_SA_INIT requests answered with a
 	// cookie (or dropped) under load.
 	Malformed, NoSA, NoConnection, Cookies uint64
+	// Blocked: IKE_SA_INIT requests dropped because their source
+	// address held ike.block_threshold half-open IKE SAs;
+	// HalfOpenFull: because ike.init_limit_half_open were half-open in
+	// all.
+	Blocked, HalfOpenFull uint64
 	// QueueDrops: datagrams dropped because the IKE goroutine's queue
 	// was full; Sent: datagrams sent; SendErrors: those the kernel
 	// refused.
@@ -73,6 +79,7 @@ func (m *Manager) Counters() Counters {
 		Exchanges:   map[string][numResults]uint64{},
 		Retransmits: c.retransmits.Load(), AuthFailures: c.authFailures.Load(),
 		Malformed: c.malformed.Load(), NoSA: c.noSA.Load(), NoConnection: c.noConnection.Load(), Cookies: c.cookies.Load(),
+		Blocked: c.blocked.Load(), HalfOpenFull: c.halfOpenFull.Load(),
 		QueueDrops: c.queueDrops.Load(), Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(),
 		ChildrenInstalled: c.childrenInstalled.Load(), ChildrenRemoved: c.childrenRemoved.Load(),
 	}

@@ -117,6 +117,8 @@ type Manager struct {
 	conns     map[string]*conn
 	connOrder []string
 	sas       []*ikeSA
+	index     saIndex // finds sas' SAs by SPIs, counts the half-open ones
+	limits    limits
 	children  map[*ike.Child]*installed
 	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
 	lingering []lingering
@@ -158,6 +160,8 @@ func New(cfg Config) (*Manager, error) {
 		conns:     map[string]*conn{},
 		children:  map[*ike.Child]*installed{},
 		spis:      map[uint32]time.Time{},
+		index:     newSAIndex(),
+		limits:    limitsOf(cfg.IKE.IKE),
 		done:      make(chan struct{}),
 		linger:    DefaultLinger,
 		keepalive: keepaliveEvery,
@@ -284,6 +288,7 @@ func (m *Manager) shutdown() {
 		m.down(x, now)
 	}
 	m.sas = nil
+	m.index = newSAIndex()
 	m.removeLingering(time.Time{})
 	for spi := range m.spis {
 		m.cfg.Node.ReleaseSPI(spi)

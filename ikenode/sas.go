@@ -39,6 +39,13 @@ type ikeSA struct {
 	dropped bool
 	// rekeying holds the children we started to rekey, and when.
 	rekeying map[*ike.Child]time.Time
+	// Where m.index has it: its SPIs, the key of its IKE_SA_INIT (zero
+	// when not there), and whether it is counted half-open, from which
+	// address.
+	spis         [2]uint64
+	init         initKey
+	halfOpen     bool
+	halfOpenFrom netip.Addr
 }
 
 func (x *ikeSA) fields() logrus.Fields {
@@ -51,41 +58,8 @@ func (x *ikeSA) fields() logrus.Fields {
 func (m *Manager) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
 	x := &ikeSA{sa: s, conn: c, rekeying: map[*ike.Child]time.Time{}}
 	m.sas = append(m.sas, x)
+	m.index.add(x)
 	return x
-}
-
-// find returns the SA a message belongs to: the one whose SPIs it names,
-// or, for an IKE_SA_INIT (a response to our request, or a repeated
-// request, before the responder's SPI is known), whose initiator SPI and
-// peer it has.
-func (m *Manager) find(h message.Header, p packet) *ikeSA {
-	for i := len(m.sas) - 1; i >= 0; i-- {
-		x := m.sas[i]
-		ispi, rspi := x.sa.SPIs()
-		if h.ISPI() != ispi {
-			continue
-		}
-		if h.RSPI() == rspi {
-			return x
-		}
-		if h.ExchangeType() == message.IKESAInit {
-			if _, r := x.sa.Addrs(); r.Addr() == p.remote.Addr() {
-				return x
-			}
-		}
-	}
-	return nil
-}
-
-// halfOpen counts our responder SAs waiting for IKE_AUTH (for cookies).
-func (m *Manager) halfOpen() int {
-	n := 0
-	for _, x := range m.sas {
-		if x.sa.State() == ike.StateInitDone {
-			n++
-		}
-	}
-	return n
 }
 
 // match returns the connection that answers a peer at remote talking to
@@ -107,17 +81,30 @@ func (m *Manager) handle(p packet, now time.Time) {
 		return
 	}
 	isResponse := h.Flags()&message.FlagResponse != 0
-	x := m.find(h, p)
+	x := m.index.find(h, p.remote.Addr())
 	if x == nil {
 		if isResponse || h.ExchangeType() != message.IKESAInit {
 			m.ctr.noSA.Add(1) // a late message of an SA that is gone
 			return
 		}
-		reply, pass := m.cookies.Check(p.b, p.remote, m.halfOpen(), now)
+		reply, pass := m.cookies.Check(p.b, p.remote, m.index.halfOpen, now)
 		if !pass {
 			m.ctr.cookies.Add(1)
 			if reply != nil {
 				m.send(reply, p.local, p.remote)
+			}
+			return
+		}
+		if blocked, full := m.index.halfOpenLimited(p.remote.Addr(), m.limits.BlockThreshold, m.limits.InitLimitHalfOpen); blocked || full {
+			// Dropped without an answer, as strongSwan does: the
+			// initiator retries, and gets through once its earlier
+			// SAs completed or timed out.
+			if blocked {
+				m.ctr.blocked.Add(1)
+				m.log.WithField("remote", p.remote).Debug("ike: IKE_SA_INIT dropped: block_threshold half-open IKE SAs from this address")
+			} else {
+				m.ctr.halfOpenFull.Add(1)
+				m.log.WithField("remote", p.remote).Debug("ike: IKE_SA_INIT dropped: init_limit_half_open half-open IKE SAs")
 			}
 			return
 		}
@@ -196,6 +183,7 @@ func (m *Manager) afterCall(x *ikeSA, now time.Time) {
 			m.afterEnd(x, now)
 		}
 	}
+	m.index.update(x)
 }
 
 // event acts on one event of x.
@@ -205,12 +193,14 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.established(x, now)
 		x.conn.backoff = 0
 		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
+		m.limitPeer(x, now)
 	case ike.EventIKERekeyed:
 		n := m.add(e.SA, x.conn, now)
 		m.established(n, now)
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
 		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
+		m.limitPeer(n, now)
 		m.afterCall(n, now)
 	case ike.EventChildUp:
 		m.childUp(x, e.Child, now)
@@ -239,6 +229,7 @@ func (m *Manager) established(x *ikeSA, now time.Time) {
 // SA stay with it).
 func (m *Manager) down(x *ikeSA, now time.Time) {
 	x.ended, x.endedAt = true, now
+	m.index.update(x)
 	for c, in := range m.children {
 		if in.owner != x {
 			continue
@@ -332,6 +323,7 @@ func (m *Manager) tick(now time.Time) {
 	keep := m.sas[:0]
 	for _, x := range m.sas {
 		if x.ended && now.Sub(x.endedAt) > endedGrace {
+			m.index.remove(x)
 			continue
 		}
 		keep = append(keep, x)
@@ -356,9 +348,16 @@ func (m *Manager) tick(now time.Time) {
 
 func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 	if t := x.sa.NextTimeout(); !t.IsZero() && !now.Before(t) {
+		wasUp := x.sa.State() == ike.StateEstablished
 		out, err := x.sa.Tick(now)
 		if out != nil {
-			m.ctr.retransmits.Add(1)
+			if wasUp && x.sa.State() == ike.StateDeleted {
+				// Not a retransmission: the engine deletes an SA a
+				// rekey replaced, which the peer did not delete.
+				m.log.WithFields(x.fields()).Info("ike: the peer did not delete the IKE SA its rekey replaced: deleting it")
+			} else {
+				m.ctr.retransmits.Add(1)
+			}
 			m.request(x, out)
 		}
 		if err != nil {

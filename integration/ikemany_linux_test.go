@@ -66,12 +66,15 @@ connections:
 
 // ikeManyResponder is B's config: one connection for any peer at any
 // address and any identity, whose child covers every initiator's /32s
-// (the responder narrows to what each proposes).
+// (the responder narrows to what each proposes). Every initiator is at
+// one address, as peers behind one NAT are, and starts at once: no
+// limit on half-open IKE SAs (block_threshold would let 5 of them at a
+// time through).
 const ikeManyResponder = `log: {level: info, format: text}
 underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [10.2.0.1/16], routes: [10.1.0.0/16]}
-ike: {port: 500}
+ike: {port: 500, block_threshold: 0, init_limit_half_open: 0}
 connections:
   - name: any
     local_addrs: [` + underlayB4 + `]

@@ -25,6 +25,8 @@ func TestIKEMetrics(t *testing.T) {
 		Retransmits:  2,
 		AuthFailures: 1,
 		QueueDrops:   5,
+		Blocked:      195,
+		HalfOpenFull: 35,
 	}
 	src := metricsSource{
 		counters:   func() []control.Counter { return nil },
@@ -47,6 +49,8 @@ func TestIKEMetrics(t *testing.T) {
 		`ipsecd_ike_retransmissions_total 2`,
 		`ipsecd_ike_auth_failures_total 1`,
 		`ipsecd_ike_dropped_total{reason="queue_full"} 5`,
+		`ipsecd_ike_dropped_total{reason="block_threshold"} 195`,
+		`ipsecd_ike_dropped_total{reason="init_limit_half_open"} 35`,
 		`ipsecd_ike_dropped_total{reason="malformed"} 0`,
 	} {
 		if !strings.Contains(out, "\n"+line+"\n") {

@@ -68,7 +68,7 @@ var (
 	descIKEAuthFailures = prometheus.NewDesc("ipsecd_ike_auth_failures_total",
 		"IKE_AUTH exchanges that failed authentication (a wrong PSK or certificate, either side's verdict).", nil, nil)
 	descIKEDropped = prometheus.NewDesc("ipsecd_ike_dropped_total",
-		"IKE datagrams dropped before any SA handled them, by reason: malformed, no_sa (for an SA that is gone), no_connection (no connection admits the addresses), cookie (answered with a cookie under load), queue_full; send_error counts datagrams the kernel refused to send.",
+		"IKE datagrams dropped before any SA handled them, by reason: malformed, no_sa (for an SA that is gone), no_connection (no connection admits the addresses), cookie (answered with a cookie under load), block_threshold (an IKE_SA_INIT from an address with ike.block_threshold half-open IKE SAs), init_limit_half_open (an IKE_SA_INIT while ike.init_limit_half_open are half-open), queue_full; send_error counts datagrams the kernel refused to send.",
 		[]string{"reason"}, nil)
 
 	descBuildInfo = prometheus.NewDesc("ipsecd_build_info",
@@ -205,6 +205,7 @@ func collectIKE(ch chan<- prometheus.Metric, sas []ikenode.SAInfo, ctr ikenode.C
 		reason string
 		v      uint64
 	}{{"malformed", ctr.Malformed}, {"no_sa", ctr.NoSA}, {"no_connection", ctr.NoConnection}, {"cookie", ctr.Cookies},
+		{"block_threshold", ctr.Blocked}, {"init_limit_half_open", ctr.HalfOpenFull},
 		{"queue_full", ctr.QueueDrops}, {"send_error", ctr.SendErrors}} {
 		emit(ch, descIKEDropped, prometheus.CounterValue, d.v, d.reason)
 	}
