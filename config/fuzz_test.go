@@ -10,6 +10,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("states: [{spi: 0x1, aead: {key_file: /dev/null}}]"))
 	f.Add([]byte("interfaces: &a [*a]"))
 	f.Add([]byte("a: &a [*a, *a]\nb: *a\n"))
+	f.Add([]byte("ike: {block_threshold: 5, init_limit_half_open: 0, max_children: 2, max_ike_sas_per_peer: 3}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("fuzz.yaml", data)
 		if (c == nil) == (err == nil) {
