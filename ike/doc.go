@@ -23,8 +23,13 @@
 // the datagrams of a message. Simultaneous rekeys of one child or of the IKE SA are settled by
 // the lowest nonce (§2.8.1, §2.8.2); any other CREATE_CHILD_SA that
 // overlaps one of ours, or a delete in progress, is answered
-// TEMPORARY_FAILURE and the peer retries (§2.25). The wire format is in
-// ike/message, the algorithms in ike/proposal, ike/dh and ike/keys.
+// TEMPORARY_FAILURE and the peer retries (§2.25). So is a rekey of a
+// child that was rekeyed already, any CREATE_CHILD_SA on an IKE SA a
+// rekey replaced, and one that would give an IKE SA more than
+// Config.MaxChildren children; an IKE SA the peer is to delete after a
+// rekey deletes itself after ReplacedTimeout: what an authenticated
+// peer makes us hold is bounded. The wire format is in ike/message, the
+// algorithms in ike/proposal, ike/dh and ike/keys.
 //
 // The engine is transport-agnostic: an SA takes whole IKE messages (after
 // any non-ESP marker) and returns the messages to send, and is told the
