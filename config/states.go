@@ -109,8 +109,8 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		fn := newFieldNodes(base, it)
 		before := len(d.errs)
 		s := d.state(m, fn)
-		if s.Dir == sa.DirIn && m["replay_window"] == nil {
-			s.ReplayWindow = sa.DefaultReplayWindow
+		if m["replay_window"] == nil {
+			s.ReplayWindow = sa.DefaultReplayWindowFor(s.Dir)
 		}
 		s.FillDefaults()
 		d.reportSA(fn, sa.Check(&s))

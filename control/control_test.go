@@ -371,3 +371,49 @@ func TestStateInfoJSONTS(t *testing.T) {
 		t.Errorf("reversed ports: %v, want an error naming selector.src_ts[1]", err)
 	}
 }
+
+// TestStateAddDefaultWindow: a state.add whose state names no
+// replay_window gets the window a config file's state or `ipsecd state
+// add` gets (sa.DefaultReplayWindow inbound, none outbound); one that
+// names 0 turns anti-replay off, as in the file.
+func TestStateAddDefaultWindow(t *testing.T) {
+	b := &controltest.Backend{}
+	srv := controltest.Start(t, b)
+	conn, err := net.Dial("unix", srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	const key = `"aead":{"name":"rfc4106(gcm(aes))","key":"0xa0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3"}`
+	for _, tt := range []struct {
+		name, dir, window string
+		spi               uint32
+		want              uint32
+	}{
+		{"inbound, none named", "in", "", 0x2001, sa.DefaultReplayWindow},
+		{"inbound, 0 named", "in", `,"replay_window":0`, 0x2002, 0},
+		{"inbound, 1024 named", "in", `,"replay_window":1024`, 0x2003, 1024},
+		{"outbound, none named", "out", "", 0x2004, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fmt.Fprintf(conn, `{"cmd":"state.add","state":{"src":"192.0.2.1","dst":"192.0.2.2","spi":"%#x","dir":"%s","mode":"tunnel","if_id":1,%s%s}}`+"\n",
+				tt.spi, tt.dir, key, tt.window)
+			resp, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(resp, `{"ok":true`) {
+				t.Fatalf("state.add: %s", resp)
+			}
+			dir, _ := sa.ParseDir(tt.dir)
+			st, err := b.GetState(control.StateID{Dir: dir, SPI: tt.spi, Dst: netip.MustParseAddr("192.0.2.2")}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Config.ReplayWindow; got != tt.want {
+				t.Errorf("replay window: got %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

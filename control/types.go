@@ -156,20 +156,22 @@ type StateIDSpec struct {
 
 // StateSpec is sa.Config in JSON, with the config file's field names.
 type StateSpec struct {
-	Src          netip.Addr     `json:"src"`
-	Dst          netip.Addr     `json:"dst"`
-	SPI          string         `json:"spi"`
-	Dir          string         `json:"dir"`
-	Mode         string         `json:"mode"`
-	IfID         uint32         `json:"if_id"`
-	AEAD         *AlgorithmSpec `json:"aead,omitempty"`
-	Enc          *AlgorithmSpec `json:"enc,omitempty"`
-	Auth         *AlgorithmSpec `json:"auth,omitempty"`
-	Encap        *EncapSpec     `json:"encap,omitempty"`
-	ReplayWindow uint32         `json:"replay_window"`
-	ESN          bool           `json:"esn"`
-	Lifetime     *LifetimeSpec  `json:"lifetime,omitempty"`
-	Selector     *SelectorSpec  `json:"selector,omitempty"`
+	Src   netip.Addr     `json:"src"`
+	Dst   netip.Addr     `json:"dst"`
+	SPI   string         `json:"spi"`
+	Dir   string         `json:"dir"`
+	Mode  string         `json:"mode"`
+	IfID  uint32         `json:"if_id"`
+	AEAD  *AlgorithmSpec `json:"aead,omitempty"`
+	Enc   *AlgorithmSpec `json:"enc,omitempty"`
+	Auth  *AlgorithmSpec `json:"auth,omitempty"`
+	Encap *EncapSpec     `json:"encap,omitempty"`
+	// ReplayWindow absent is sa.DefaultReplayWindowFor the direction,
+	// as in the config file; 0 turns anti-replay off.
+	ReplayWindow *uint32       `json:"replay_window,omitempty"`
+	ESN          bool          `json:"esn"`
+	Lifetime     *LifetimeSpec `json:"lifetime,omitempty"`
+	Selector     *SelectorSpec `json:"selector,omitempty"`
 }
 
 // AlgorithmSpec is sa.Algorithm in JSON; Key is 0x-hex, or empty.
@@ -288,7 +290,7 @@ func (s *StateIDSpec) StateID() (StateID, error) {
 func NewStateSpec(c sa.Config, keys bool) StateSpec {
 	s := StateSpec{
 		Src: c.Src, Dst: c.Dst, SPI: FormatSPI(c.SPI), Dir: c.Dir.String(), Mode: c.Mode.String(),
-		IfID: c.IfID, ReplayWindow: c.ReplayWindow, ESN: c.ESN,
+		IfID: c.IfID, ReplayWindow: &c.ReplayWindow, ESN: c.ESN,
 	}
 	alg := func(a *sa.Algorithm, kind sa.AlgorithmKind) *AlgorithmSpec {
 		if a == nil {
@@ -342,7 +344,7 @@ func prefixOf(p *netip.Prefix) netip.Prefix {
 // Config converts s to an sa.Config, with sa's defaults filled in. It
 // checks the syntax of each field; sa.Check checks the result.
 func (s *StateSpec) Config() (sa.Config, error) {
-	c := sa.Config{Src: s.Src.Unmap(), Dst: s.Dst.Unmap(), IfID: s.IfID, ReplayWindow: s.ReplayWindow, ESN: s.ESN}
+	c := sa.Config{Src: s.Src.Unmap(), Dst: s.Dst.Unmap(), IfID: s.IfID, ESN: s.ESN}
 	var errs []string
 	if s.SPI != "" {
 		spi, err := ParseSPI(s.SPI)
@@ -354,6 +356,10 @@ func (s *StateSpec) Config() (sa.Config, error) {
 	var ok bool
 	if c.Dir, ok = sa.ParseDir(s.Dir); !ok && s.Dir != "" {
 		errs = append(errs, fmt.Sprintf("dir %q: want in or out", s.Dir))
+	}
+	c.ReplayWindow = sa.DefaultReplayWindowFor(c.Dir)
+	if s.ReplayWindow != nil {
+		c.ReplayWindow = *s.ReplayWindow
 	}
 	if c.Mode, ok = sa.ParseMode(s.Mode); !ok && s.Mode != "" {
 		errs = append(errs, fmt.Sprintf("mode %q: want tunnel or transport", s.Mode))

@@ -27,12 +27,24 @@ const (
 	// MaxReplayWindow is the largest replay window, in packets.
 	MaxReplayWindow = replay.MaxSize
 	// DefaultReplayWindow is the window of an inbound SA whose front end
-	// names none: RFC 4303 §3.4.3 prefers 64.
+	// names none (DefaultReplayWindowFor): RFC 4303 §3.4.3 prefers 64.
 	DefaultReplayWindow = 64
 	// MaxAddSeconds is the longest add-time lifetime, in seconds, that a
 	// Lifetime (a time.Duration) holds.
 	MaxAddSeconds = uint64(math.MaxInt64 / time.Second)
 )
+
+// DefaultReplayWindowFor returns the replay window of an SA of direction
+// dir whose front end names none: DefaultReplayWindow inbound, 0 outbound
+// (an outbound SA checks no window). The config file, the control socket
+// and the command line all take it from here, so that a state reads the
+// same whichever way it came; a window named 0 stays 0 (anti-replay off).
+func DefaultReplayWindowFor(dir Dir) uint32 {
+	if dir == DirIn {
+		return DefaultReplayWindow
+	}
+	return 0
+}
 
 // FieldError is a refused Config or Policy field. Field is named as in the
 // config file ("aead.key", "spi", "lifetime.soft_bytes"); Msg never holds

@@ -275,8 +275,8 @@ func stateAdd(args []string, stdout, stderr io.Writer) error {
 		bad = append(bad, fmt.Sprintf("--replay-window %d: out of range", *window))
 	case *window >= 0:
 		c.ReplayWindow = uint32(*window) // sa.Check says if it is too large
-	case c.Dir == sa.DirIn:
-		c.ReplayWindow = sa.DefaultReplayWindow
+	default:
+		c.ReplayWindow = sa.DefaultReplayWindowFor(c.Dir)
 	}
 	c.ESN = *esn
 	pfx := func(flag, s string) netip.Prefix {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/control/controltest"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // frontState is one state in the words all three front ends share: the
@@ -70,11 +72,10 @@ func (s frontState) json() string {
 		}
 		b.WriteString("}, ")
 	}
-	window := s.window
-	if window == "" {
-		window = "64"
+	if s.window != "" {
+		fmt.Fprintf(&b, `"replay_window": %s, `, s.window)
 	}
-	fmt.Fprintf(&b, `"replay_window": %s, "lifetime": {`, window)
+	b.WriteString(`"lifetime": {`)
 	var lt []string
 	for _, f := range []struct{ key, val string }{{"soft_bytes", s.softBytes}, {"hard_bytes", s.hardBytes}, {"soft_add_seconds", s.softAdd}} {
 		if f.val != "" {
@@ -169,6 +170,44 @@ func TestOneValidationForAllFrontEnds(t *testing.T) {
 				t.Errorf("state add: exit %d, stderr %q; want 2 and %s", code, stderr, tt.want)
 			}
 		})
+	}
+}
+
+// TestOneDefaultForAllFrontEnds: a state that leaves out replay_window
+// (and icv_bits) gets the same values from the config file, a state.add
+// request and `ipsecd state add`: sa's defaults (an inbound window of
+// sa.DefaultReplayWindow, not 0, which turns anti-replay off).
+func TestOneDefaultForAllFrontEnds(t *testing.T) {
+	const key = "0x000102030405060708090a0b0c0d0e0f10111213"
+	b := &controltest.Backend{}
+	srv := controltest.Start(t, b)
+	client, err := control.Dial(srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cfg, err := config.Parse("f.yaml", []byte(frontState{spi: "0x1001", aeadKey: key}.yaml()))
+	if err != nil {
+		t.Fatalf("file: %v", err)
+	}
+	if err := addJSON(client, frontState{spi: "0x1002", aeadKey: key}.json()); err != nil {
+		t.Fatalf("control socket: %v", err)
+	}
+	if code, stderr := runCLI(frontState{spi: "0x1003", aeadKey: key}.args(srv.Path())); code != 0 {
+		t.Fatalf("state add: exit %d: %s", code, stderr)
+	}
+	got := map[string]sa.Config{"file": cfg.States[0].Config}
+	for name, spi := range map[string]uint32{"control socket": 0x1002, "state add": 0x1003} {
+		st, err := b.GetState(control.StateID{Dir: sa.DirIn, SPI: spi, Dst: netip.MustParseAddr("192.0.2.1")}, false)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got[name] = st.Config
+	}
+	for name, c := range got {
+		if c.ReplayWindow != sa.DefaultReplayWindow || c.AEAD.Bits != 128 {
+			t.Errorf("%s: replay_window %d, icv_bits %d; want %d and 128", name, c.ReplayWindow, c.AEAD.Bits, sa.DefaultReplayWindow)
+		}
 	}
 }
 
