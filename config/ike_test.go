@@ -192,6 +192,8 @@ func TestIKEErrors(t *testing.T) {
 			"14: connections[0].proposals[1]: proposal \"aes128gcm16-prfsha256\": no key exchange group"},
 		{"bad esp proposal", "chacha20poly1305]", "chacha20poly1305-prfsha256]",
 			"26: connections[0].children[0].esp_proposals[1]: proposal \"chacha20poly1305-prfsha256\": a prf is for IKE proposals"},
+		{"esp proposal sa cannot run", "chacha20poly1305]", "aes256-sha384]",
+			"26: connections[0].children[0].esp_proposals[1]: proposal \"aes256-sha384\": \"sha384\" is for IKE proposals only; ESP runs aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256"},
 		{"proposals missing", "    proposals: [aes256-sha256-x25519, aes128gcm16-prfsha256-ecp256]\n", "",
 			"10: connections[0].proposals: missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)"},
 		{"bad duration", "dpd_delay: 30s", "dpd_delay: 30 seconds",

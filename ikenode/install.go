@@ -38,7 +38,8 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	m.keylog.logESP(c)
 	in, out, err := saConfigs(c, x.conn)
 	if err != nil {
-		log.WithError(err).Error("ike: child cannot be installed")
+		log.WithError(err).Error("ike: child cannot be installed: deleting it with the peer")
+		x.failed = append(x.failed, c)
 		return
 	}
 	ours := false
@@ -68,7 +69,8 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		if rec.outPending != nil {
 			rec.outPending.ClearKeys()
 		}
-		log.WithError(err).Error("ike: installing the child failed")
+		log.WithError(err).Error("ike: installing the child failed: deleting it with the peer")
+		x.failed = append(x.failed, c)
 		return
 	}
 	c.Clear()
@@ -112,8 +114,9 @@ func (m *Manager) childDown(c *ike.Child) {
 			err = m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, rec.peer)
 		}
 		if err != nil {
-			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed")
+			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed: deleting it with the peer")
 			m.removeChild(nc, rec, 0)
+			rec.owner.failed = append(rec.owner.failed, nc)
 		}
 	}
 	if old != nil {
@@ -215,24 +218,25 @@ func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
 	return in, out, nil
 }
 
-// setAlgorithms fills the transforms of s for suite with copies of k
-// (docs/ike.md, "From a Child to the SAD").
+// setAlgorithms fills the transforms of s for suite with copies of k,
+// as sa's table of algorithms says (proposal.Alg.ESP: the table that
+// the proposals were parsed and chosen by; docs/ike.md, "From a Child to
+// the SAD").
 func setAlgorithms(s *sa.Config, suite proposal.Suite, k keys.ESPKeys) error {
-	enc, integ := k.Enc, k.Integ
-	switch suite.Encr.ID {
-	case proposal.EncrAESGCM16:
-		s.AEAD = &sa.Algorithm{Name: "rfc4106(gcm(aes))", Key: slices.Clone(enc), Bits: 128}
-	case proposal.EncrChaCha:
-		s.AEAD = &sa.Algorithm{Name: "rfc7539esp(chacha20,poly1305)", Key: slices.Clone(enc), Bits: 128}
-	case proposal.EncrAESCBC:
-		if suite.Integ.ID != proposal.IntegSHA256 {
-			return fmt.Errorf("ESP integrity %q is not supported", suite.Integ.Name)
-		}
-		s.Enc = &sa.Algorithm{Name: "cbc(aes)", Key: slices.Clone(enc)}
-		s.Auth = &sa.Algorithm{Name: "hmac(sha256)", Key: slices.Clone(integ), Bits: 128}
-	default:
-		return fmt.Errorf("ESP encryption %q is not supported", suite.Encr.Name)
+	enc, et, ok := suite.Encr.ESP()
+	if !ok || len(k.Enc) != et.KeyBytes {
+		return fmt.Errorf("ESP encryption %q cannot be installed", suite.Encr.Name)
 	}
+	if enc.Kind == sa.KindAEAD {
+		s.AEAD = &sa.Algorithm{Name: enc.Name, Key: slices.Clone(k.Enc), Bits: et.Bits}
+		return nil
+	}
+	auth, at, ok := suite.Integ.ESP()
+	if !ok || len(k.Integ) != at.KeyBytes {
+		return fmt.Errorf("ESP integrity %q cannot be installed", suite.Integ.Name)
+	}
+	s.Enc = &sa.Algorithm{Name: enc.Name, Key: slices.Clone(k.Enc)}
+	s.Auth = &sa.Algorithm{Name: auth.Name, Key: slices.Clone(k.Integ), Bits: at.Bits}
 	return nil
 }
 

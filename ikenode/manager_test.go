@@ -48,6 +48,8 @@ type fakeNode struct {
 	sentAt []uint64
 	// moved holds the SetPeer calls: "SPI peer".
 	moved []string
+	// fail, when set, refuses every InstallChild and AddState.
+	fail error
 }
 
 // note records one change.
@@ -93,6 +95,9 @@ func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ..
 	if owner != node.OwnerIKE || in.Dir != sa.DirIn || out.Dir != sa.DirOut || len(replaces) != 0 {
 		return fmt.Errorf("bad InstallChild(%s, %s, %s, %v)", owner, in.Dir, out.Dir, replaces)
 	}
+	if f.fail != nil {
+		return f.fail
+	}
 	if err := f.addLocked(in); err != nil {
 		return err
 	}
@@ -110,6 +115,9 @@ func (f *fakeNode) AddState(owner node.Owner, c sa.Config) error {
 	defer c.ClearKeys()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
 	return f.addLocked(c)
 }
 

@@ -46,6 +46,10 @@ type ikeSA struct {
 	init         initKey
 	halfOpen     bool
 	halfOpenFrom netip.Addr
+	// failed are children the node refused to install, which the peer
+	// believes up: deleteFailed deletes them with the peer, one at a
+	// time, once no exchange of ours is outstanding.
+	failed []*ike.Child
 }
 
 func (x *ikeSA) fields() logrus.Fields {
@@ -152,6 +156,31 @@ func (m *Manager) handle(p packet, now time.Time) {
 			m.sendAll(x, out, p.local, p.remote)
 		}
 	}
+	// A child that could not be installed is deleted after the answer
+	// that brought it, so that the peer knows its SPI when the delete
+	// comes.
+	m.deleteFailed(x, now)
+}
+
+// deleteFailed starts deleting x's first child that the node refused to
+// install (RFC 7296 §1.4.1: an INFORMATIONAL with a Delete of its ESP
+// SPI), so that the peer stops sending into an SA that does not exist.
+// While an exchange of ours is outstanding it waits for the next tick.
+func (m *Manager) deleteFailed(x *ikeSA, now time.Time) {
+	for len(x.failed) > 0 && !x.ended {
+		c := x.failed[0]
+		out, err := x.sa.DeleteChild(c, now)
+		if errors.Is(err, ike.ErrBusy) {
+			return
+		}
+		x.failed[0] = nil
+		x.failed = x.failed[1:]
+		if err != nil {
+			continue // no longer x's: the peer deleted it, or the IKE SA ended
+		}
+		m.request(x, out)
+		return
+	}
 }
 
 // count records one handled message.
@@ -199,6 +228,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.established(n, now)
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
+		n.failed, x.failed = x.failed, nil // they moved with the other children
 		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
 		m.limitPeer(n, now)
 		m.afterCall(n, now)
@@ -382,6 +412,10 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 			return
 		}
 		x.rekeyAt = now.Add(time.Second) // busy: try again soon
+	}
+	if !busy && !x.rekeyed {
+		m.deleteFailed(x, now)
+		busy = !x.sa.NextTimeout().IsZero()
 	}
 	if !busy && !x.rekeyed {
 		m.tickChildren(x, now)

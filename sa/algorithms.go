@@ -45,19 +45,52 @@ type AlgorithmInfo struct {
 	// for an encryption algorithm. DefaultBits is used when none is given.
 	Bits        []int
 	DefaultBits int
+	// IKEv2 are the IKEv2 transforms that negotiate the algorithm for
+	// ESP; IKE offers, accepts and installs exactly these (package
+	// ike/proposal, ikenode), so that what it negotiates is what an SA
+	// runs. Empty: not negotiable.
+	IKEv2 []IKEv2Transform
 }
+
+// IKEv2Transform is one way IKEv2 names an algorithm for ESP (RFC 7296
+// §3.3.2, IANA "IKEv2 Parameters"): a transform of type ENCR for an AEAD
+// or an encryption algorithm, INTEG for an integrity algorithm.
+type IKEv2Transform struct {
+	ID     uint16 // Transform ID
+	KeyLen uint16 // Key Length attribute in bits; 0: the transform has none
+	// KeyBytes is the key material the SA takes from the child's KEYMAT
+	// (RFC 7296 §2.17), salt included: one of the algorithm's KeyBytes.
+	KeyBytes int
+	// Bits is the ICV it stands for, as the algorithm's Bits (0 for
+	// encryption).
+	Bits int
+}
+
+// IKEv2 transform IDs of the algorithms (IANA "IKEv2 Parameters").
+const (
+	ikeEncrAESCBC    = 12 // RFC 3602
+	ikeEncrAESGCM16  = 20 // RFC 4106, 16-byte ICV
+	ikeEncrChaCha    = 28 // RFC 7634
+	ikeIntegSHA2_256 = 12 // AUTH_HMAC_SHA2_256_128, RFC 4868
+)
 
 // The algorithms, in the order RFC 8221 ranks them: the only table of
 // them. Check takes its limits from it, FillDefaults its defaults, and
 // the front ends (config, control, genkey) their lists of names.
 var algorithms = []AlgorithmInfo{
-	{Name: AlgGCM, Kind: KindAEAD, KeyBytes: []int{20, 36}, SaltBytes: 4, Bits: []int{64, 96, 128}, DefaultBits: 128},
-	{Name: AlgChaCha, Kind: KindAEAD, KeyBytes: []int{36}, SaltBytes: 4, Bits: []int{128}, DefaultBits: 128},
-	{Name: AlgCBC, Kind: KindEnc, KeyBytes: []int{16, 24, 32}},
+	{Name: AlgGCM, Kind: KindAEAD, KeyBytes: []int{20, 36}, SaltBytes: 4, Bits: []int{64, 96, 128}, DefaultBits: 128,
+		IKEv2: []IKEv2Transform{{ikeEncrAESGCM16, 128, 20, 128}, {ikeEncrAESGCM16, 256, 36, 128}}},
+	{Name: AlgChaCha, Kind: KindAEAD, KeyBytes: []int{36}, SaltBytes: 4, Bits: []int{128}, DefaultBits: 128,
+		IKEv2: []IKEv2Transform{{ikeEncrChaCha, 0, 36, 128}}},
+	{Name: AlgCBC, Kind: KindEnc, KeyBytes: []int{16, 24, 32},
+		IKEv2: []IKEv2Transform{{ikeEncrAESCBC, 128, 16, 0}, {ikeEncrAESCBC, 256, 32, 0}}},
 	{Name: AlgNull, Kind: KindEnc},
 	// Linux accepts other truncations of hmac(sha256); RFC 4868 and the
-	// codec use 128 bits only.
-	{Name: AlgHMACSHA2, Kind: KindAuth, KeyBytes: []int{32}, Bits: []int{128}, DefaultBits: 128},
+	// codec use 128 bits only. hmac(sha384) and hmac(sha512), which IKE
+	// has for its own SA, are not here: an ESP proposal with them is
+	// refused.
+	{Name: AlgHMACSHA2, Kind: KindAuth, KeyBytes: []int{32}, Bits: []int{128}, DefaultBits: 128,
+		IKEv2: []IKEv2Transform{{ikeIntegSHA2_256, 0, 32, 128}}},
 }
 
 // Algorithms returns every algorithm ipsecd implements.
@@ -74,6 +107,24 @@ func LookupAlgorithm(name string) (AlgorithmInfo, bool) {
 		}
 	}
 	return AlgorithmInfo{}, false
+}
+
+// LookupIKEv2 returns the algorithm that an IKEv2 transform negotiates
+// for ESP (one of type INTEG when integ is true, else of type ENCR, with
+// ID id and Key Length attribute keyLen, 0 when it has none), and false
+// when no SA can run it.
+func LookupIKEv2(integ bool, id, keyLen uint16) (AlgorithmInfo, IKEv2Transform, bool) {
+	for _, a := range algorithms {
+		if (a.Kind == KindAuth) != integ {
+			continue
+		}
+		for _, t := range a.IKEv2 {
+			if t.ID == id && t.KeyLen == keyLen {
+				return a, t, true
+			}
+		}
+	}
+	return AlgorithmInfo{}, IKEv2Transform{}, false
 }
 
 // algorithmNames returns the names of the algorithms of a kind.

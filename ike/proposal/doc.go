@@ -8,5 +8,8 @@
 //
 // Only the algorithms ipsecd implements are named: an unknown name is an
 // error, so that a configuration cannot offer what the daemon cannot do.
+// For ESP that is what package sa runs, as sa's table of algorithms says
+// (Alg.ESP): the IKE-only integrity algorithms sha384 and sha512 are
+// refused in an ESP proposal and passed over in a peer's.
 // Everything here is immutable after init and safe for concurrent use.
 package proposal

@@ -16,7 +16,8 @@ type Proposal struct {
 }
 
 // Parse parses a strongSwan proposal string for IKE (proto ProtoIKE) or
-// ESP. As strongSwan does, an IKE proposal with integrity algorithms but
+// ESP. An ESP proposal may only name algorithms that package sa runs
+// (Alg.ESP). As strongSwan does, an IKE proposal with integrity algorithms but
 // no PRF gets the PRFs of the same hashes, and an ESP proposal without
 // esn/noesn gets noesn.
 func Parse(proto message.ProtocolID, s string) (Proposal, error) {
@@ -30,6 +31,9 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 		a, ok := Lookup(name)
 		if !ok {
 			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
+		}
+		if _, _, ok := a.ESP(); proto == message.ProtoESP && (a.Type == message.TransENCR || a.Type == message.TransINTEG) && !ok {
+			return p, fmt.Errorf("proposal %q: %q is for IKE proposals only; ESP runs %s", s, name, espNames())
 		}
 		if a.Type == message.TransENCR {
 			if a.IsAEAD() {

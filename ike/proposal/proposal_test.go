@@ -2,9 +2,12 @@ package proposal
 
 import (
 	"errors"
+	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 func TestParse(t *testing.T) {
@@ -30,6 +33,12 @@ func TestParse(t *testing.T) {
 		{message.ProtoIKE, "aes256-sha256-x25519-esn", ""},
 		{message.ProtoESP, "aes128gcm16-prfsha256", ""},
 		{message.ProtoESP, "3des-sha1", ""},
+		// IKE integrity algorithms that ipsecd's ESP (package sa) does
+		// not run: a child with them could be negotiated and never
+		// installed.
+		{message.ProtoESP, "aes256-sha384", ""},
+		{message.ProtoESP, "aes128-sha512-x25519", ""},
+		{message.ProtoESP, "aes256-sha256-sha384", ""},
 		{message.ProtoESP, "", ""},
 	} {
 		t.Run(tt.in, func(t *testing.T) {
@@ -132,5 +141,99 @@ func TestCheckChoiceRefuses(t *testing.T) {
 	other := mustParse(t, message.ProtoIKE, "aes256gcm16-prfsha256-x25519")[0].Message(1, nil)
 	if _, err := CheckChoice(ours, []message.Proposal{other}, false); !errors.Is(err, ErrBadChoice) {
 		t.Fatalf("got %v, want ErrBadChoice", err)
+	}
+}
+
+// TestESPUninstallable: an ESP proposal with an algorithm package sa does
+// not run is refused with its name, and saying what ESP runs.
+func TestESPUninstallable(t *testing.T) {
+	_, err := Parse(message.ProtoESP, "aes256-sha384")
+	want := `proposal "aes256-sha384": "sha384" is for IKE proposals only; ESP runs aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	if _, err := Parse(message.ProtoIKE, "aes256-sha384-x25519"); err != nil {
+		t.Fatalf("IKE: %v", err)
+	}
+}
+
+// TestSelectESPInstallable: as responder, a transform the peer offers
+// first is skipped when sa cannot run it in ESP, even in a proposal of
+// ours that names it (one not made by Parse), and the next one both
+// offer is chosen; with none left, NO_PROPOSAL_CHOSEN.
+func TestSelectESPInstallable(t *testing.T) {
+	esp := message.ProtoESP
+	ours := []Proposal{{Protocol: esp, Algs: []Alg{AES256, Integ384, Integ256, ESNOff}}}
+	theirs := []message.Proposal{{Num: 1, Protocol: esp, SPI: []byte{1, 2, 3, 4}, Transforms: []message.Transform{
+		AES256.Transform(), Integ384.Transform(), Integ256.Transform(), ESNOff.Transform()}}}
+	s, err := Select(ours, theirs, true)
+	if err != nil || s.String() != "aes256-sha256-noesn" {
+		t.Fatalf("got %q, %v; want aes256-sha256-noesn", s, err)
+	}
+	theirs[0].Transforms = slices.Delete(theirs[0].Transforms, 2, 3)
+	if s, err := Select(ours, theirs, true); !errors.Is(err, ErrNoProposalChosen) {
+		t.Fatalf("got %q, %v; want NO_PROPOSAL_CHOSEN", s, err)
+	}
+	// The initiator refuses such an answer too.
+	if _, err := CheckChoice(ours, theirs, true); !errors.Is(err, ErrBadChoice) {
+		t.Fatalf("CheckChoice: got %v, want ErrBadChoice", err)
+	}
+}
+
+// TestESPTable: every ESP transform that Parse accepts runs in package
+// sa, with the key material the key derivation gives it (KeySize) and
+// the ICV the transform stands for, and a Config made from it passes
+// sa.Check.
+func TestESPTable(t *testing.T) {
+	n := 0
+	for _, a := range algs {
+		if a.Type != message.TransENCR && a.Type != message.TransINTEG {
+			continue
+		}
+		info, tr, ok := a.ESP()
+		p := a.Name
+		switch {
+		case a.Type == message.TransINTEG:
+			p = "aes128-" + a.Name
+		case !a.IsAEAD():
+			p += "-sha256"
+		}
+		_, err := Parse(message.ProtoESP, p)
+		if !ok {
+			if err == nil {
+				t.Errorf("%s: Parse accepts it for ESP, and sa does not run it", a.Name)
+			}
+			continue
+		}
+		n++
+		if err != nil {
+			t.Errorf("%s: sa runs it, and Parse refuses it for ESP: %v", a.Name, err)
+		}
+		if a.KeySize() != tr.KeyBytes || !slices.Contains(info.KeyBytes, tr.KeyBytes) {
+			t.Errorf("%s: derives %d key bytes, the table says %d, sa's %s takes %v", a.Name, a.KeySize(), tr.KeyBytes, info.Name, info.KeyBytes)
+		}
+		if info.Kind != sa.KindEnc && (a.ICVSize()*8 != tr.Bits || !slices.Contains(info.Bits, tr.Bits)) {
+			t.Errorf("%s: ICV %d bits, the table says %d, sa's %s allows %v", a.Name, a.ICVSize()*8, tr.Bits, info.Name, info.Bits)
+		}
+		c := sa.Config{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"), SPI: 0x1001, Dir: sa.DirOut,
+			Mode: sa.ModeTunnel, IfID: 1, Encap: &sa.Encap{SrcPort: 4500, DstPort: 4500}}
+		alg := &sa.Algorithm{Name: info.Name, Key: make([]byte, tr.KeyBytes), Bits: tr.Bits}
+		for i := range alg.Key {
+			alg.Key[i] = byte(i + 1)
+		}
+		switch info.Kind {
+		case sa.KindAEAD:
+			c.AEAD = alg
+		case sa.KindEnc:
+			c.Enc, c.Auth = alg, &sa.Algorithm{Name: sa.AlgHMACSHA2, Key: make([]byte, 32), Bits: 128}
+		case sa.KindAuth:
+			c.Enc, c.Auth = &sa.Algorithm{Name: sa.AlgCBC, Key: make([]byte, 16)}, alg
+		}
+		if err := sa.Check(&c); err != nil {
+			t.Errorf("%s: %v", a.Name, err)
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d ESP algorithms, want 6 (aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256)", n)
 	}
 }

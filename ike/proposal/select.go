@@ -32,8 +32,10 @@ var types = []message.TransformType{message.TransENCR, message.TransPRF, message
 // Select chooses, as a responder, from the peer's proposals theirs, the
 // first of ours (in our order of preference) that one of theirs matches,
 // and in it each type's first transform in the peer's order that we also
-// offer. Transforms we do not implement are ignored. With ignoreDH, key
-// exchange transforms play no part (a child SA in IKE_AUTH).
+// offer. Transforms we do not implement are ignored, and so are, in an
+// ESP proposal, those package sa does not run (Alg.ESP): what is chosen
+// can be installed. With ignoreDH, key exchange transforms play no part
+// (a child SA in IKE_AUTH).
 func Select(ours []Proposal, theirs []message.Proposal, ignoreDH bool) (Suite, error) {
 	for _, o := range ours {
 		for _, t := range theirs {
@@ -69,7 +71,7 @@ func match(o Proposal, t message.Proposal, ignoreDH bool) (Suite, bool) {
 			}
 			offered = true
 			a, ok := ByTransform(tr)
-			if !ok || found {
+			if !ok || found || !runs(t.Protocol, a) {
 				continue
 			}
 			for _, m := range mine {
@@ -88,6 +90,16 @@ func match(o Proposal, t message.Proposal, ignoreDH bool) (Suite, bool) {
 		s.set(got)
 	}
 	return s, true
+}
+
+// runs reports whether a, chosen for protocol proto, can run there: in
+// ESP, an ENCR or INTEG transform must be one an SA runs.
+func runs(proto message.ProtocolID, a Alg) bool {
+	if proto != message.ProtoESP || a.Type != message.TransENCR && a.Type != message.TransINTEG {
+		return true
+	}
+	_, _, ok := a.ESP()
+	return ok
 }
 
 func (s *Suite) set(a Alg) {

@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/sha512"
 	"hash"
+	"strings"
 
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // Transform IDs (IANA "IKEv2 Parameters").
@@ -97,6 +99,30 @@ func ByTransform(t message.Transform) (Alg, bool) {
 		}
 	}
 	return Alg{}, false
+}
+
+// ESP returns the algorithm of package sa that runs a in ESP, and the
+// transform's line of sa's table (key material, ICV), from sa's table of
+// algorithms: the one place where IKE's names meet the SA's. ok is false
+// for an algorithm that is not ENCR or INTEG, or that no SA runs (the
+// integrity algorithms sha384 and sha512, which IKE has for its own SA):
+// Parse refuses such an ESP proposal, and Select never chooses one.
+func (a Alg) ESP() (alg sa.AlgorithmInfo, t sa.IKEv2Transform, ok bool) {
+	if a.Type != message.TransENCR && a.Type != message.TransINTEG {
+		return sa.AlgorithmInfo{}, sa.IKEv2Transform{}, false
+	}
+	return sa.LookupIKEv2(a.Type == message.TransINTEG, a.ID, a.KeyLen)
+}
+
+// espNames lists the ENCR and INTEG algorithms that ESP runs, for errors.
+func espNames() string {
+	var names []string
+	for _, a := range algs {
+		if _, _, ok := a.ESP(); ok {
+			names = append(names, a.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // IsLegacy reports whether a is an algorithm ipsecd implements only for
