@@ -47,7 +47,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 	if err := n.checkNewLocked(&c); err != nil {
 		return err
 	}
-	s, err := n.MakeSA(c)
+	s, err := n.makeSA(c, owner.FreshKeys())
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -56,7 +56,7 @@ func (n *Node) AddState(owner Owner, c sa.Config) error {
 		return err
 	}
 	n.owners[s] = owner
-	n.rememberKeysLocked(s)
+	n.rememberKeysLocked(owner, s)
 	return nil
 }
 
@@ -76,7 +76,7 @@ func (n *Node) DeleteState(id StateID) error {
 	if err := n.sad.Delete(id.Dir, id.SPI, id.Dst); err != nil {
 		return err
 	}
-	delete(n.owners, victim)
+	n.forgetLocked(victim)
 	return nil
 }
 
@@ -119,7 +119,9 @@ func (n *Node) FlushStates() (int, error) {
 	if err := n.sad.Replace(nil, n.sad.Policies()); err != nil {
 		return 0, err
 	}
-	clear(n.owners)
+	for s := range n.owners {
+		n.forgetLocked(s)
+	}
 	return removed, nil
 }
 

@@ -40,7 +40,7 @@ func (n *Node) RemoveOwner(owner Owner) (states, policies int, err error) {
 	}
 	for s, o := range n.owners {
 		if o == owner {
-			delete(n.owners, s)
+			n.forgetLocked(s)
 		}
 	}
 	for id, o := range n.policyOwners {
@@ -93,11 +93,11 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 		}
 		drop[all[i]] = true
 	}
-	sIn, err := n.MakeSA(in)
+	sIn, err := n.makeSA(in, owner.FreshKeys())
 	if err != nil {
 		return fmt.Errorf("%w: inbound: %w", ErrInvalid, err)
 	}
-	sOut, err := n.MakeSA(out)
+	sOut, err := n.makeSA(out, owner.FreshKeys())
 	if err != nil {
 		sIn.Discard()
 		return fmt.Errorf("%w: outbound: %w", ErrInvalid, err)
@@ -110,10 +110,10 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 		return err
 	}
 	for s := range drop {
-		delete(n.owners, s)
+		n.forgetLocked(s)
 	}
 	n.owners[sIn], n.owners[sOut] = owner, owner
-	n.rememberKeysLocked(sIn, sOut)
+	n.rememberKeysLocked(owner, sIn, sOut)
 	delete(n.reserved, in.SPI)
 	return nil
 }
@@ -144,7 +144,7 @@ func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
 		return err
 	}
 	for s := range drop {
-		delete(n.owners, s)
+		n.forgetLocked(s)
 	}
 	return nil
 }

@@ -20,6 +20,13 @@
 //   - the sequence-reservation directory (package seqstate) and the
 //     goroutine that saves the inbound SAs' replay-window tops.
 //
+// Both are for static keys. IKE's SAs (Owner.FreshKeys) have keys derived
+// for each child, never given to another SA and forgotten at a restart:
+// they get no sequence record and run without a state directory, and
+// their keys are not remembered, so that a daemon rekeying every few
+// seconds for months keeps neither files nor memory per rekey
+// (TestDayOfRekeys).
+//
 // # Ownership
 //
 // Every SA and policy a Node holds has an Owner: the config file, the

@@ -138,7 +138,7 @@ func (n *Node) reapExpired() {
 	// take, was 1.5 MB/s of garbage with 10,000 SAs).
 	removed := n.sad.RemoveExpired()
 	for _, s := range removed {
-		delete(n.owners, s)
+		n.forgetLocked(s)
 		if n.events != nil {
 			n.events(Event{Kind: EventStateDeleted, SA: s, Reason: "hard lifetime expired"})
 		}

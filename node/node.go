@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,16 @@ const (
 	OwnerIKE     Owner = "ike"     // SAs negotiated by IKE (package ike)
 )
 
+// FreshKeys reports whether o's SAs have keys made for them alone and
+// forgotten at a restart: IKE's (OwnerIKE, or "ike:" and a name), whose
+// every child has keys derived from fresh nonces (RFC 7296 §2.17). Such
+// an SA's sequence numbers never meet its key again after it ends, so it
+// keeps no sequence record in the state directory (and runs without
+// one), and its keys are not remembered once it is gone; within its life
+// the SA itself never wraps its sequence number (package sa). Static
+// keys (the file's, the control socket's) keep both.
+func (o Owner) FreshKeys() bool { return o == OwnerIKE || strings.HasPrefix(string(o), "ike:") }
+
 // Config is what a Node is built from. The zero value is a Node without
 // an underlay, state directory or log.
 type Config struct {
@@ -43,8 +54,9 @@ type Config struct {
 	// batches (datapath.Engine.SetInboundWorkers); 0 means 1.
 	InboundWorkers int
 	// StateDir is the sequence-reservation directory (package
-	// seqstate). When it cannot be used, the Node runs on and refuses
-	// AES-GCM and ChaCha20-Poly1305 SAs (seqstate.Without).
+	// seqstate) of the static keys. When it cannot be used, the Node
+	// runs on and refuses static AES-GCM and ChaCha20-Poly1305 SAs
+	// (seqstate.Without); IKE's (Owner.FreshKeys) need none.
 	StateDir string
 	// EphemeralKeys says that every key is fresh for this run
 	// (negotiated, or random and handed to the peer): no state directory
@@ -104,9 +116,12 @@ type Node struct {
 	ephemeral bool
 
 	mu sync.Mutex
-	// mu guards: conn, engine, keys, owners, policyOwners, workers, reserved, and
-	// serialises every change of the SAD and the registry.
-	keys         config.KeyOwners
+	// mu guards: conn, engine, keys, freshKeys, owners, policyOwners, workers,
+	// reserved, and serialises every change of the SAD and the registry.
+	keys config.KeyOwners
+	// freshKeys holds the keys (in keys) of each running SA of an owner
+	// with FreshKeys, which leave keys when the SA leaves (forgetLocked).
+	freshKeys    map[*sa.SA][]sa.KeyID
 	owners       map[*sa.SA]Owner
 	policyOwners map[policyID]Owner
 	workers      map[*xfrmif.Interface]*datapath.Workers
@@ -144,6 +159,7 @@ func New(cfg Config) (_ *Node, err error) {
 		newSA:        cfg.NewSA,
 		events:       cfg.Events,
 		keys:         config.KeyOwners{},
+		freshKeys:    map[*sa.SA][]sa.KeyID{},
 		owners:       map[*sa.SA]Owner{},
 		policyOwners: map[policyID]Owner{},
 		workers:      map[*xfrmif.Interface]*datapath.Workers{},
@@ -173,8 +189,9 @@ func New(cfg Config) (_ *Node, err error) {
 		n.stateDir = cfg.StateDir
 		n.seq, n.seqErr = seqstate.Open(cfg.StateDir)
 		if n.seqErr != nil {
-			log.WithError(n.seqErr).Warn("state_dir cannot be used: SAs with AES-GCM or ChaCha20-Poly1305 keys are refused; " +
-				"CBC and NULL SAs run, but after a restart their sequence numbers start again at 1 and their replay windows forget the old packets")
+			log.WithError(n.seqErr).Warn("state_dir cannot be used: static SAs with AES-GCM or ChaCha20-Poly1305 keys are refused; " +
+				"static CBC and NULL SAs run, but after a restart their sequence numbers start again at 1 and their replay windows forget the old packets " +
+				"(IKE's children need no state_dir: their keys are new for each child)")
 		}
 	}
 	n.routines.Add(1)
@@ -291,7 +308,9 @@ func (n *Node) Close() error {
 		if err := n.sad.Replace(nil, nil); err != nil {
 			errs = append(errs, fmt.Errorf("emptying the SAD: %w", err))
 		}
-		clear(n.owners)
+		for s := range n.owners {
+			n.forgetLocked(s)
+		}
 		clear(n.policyOwners)
 		n.mu.Unlock()
 		n.closeErr = errors.Join(errs...)

@@ -18,8 +18,17 @@ import (
 // (seqstate.Without) unless the Node's keys are ephemeral. The caller owns
 // the SA until it joins the SAD: one that does not join must be
 // Discarded, so that its copies of the keys are zeroed. MakeSA does not
-// check key reuse: BuildStates, AddState and InstallChild do.
-func (n *Node) MakeSA(c sa.Config) (*sa.SA, error) {
+// check key reuse: BuildStates, AddState and InstallChild do. AddState
+// and InstallChild make the SAs of an owner with FreshKeys without a
+// record.
+func (n *Node) MakeSA(c sa.Config) (*sa.SA, error) { return n.makeSA(c, false) }
+
+// makeSA is MakeSA; with fresh (Owner.FreshKeys), the SA has no sequence
+// record and needs no state directory.
+func (n *Node) makeSA(c sa.Config, fresh bool) (*sa.SA, error) {
+	if fresh {
+		return n.newSA(c, n.counters)
+	}
 	if n.seq == nil && n.seqErr != nil {
 		if err := seqstate.Without(&c, n.stateDir, n.seqErr); err != nil {
 			return nil, err
@@ -107,7 +116,7 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 				"(an inbound SA would accept the old packets again): give the new SA a new key", id, prev))
 			continue
 		}
-		s, err := n.MakeSA(c)
+		s, err := n.makeSA(c, owner.FreshKeys())
 		if err != nil {
 			errs = append(errs, &FieldError{Index: i, Msg: err.Error(), Err: err})
 			continue
@@ -242,12 +251,12 @@ func (n *Node) Sync(b *Build, policies []sa.Policy) (Change, error) {
 		}
 	}
 	for _, s := range b.old {
-		delete(n.owners, s)
+		n.forgetLocked(s)
 	}
 	for _, s := range b.States {
 		n.owners[s] = b.owner
 	}
-	n.rememberKeysLocked(b.States...)
+	n.rememberKeysLocked(b.owner, b.States...)
 	for id, o := range n.policyOwners {
 		if o == b.owner && !named[id] {
 			delete(n.policyOwners, id)
@@ -289,13 +298,34 @@ func (n *Node) PolicyOwner(p sa.Policy) (o Owner, ok bool) {
 	return o, ok
 }
 
-// rememberKeysLocked records the keys of states, just installed.
-func (n *Node) rememberKeysLocked(states ...*sa.SA) {
+// rememberKeysLocked records the keys of states, just installed under
+// owner: for good, or, for an owner with FreshKeys, while the SA runs
+// (forgetLocked). Such keys are new for their SA and never given again,
+// and a memory of each child's keys would grow with every rekey; while
+// it runs, its keys are still refused to another SA.
+func (n *Node) rememberKeysLocked(owner Owner, states ...*sa.SA) {
 	for _, s := range states {
 		c := s.Config()
 		n.keys.Add(&c, IDOf(s).String())
+		if owner.FreshKeys() {
+			var ids []sa.KeyID
+			for _, u := range sa.KeyUses(&c) {
+				ids = append(ids, u.ID)
+			}
+			n.freshKeys[s] = ids
+		}
 		c.ClearKeys()
 	}
+}
+
+// forgetLocked forgets s, which left the SAD: its owner, and its keys if
+// they were fresh.
+func (n *Node) forgetLocked(s *sa.SA) {
+	delete(n.owners, s)
+	for _, id := range n.freshKeys[s] {
+		delete(n.keys, id)
+	}
+	delete(n.freshKeys, s)
 }
 
 // changedState compares a running SA's config with the new config of
