@@ -163,6 +163,8 @@ func TestCheckBroken(t *testing.T) {
 			"testdata/key-in-name.yaml:12: states[0].auth.name: unknown algorithm: the value looks like key material (not shown)",
 		}},
 		{"key-both-ways.yaml", []string{"testdata/key-both-ways.yaml:9: states[1].aead.key: the same key as states[0].aead.key: each SA needs keys of its own, in either direction"}},
+		// IKE could negotiate it, and no SA could run it.
+		{"esp-uninstallable.yaml", []string{`testdata/esp-uninstallable.yaml:15: connections[0].children[0].esp_proposals[1]: proposal "aes256-sha384": "sha384" is for IKE proposals only; ESP runs `}},
 		{"many-errors.yaml", []string{
 			`testdata/many-errors.yaml:1: log.level: want panic`,
 			`testdata/many-errors.yaml:3: interfaces[0].mtu: 100 is out of range; want 576..65535`,
