@@ -23,9 +23,9 @@
 // Both are for static keys. IKE's SAs (Owner.FreshKeys) have keys derived
 // for each child, never given to another SA and forgotten at a restart:
 // they get no sequence record and run without a state directory, and
-// their keys are not remembered, so that a daemon rekeying every few
-// seconds for months keeps neither files nor memory per rekey
-// (TestDayOfRekeys).
+// their keys are remembered only while they run, so that a daemon
+// rekeying every few seconds for months keeps neither files nor memory
+// per rekey (TestDayOfRekeys).
 //
 // # Ownership
 //

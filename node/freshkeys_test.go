@@ -80,6 +80,7 @@ func TestDayOfRekeys(t *testing.T) {
 		rekeys = 1000
 	}
 	const warm = 500
+	rekeys = max(rekeys, 2*warm)
 	dir := filepath.Join(t.TempDir(), "state")
 	n := testNodeWith(t, Config{StateDir: dir})
 	static := freshState(t, sa.DirOut, 0x100)
