@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -46,6 +47,9 @@ type reassembly struct {
 	have     int
 	size     int
 	started  time.Time
+	// first is the SHA-256 of fragment 1 as it arrived: a repeat of
+	// the request is recognised by it (SA.repeated).
+	first [sha256.Size]byte
 }
 
 // fragmentLimit is the largest IKE message we send in one datagram: the
@@ -153,16 +157,24 @@ func (s *SA) reassemble(m *message.Message, raw []byte, p message.Payload) ([]me
 	r.parts[i], r.size, r.have = plain, r.size+len(plain), r.have+1
 	if i == 0 {
 		r.inner = p.Inner
+		r.first = sha256.Sum256(raw)
 	}
 	if r.have < int(r.total) {
 		return nil, errFragmentHeld
 	}
 	s.reasm = nil
+	s.reasmFirst = r.first
 	whole := make([]byte, 0, r.size)
 	for _, part := range r.parts {
 		whole = append(whole, part...)
 	}
 	return message.ParsePayloads(r.inner, whole)
+}
+
+// isFragment reports whether m carries an SKF payload (RFC 7383).
+func isFragment(m *message.Message) bool {
+	p := m.Payloads
+	return len(p) > 0 && p[len(p)-1].Type == message.TypeSKF
 }
 
 // laterFragment reports whether m is a fragment other than the first (or

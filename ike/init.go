@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
@@ -321,7 +322,7 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	if err := s.deriveIKE(gir); err != nil {
 		return nil, nil, err
 	}
-	s.peerNextID, s.lastResp = 1, s.initResp
+	s.peerNextID, s.lastResp, s.lastReq = 1, s.initResp, sha256.Sum256(raw)
 	return s, s.initResp, nil
 }
 

@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -122,6 +123,9 @@ type SA struct {
 	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
 	fragments [2][][]byte
 	reasm     *reassembly
+	// reasmFirst is the SHA-256 of the first fragment of the last
+	// message reassembled (for lastReq).
+	reasmFirst [sha256.Size]byte
 
 	childInSPI uint32 // our inbound SPI of the child being negotiated
 	create     *pendingCreate
@@ -139,6 +143,10 @@ type SA struct {
 	// The peer's requests.
 	peerNextID uint32
 	lastResp   []byte // answer to request peerNextID-1
+	// lastReq is the SHA-256 of request peerNextID-1 as it arrived (of
+	// its first fragment, when fragmented): only a byte-identical
+	// repeat gets lastResp again.
+	lastReq [sha256.Size]byte
 
 	from [2]netip.AddrPort // local and remote address of the message in hand
 
@@ -319,7 +327,7 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 	if s.state == StateFailed || s.state == StateDeleted {
 		// Only our last answer is still given, to a retransmission of
 		// the request that ended the SA (its answer may have been lost).
-		if s.lastResp != nil && !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && m.MessageID == s.peerNextID-1 && !laterFragment(m) {
+		if !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && s.repeated(m, raw, remote) {
 			return s.lastResp, nil
 		}
 		return nil, dropped("IKE SA is %v", s.state)
@@ -336,7 +344,20 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 	if m.IsResponse() {
 		return s.handleResponse(m, raw, now)
 	}
-	return s.handleRequest(m, raw, now)
+	return s.handleRequest(m, raw, remote, now)
+}
+
+// repeated reports whether request m, raw as it arrived from remote, is
+// a retransmission of the request lastResp answers (RFC 7296 §2.1): the
+// same bytes (for a fragmented request, those of its first fragment:
+// the answer goes once, RFC 7383 §2.6.1), from the address the SA's
+// peer is at. Anything less would let anyone who saw a header draw the
+// whole answer, fragments and all, to any address: a header of 28 bytes
+// drew 3.6 KB. A peer that a NAT moved between its request and the
+// repeat is not answered; its next new message moves the SA.
+func (s *SA) repeated(m *message.Message, raw []byte, remote netip.AddrPort) bool {
+	return s.lastResp != nil && m.MessageID == s.peerNextID-1 && remote == s.remote &&
+		sha256.Sum256(raw) == s.lastReq
 }
 
 // authenticated is called when a message passed its integrity check: the
@@ -402,12 +423,15 @@ func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) 
 	return message.ParsePayloads(sk.Inner, plain)
 }
 
-func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
+func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort, now time.Time) ([]byte, error) {
 	if s.lastResp != nil && m.MessageID == s.peerNextID-1 {
 		// A retransmission: the same answer (§2.1); to a fragmented
 		// request only once, on its first fragment (RFC 7383 §2.6.1).
-		if laterFragment(m) {
+		switch {
+		case laterFragment(m):
 			return nil, dropped("a later fragment of a repeated request")
+		case !s.repeated(m, raw, remote):
+			return nil, dropped("request %d again, but not the bytes answered or not from the peer's address %v", m.MessageID, s.remote)
 		}
 		return s.lastResp, nil
 	}
@@ -445,6 +469,10 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, now time.Time) ([]byt
 	}
 	s.peerNextID++
 	s.lastResp = out
+	s.lastReq = sha256.Sum256(raw)
+	if isFragment(m) {
+		s.lastReq = s.reasmFirst
+	}
 	return out, handleErr
 }
 
