@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/tun"
 )
 
@@ -38,6 +39,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, w := range c.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if err := ikenode.CheckKeylog(c.IKE.Keylog); err != nil {
+		// What run would refuse at start: an existing keylog file that
+		// is a link, readable by others, or not ours.
+		c.WipeKeys()
+		fmt.Fprintf(stderr, "%s: %v\n", *file, err)
+		return errReported
 	}
 	c.WipeKeys()
 	fmt.Fprintf(stdout, "%s: ok: %s\n", *file, c.Summary())

@@ -446,3 +446,27 @@ func TestCheckFiles(t *testing.T) {
 		t.Errorf("check of a 0666 file: exit %d, stdout %q, stderr %q; want 0, ok, %q", code, out, errOut, want)
 	}
 }
+
+// TestCheckKeylogFile: `ipsecd check` refuses an ike.keylog whose
+// existing file others may read, as run would at start, naming it.
+func TestCheckKeylogFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ipsecd.yaml")
+	if err := os.WriteFile(file, []byte("ike: {keylog: k-}\ninterfaces: [{name: ipsec1, if_id: 1}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := execIpsecd(t, "check", "--config", file); code != 0 {
+		t.Fatalf("check with no keylog file yet: exit %d, %q", code, errOut)
+	}
+	esp := filepath.Join(dir, "k-esp_sa")
+	if err := os.WriteFile(esp, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(esp, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := execIpsecd(t, "check", "--config", file)
+	if code != 1 || out != "" || !strings.Contains(errOut, esp+" has mode 0644") {
+		t.Errorf("check with a 0644 keylog file: exit %d, stdout %q, stderr %q; want 1 and the file named", code, out, errOut)
+	}
+}
