@@ -92,6 +92,8 @@ type Private struct {
 	ec     *ecdh.PrivateKey
 	modp   modpGroup
 	x, pub *big.Int // MODP
+	// cleared: Clear was called.
+	cleared bool
 }
 
 func curve(group uint16) ecdh.Curve {
@@ -156,13 +158,37 @@ func FromPrivate(group uint16, b []byte) (*Private, error) {
 	return &Private{group: group, ec: k}, nil
 }
 
+// ErrCleared means the private key was cleared (Clear): it computes
+// nothing any more.
+var ErrCleared = errors.New("dh: private key cleared")
+
+// Clear wipes the private key once its exchange is over (or failed): a
+// MODP exponent's words are zeroed; a curve's scalar lives inside
+// crypto/ecdh, which cannot be zeroed from here, and is dropped, to
+// become garbage. Shared then fails with ErrCleared. Clear of nil does
+// nothing.
+func (p *Private) Clear() {
+	if p == nil {
+		return
+	}
+	if p.x != nil {
+		clear(p.x.Bits())
+		p.x = nil
+	}
+	p.ec = nil
+	p.cleared = true
+}
+
 // Group returns the group number.
 func (p *Private) Group() uint16 { return p.group }
 
 // Public returns the KE payload's data.
 func (p *Private) Public() []byte {
-	if p.x != nil {
+	if p.pub != nil {
 		return p.pub.FillBytes(make([]byte, p.modp.len))
+	}
+	if p.ec == nil {
+		return nil // cleared
 	}
 	b := p.ec.PublicKey().Bytes()
 	if p.group != X25519 {
@@ -174,6 +200,9 @@ func (p *Private) Public() []byte {
 // Shared returns g^ir from the peer's KE data, padded to the group's size
 // as RFC 7296 §2.14 requires.
 func (p *Private) Shared(peer []byte) ([]byte, error) {
+	if p.cleared {
+		return nil, ErrCleared
+	}
 	if p.x != nil {
 		m := p.modp
 		if len(peer) != m.len {

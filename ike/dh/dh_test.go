@@ -121,3 +121,33 @@ func TestRefusesBadPublic(t *testing.T) {
 		})
 	}
 }
+
+// TestClear: a cleared private key has its MODP exponent's words zeroed
+// and computes no shared secret any more, in every group.
+func TestClear(t *testing.T) {
+	for _, g := range []uint16{MODP1024, MODP2048, ECP256, ECP384, X25519} {
+		p, err := New(g, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := New(g, nil)
+		if _, err := p.Shared(q.Public()); err != nil {
+			t.Fatal(err)
+		}
+		var words []big.Word
+		if p.x != nil {
+			words = p.x.Bits()
+		}
+		p.Clear()
+		for i, w := range words {
+			if w != 0 {
+				t.Fatalf("group %d: word %d of the exponent not zeroed", g, i)
+			}
+		}
+		if _, err := p.Shared(q.Public()); !errors.Is(err, ErrCleared) {
+			t.Fatalf("group %d: Shared after Clear: %v, want ErrCleared", g, err)
+		}
+	}
+	var none *Private
+	none.Clear()
+}

@@ -202,3 +202,39 @@ func FuzzSKOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestSKCipherClear: Clear zeroes the key bytes the cipher copied (the
+// integrity key with CBC, the salt with an AEAD); a cleared cipher seals
+// nothing and opens nothing, even what it sealed before.
+func TestSKCipherClear(t *testing.T) {
+	for _, name := range skSuites {
+		t.Run(name, func(t *testing.T) {
+			s := suite(t, message.ProtoIKE, name)
+			k := DeriveIKE(s, []byte("skeyseed"), []byte("ni"), []byte("nr"), 1, 2)
+			c, err := NewSKCipher(s, k.EI, k.AI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := message.HeaderFields{ISPI: 1, RSPI: 2, Exchange: message.Informational, Flags: message.FlagInitiator, MessageID: 1}
+			msg, err := c.Seal(h, message.NoNext, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			macK, salt := c.macK, c.salt[:]
+			c.Clear()
+			for what, b := range map[string][]byte{"integrity key": macK, "salt": salt} {
+				if !bytes.Equal(b, make([]byte, len(b))) {
+					t.Errorf("the %s copy is not zeroed: %x", what, b)
+				}
+			}
+			if _, err := c.Seal(h, message.NoNext, nil); !errors.Is(err, ErrCleared) {
+				t.Errorf("Seal after Clear: %v, want ErrCleared", err)
+			}
+			m, _ := message.Parse(msg)
+			if _, err := c.Open(msg, m.Get(message.TypeSK)); !errors.Is(err, ErrAuth) {
+				t.Errorf("Open after Clear: %v, want ErrAuth", err)
+			}
+			c.Clear() // twice is fine
+		})
+	}
+}

@@ -50,6 +50,8 @@ type SKCipher struct {
 	mac   func() hash.Hash
 	macK  []byte
 	icv   int
+
+	cleared bool // Clear was called
 }
 
 // NewSKCipher returns the cipher of suite s for one direction, from that
@@ -127,6 +129,9 @@ func (c *SKCipher) Overhead() int {
 }
 
 func (c *SKCipher) seal(h message.HeaderFields, typ, inner message.PayloadType, fields, plain []byte) ([]byte, error) {
+	if c.cleared {
+		return nil, ErrCleared
+	}
 	ivLen := c.ivLen()
 	// Padding: none is needed by the AEADs; CBC needs whole blocks.
 	pad := 0
@@ -175,6 +180,9 @@ func (c *SKCipher) seal(h message.HeaderFields, typ, inner message.PayloadType, 
 // tail of msg (as message.Parse leaves it), and returns the inner payload
 // chain without padding, in a new buffer. msg is not modified.
 func (c *SKCipher) Open(msg, skBody []byte) ([]byte, error) {
+	if c.cleared {
+		return nil, ErrAuth
+	}
 	ivLen := c.ivLen()
 	aad := len(msg) - len(skBody)
 	if aad < message.HeaderLen+message.PayloadHeaderLen || len(skBody) < ivLen+c.icv+1 {
@@ -211,6 +219,20 @@ func (c *SKCipher) Open(msg, skBody []byte) ([]byte, error) {
 	return plain[:len(plain)-1-pad], nil
 }
 
-// Clear zeroes the integrity key the cipher holds (the block ciphers'
-// schedules are not reachable).
-func (c *SKCipher) Clear() { clear(c.macK) }
+// Clear zeroes what the cipher holds of its keys (the integrity key and
+// the AEAD salt) and drops the AEAD or block cipher, whose key schedule
+// lives in crypto/aes, crypto/cipher or chacha20poly1305 objects that
+// cannot be zeroed from here: they become garbage. A cleared cipher
+// refuses to seal (ErrCleared) and opens nothing (ErrAuth).
+func (c *SKCipher) Clear() {
+	if c == nil {
+		return
+	}
+	clear(c.macK)
+	clear(c.salt[:])
+	c.aead, c.block, c.mac, c.macK = nil, nil, nil, nil
+	c.cleared = true
+}
+
+// ErrCleared means the cipher was cleared: its IKE SA is over.
+var ErrCleared = errors.New("keys: SK cipher cleared")
