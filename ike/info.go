@@ -20,6 +20,7 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 		// The peer could not authenticate us after all (§2.21.2): the
 		// IKE SA and its children are of no use.
 		s.err = fmt.Errorf("%w: the peer refused our AUTH", ErrAuthFailed)
+		s.dropPending()
 		s.deleted()
 		return nil
 	}
@@ -34,6 +35,7 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 		}
 		switch d.Protocol() {
 		case message.ProtoIKE:
+			s.dropPending()
 			s.deleted()
 			return nil
 		case message.ProtoESP:
@@ -54,6 +56,12 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 		return nil
 	}
 	return []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoESP, ours)}}
+}
+
+// dropPending forgets our outstanding request, which the peer will not
+// answer: it deleted the IKE SA.
+func (s *SA) dropPending() {
+	s.pending, s.create, s.deleting = nil, nil, nil
 }
 
 // DeleteChild starts an INFORMATIONAL exchange that deletes child c

@@ -45,6 +45,7 @@ func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []
 }
 
 func (s *SA) newKE(group uint16) error {
+	s.priv.Clear() // the group the responder did not want
 	p, err := dh.New(group, s.cfg.rand())
 	s.priv = p
 	return err
@@ -230,6 +231,7 @@ func (s *SA) deriveIKEFrom(seed []byte) error {
 	if !s.initiator {
 		s.seal, s.open = er, ei
 	}
+	s.priv.Clear()
 	s.priv = nil
 	return nil
 }
@@ -298,6 +300,7 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	}
 	gir, err := s.priv.Shared(ke.Data())
 	if err != nil {
+		s.priv.Clear()
 		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("%v", err)
 	}
 	s.ni = append([]byte(nil), ni...)

@@ -166,6 +166,9 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	if pc == nil {
 		return nil, nil
 	}
+	// This exchange's private key, whatever comes of it (a retry in
+	// another group makes a new one).
+	defer pc.priv.Clear()
 	if n, ok := notifyOf(ps, message.InvalidKEPayload); ok && pc.priv != nil && len(n.Data()) == 2 {
 		g := binary.BigEndian.Uint16(n.Data())
 		offered := s.cfg.Child.Proposals
@@ -309,6 +312,10 @@ func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir
 			return nil, err
 		}
 		n.deleted()
+		// The daemon never sees n (no event names it): its delete goes
+		// once, and its keys now.
+		n.pending = nil
+		n.wipeEnded()
 		s.adopt(theirs, now)
 		return msg, nil
 	}
@@ -323,8 +330,7 @@ func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir
 	if err != nil {
 		return nil, err
 	}
-	s.deleted()
-	s.pending = nil
+	s.deleted() // the delete stays outstanding: Tick retransmits it
 	return msg, nil
 }
 
@@ -391,6 +397,7 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 			fmt.Errorf("%w: %w: peer offered %s", ErrChildFailed, ErrNoProposalChosen, proposal.FormatList(sas))
 	}
 	var priv *dh.Private
+	defer func() { priv.Clear() }() // after the answer took its public value
 	var gir []byte
 	if esp.DH.Name != "" {
 		if !ke.IsValid() || ke.Group() != esp.DH.ID {
@@ -470,6 +477,7 @@ func (s *SA) answerIKERekey(sas []message.Proposal, ni []byte, ke message.KE) ([
 	if err != nil {
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, err
 	}
+	defer priv.Clear() // after the answer took its public value
 	gir, err := priv.Shared(ke.Data())
 	if err != nil {
 		return []message.Payload{notify(message.InvalidSyntax, nil)}, fmt.Errorf("%w: %v", ErrProtocol, err)

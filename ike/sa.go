@@ -191,7 +191,8 @@ func (s *SA) IsInitiator() bool { return s.initiator }
 // Suite returns the IKE SA's algorithms.
 func (s *SA) Suite() proposal.Suite { return s.ikeSuite }
 
-// Keys returns the IKE SA's keys (for a keylog); they belong to the SA.
+// Keys returns the IKE SA's keys (for a keylog); they belong to the SA,
+// which zeroes them when it ends.
 func (s *SA) Keys() keys.IKEKeys { return s.keys }
 
 // NAT reports whether NAT detection saw a NAT in front of us or the peer
@@ -209,13 +210,41 @@ func (s *SA) TakeEvents() []Event {
 	return e
 }
 
+// fail ends the SA with err. An SA already Deleted (waiting for the
+// answer to its delete) only stops waiting: its end was reported.
 func (s *SA) fail(err error) error {
-	if s.state != StateFailed {
+	s.pending = nil
+	if s.state != StateFailed && s.state != StateDeleted {
 		s.state, s.err = StateFailed, err
-		s.pending = nil
 		s.events = append(s.events, Event{Kind: EventIKEDown})
 	}
 	return err
+}
+
+// wipeEnded wipes the keys of an SA that is over, at the end of each
+// call that may have ended it (the answer of that call is sealed by
+// then): once it failed, or was deleted with nothing outstanding, all of
+// them; while our delete waits for its answer (Delete), all but the SK
+// ciphers, which open that answer and answer what the peer sends
+// meanwhile. What crypto objects hold (AES and AEAD key schedules, a
+// curve's scalar) cannot be zeroed: those are dropped.
+func (s *SA) wipeEnded() {
+	if s.state != StateFailed && s.state != StateDeleted {
+		return
+	}
+	s.keys.Clear()
+	s.priv.Clear()
+	s.priv = nil
+	if s.create != nil {
+		s.create.priv.Clear()
+		s.create = nil
+	}
+	if s.pending != nil {
+		return
+	}
+	s.seal.Clear()
+	s.open.Clear()
+	s.reasm = nil
 }
 
 func dropped(format string, args ...any) error {
@@ -243,8 +272,11 @@ const HalfOpenTimeout = 30 * time.Second
 // fails the SA with ErrTimeout after the last try, or when a responder's
 // half-open SA waited HalfOpenTimeout for IKE_AUTH. An SA that a rekey
 // replaced, and that the peer did not delete within ReplacedTimeout, is
-// deleted: Tick returns the delete to send, and the SA is Deleted.
+// deleted: Tick returns the delete to send, and the SA is Deleted. A
+// Deleted SA's delete that went unanswered ends its retransmissions with
+// ErrTimeout too, and nothing else: the SA was over already.
 func (s *SA) Tick(now time.Time) ([]byte, error) {
+	defer s.wipeEnded()
 	if s.state == StateInitDone && !now.Before(s.halfOpenUntil) {
 		return nil, s.fail(fmt.Errorf("%w: no IKE_AUTH within %v", ErrTimeout, HalfOpenTimeout))
 	}
@@ -256,6 +288,9 @@ func (s *SA) Tick(now time.Time) ([]byte, error) {
 	}
 	r := s.cfg.retransmit()
 	if s.tries >= r.Tries {
+		if s.state == StateDeleted {
+			return nil, s.fail(fmt.Errorf("%w: the delete was not answered", ErrTimeout))
+		}
 		return nil, s.fail(ErrTimeout)
 	}
 	s.tries++
@@ -324,7 +359,8 @@ func (s *SA) HandleFrom(raw []byte, local, remote netip.AddrPort, now time.Time)
 		return nil, dropped("%v", err)
 	}
 	s.now = now
-	if s.state == StateFailed || s.state == StateDeleted {
+	defer s.wipeEnded()
+	if s.state == StateFailed || s.state == StateDeleted && s.pending == nil {
 		// Only our last answer is still given, to a retransmission of
 		// the request that ended the SA (its answer may have been lost).
 		if !m.IsResponse() && m.ISPI == s.ispi && m.RSPI == s.rspi && s.repeated(m, raw, remote) {
@@ -454,6 +490,13 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
 	case m.Exchange == message.IKEAuth && s.state == StateInitDone:
 		reply, handleErr = s.handleAuthRequest(ps)
+	case s.state == StateDeleted:
+		// Our delete is on its way: the peer's request crossed it.
+		// A delete or liveness check needs nothing more than an
+		// answer; anything else waits for an SA that will not come.
+		if m.Exchange != message.Informational {
+			reply = []message.Payload{notify(message.TemporaryFailure, nil)}
+		}
 	case s.state != StateEstablished:
 		return nil, dropped("%v request before the IKE SA is up", m.Exchange)
 	case m.Exchange == message.Informational:
@@ -502,7 +545,12 @@ func firstError(ps []message.Payload) (message.NotifyType, bool) {
 
 // Delete starts an INFORMATIONAL exchange that deletes the IKE SA and its
 // children; the SA is Deleted at once (RFC 7296 §1.4.1: the answer only
-// confirms). Send the returned message; retransmit it with Tick.
+// confirms), and its children go with it. Send the returned message; it
+// is a request like any other (§2.4): Tick retransmits it until the
+// answer comes (HandleFrom takes it) or the tries run out, and a request
+// of the peer's that crosses it is answered. Keep routing the SA's
+// messages to it while NextTimeout is set. Its keys are wiped then, all
+// but the SK ciphers at once.
 func (s *SA) Delete(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
 		return nil, errors.New("ike: IKE SA is not established")
@@ -512,7 +560,7 @@ func (s *SA) Delete(now time.Time) ([]byte, error) {
 		return nil, err
 	}
 	s.deleted()
-	s.pending = nil // nothing to wait for once deleted
+	s.wipeEnded()
 	return msg, nil
 }
 
@@ -524,6 +572,9 @@ func (s *SA) Ping(now time.Time) ([]byte, error) {
 	return s.request(message.Informational, nil, now)
 }
 
+// deleted ends the SA and its children. A request of ours that is
+// outstanding stays so: the caller's own delete, retransmitted until
+// answered (anything else the caller drops first).
 func (s *SA) deleted() {
 	s.state = StateDeleted
 	for _, c := range s.children {

@@ -38,6 +38,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	m.keylog.logESP(c)
 	in, out, err := saConfigs(c, x.conn)
 	if err != nil {
+		c.Clear()
 		log.WithError(err).Error("ike: child cannot be installed: deleting it with the peer")
 		x.failed = append(x.failed, c)
 		return
@@ -65,6 +66,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		out.ClearKeys()
 	}
 	delete(m.spis, c.InSPI)
+	c.Clear() // the node and rec.outPending have copies
 	if err != nil {
 		if rec.outPending != nil {
 			rec.outPending.ClearKeys()
@@ -73,7 +75,6 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		x.failed = append(x.failed, c)
 		return
 	}
-	c.Clear()
 	if rt := x.conn.child.RekeyTime; rt > 0 {
 		rec.rekeyAt = now.Add(jitter(rt))
 	}

@@ -344,15 +344,23 @@ func (m *Manager) liveSA(c *conn) *ikeSA {
 // liveness checks, keepalives, and start_action's retries.
 func (m *Manager) tick(now time.Time) {
 	for _, x := range m.sas {
-		if !x.ended {
+		switch {
+		case !x.ended:
 			m.tickSA(x, now)
+		case x.sa.State() == ike.StateDeleted && !x.sa.NextTimeout().IsZero():
+			// Our delete waits for its answer (RFC 7296 §2.4): it is
+			// retransmitted, its children long gone, until answered
+			// or out of tries; the grace runs from then.
+			m.retransmit(x, now)
+			x.endedAt = now
 		}
 	}
 	// Forget the SAs that are over, a little later, so that the answer
-	// to their last request (a delete) still finds them.
+	// to their last request still finds them. One whose delete is
+	// outstanding stays: at most as long as its retransmissions last.
 	keep := m.sas[:0]
 	for _, x := range m.sas {
-		if x.ended && now.Sub(x.endedAt) > endedGrace {
+		if x.ended && x.sa.NextTimeout().IsZero() && now.Sub(x.endedAt) > endedGrace {
 			m.index.remove(x)
 			continue
 		}
@@ -376,7 +384,9 @@ func (m *Manager) tick(now time.Time) {
 	m.removeLingering(now)
 }
 
-func (m *Manager) tickSA(x *ikeSA, now time.Time) {
+// retransmit has x's engine retransmit its outstanding request, or give
+// up on it, when its time has come.
+func (m *Manager) retransmit(x *ikeSA, now time.Time) {
 	if t := x.sa.NextTimeout(); !t.IsZero() && !now.Before(t) {
 		wasUp := x.sa.State() == ike.StateEstablished
 		out, err := x.sa.Tick(now)
@@ -395,6 +405,10 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 		}
 		m.afterCall(x, now)
 	}
+}
+
+func (m *Manager) tickSA(x *ikeSA, now time.Time) {
+	m.retransmit(x, now)
 	if x.ended || x.sa.State() != ike.StateEstablished {
 		return
 	}
@@ -481,7 +495,8 @@ func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
 }
 
 // deleteSA starts deleting x; its children go at once (the peer's answer
-// only confirms, RFC 7296 §1.4.1).
+// only confirms, RFC 7296 §1.4.1). x stays, routed, while the engine
+// retransmits the delete (tick).
 func (m *Manager) deleteSA(x *ikeSA, now time.Time) {
 	out, err := x.sa.Delete(now)
 	if err != nil {

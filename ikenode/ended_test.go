@@ -1,0 +1,95 @@
+package ikenode
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/proposal"
+)
+
+// TestDeleteRetransmittedByDaemon: an IKE SA we delete while the peer
+// does not answer has its delete retransmitted on the engine's schedule
+// (RFC 7296 §2.4; it went once, never again), its children gone at
+// once, and is forgotten when the tries run out, not before and not
+// never.
+func TestDeleteRetransmittedByDaemon(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start", retransmit: 300 * time.Millisecond}, sideOpts{})
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) })
+	b.m.Close() // B hears and says nothing from now on
+	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, "A's children removed", func() bool { in, out := a.node.snapshot(); return len(in) == 0 && len(out) == 0 })
+	if l := list(t, a); len(l) != 1 || l[0].State != "DELETING" {
+		t.Fatalf("A lists %+v while its delete is unanswered, want one SA DELETING", l)
+	}
+	waitFor(t, "A to forget the SA", func() bool { return len(list(t, a)) == 0 })
+	took := time.Since(start)
+	// Two tries of 300 ms each, then 300 ms for the last, then the grace.
+	if got := a.m.Counters().Retransmits; got != 2 {
+		t.Errorf("the delete was retransmitted %d times, want 2 (the tries)", got)
+	}
+	if took < 900*time.Millisecond {
+		t.Errorf("forgotten after %v, before its retransmissions were over", took)
+	}
+	if !strings.Contains(a.log.String(), "the delete was not answered") {
+		t.Errorf("the unanswered delete is not logged:\n%s", a.log.String())
+	}
+}
+
+// TestFailedInstallWipesChild: a child the node refuses, or whose suite
+// the SAD cannot take, has its keys zeroed all the same (they were left
+// in the Child).
+func TestFailedInstallWipesChild(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	f := newFakeNode(0)
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	now := time.Now()
+	c := m.conns["peer"]
+	local, remote := netip.MustParseAddrPort("127.0.0.1:500"), netip.MustParseAddrPort("127.0.0.2:500")
+	newX := func() *ikeSA {
+		s, _, err := ike.Initiate(c.ec, local, remote, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.add(s, c, now)
+	}
+	child := func(suite proposal.Suite, in, out uint32) *ike.Child {
+		key := func(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+		return &ike.Child{Suite: suite, InSPI: in, OutSPI: out, Local: local, Remote: remote,
+			In: keys.ESPKeys{Enc: key(1, 20), Integ: key(2, 32)}, Out: keys.ESPKeys{Enc: key(3, 20), Integ: key(4, 32)}}
+	}
+	gcm, _ := proposal.Lookup("aes128gcm16")
+	cbc, _ := proposal.Lookup("aes128")
+	sha384, _ := proposal.Lookup("sha384")
+	m.childUp(newX(), child(proposal.Suite{Encr: gcm}, 0x100, 0x200), now)
+	for _, tt := range []struct {
+		name  string
+		child *ike.Child
+	}{
+		{"the node refuses it (its SPIs are taken)", child(proposal.Suite{Encr: gcm}, 0x100, 0x200)},
+		{"the SAD cannot take its suite", child(proposal.Suite{Encr: cbc, Integ: sha384}, 0x101, 0x201)},
+	} {
+		ch := tt.child
+		held := [][]byte{ch.In.Enc, ch.In.Integ, ch.Out.Enc, ch.Out.Integ}
+		m.childUp(newX(), ch, now)
+		if m.children[ch] != nil {
+			t.Fatalf("%s: installed", tt.name)
+		}
+		for _, b := range held {
+			if !bytes.Equal(b, make([]byte, len(b))) {
+				t.Errorf("%s: key not wiped: %x", tt.name, b)
+			}
+		}
+	}
+}
