@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/ike/message"
 )
 
 // TestDeleteRetransmitted: our delete of the IKE SA is a request like
@@ -115,6 +117,53 @@ func TestCrossingDeletes(t *testing.T) {
 		}
 		if ev := x.s.TakeEvents(); len(ev) != 2 {
 			t.Fatalf("events %+v, want ChildDown and IKEDown once", ev)
+		}
+	}
+}
+
+// TestRekeyIKECollisionDeletesRetransmitted: after simultaneous IKE
+// rekeys (§2.8.2) each side sends one delete: the old SA's, or that of
+// the new SA that lost on nonces. Both are retransmitted until answered,
+// from an SA the events named (EventIKERekeyed, EventIKEDeleting for
+// the loser): the loser's delete came from an SA no event named, which
+// could not be retransmitted.
+func TestRekeyIKECollisionDeletesRetransmitted(t *testing.T) {
+	for round := 0; round < 8; round++ {
+		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		ini.TakeEvents()
+		res.TakeEvents()
+		a, b := &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
+		reqA, _ := ini.RekeyIKE(t0)
+		reqB, _ := res.RekeyIKE(t0)
+		respA := b.handle(t, reqA)
+		respB := a.handle(t, reqB)
+		delA := a.handle(t, respA)
+		delB := b.handle(t, respB)
+		for _, d := range []struct {
+			from, to *side
+			del      []byte
+		}{{a, b, delA}, {b, a, delB}} {
+			h := message.Header(d.del)
+			var sender *SA
+			for _, s := range d.from.sas {
+				if i, r := s.SPIs(); i == h.ISPI() && r == h.RSPI() {
+					sender = s
+				}
+			}
+			if sender == nil {
+				t.Fatalf("round %d: no SA the events named sent the delete of %016x_i %016x_r", round, h.ISPI(), h.RSPI())
+			}
+			if out, _ := sender.Tick(sender.NextTimeout()); !bytes.Equal(out, d.del) {
+				t.Fatalf("round %d: the delete of %016x_i is not retransmitted", round, h.ISPI())
+			}
+			ack := d.to.handle(t, d.del)
+			if _, err := sender.Handle(ack, t0); err != nil || !sender.NextTimeout().IsZero() {
+				t.Fatalf("round %d: the answer to the delete: %v, still pending until %v", round, err, sender.NextTimeout())
+			}
 		}
 	}
 }

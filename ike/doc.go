@@ -47,7 +47,9 @@
 // EventChildDown when it must go; a rekeyed child names the one it
 // Replaces). An IKE rekey reports EventIKERekeyed with the new SA, to
 // which the children move; the old SA's EventIKEDown then concerns only
-// itself. A peer that restarted says so with INITIAL_CONTACT in its
+// itself; a new SA of ours that lost simultaneous rekeys is reported by
+// EventIKEDeleting, to be routed while its delete is retransmitted. Every
+// delete of an IKE SA is retransmitted until answered (Delete). A peer that restarted says so with INITIAL_CONTACT in its
 // IKE_AUTH (§2.4), reported as EventInitialContact: the daemon deletes
 // its other IKE SAs of the same connection with that peer. We send it
 // when Config.HasContact says the daemon holds no other IKE SA with the

@@ -312,10 +312,9 @@ func (s *SA) completeIKERekey(pc *pendingCreate, sas []message.Proposal, nr, gir
 			return nil, err
 		}
 		n.deleted()
-		// The daemon never sees n (no event names it): its delete goes
-		// once, and its keys now.
-		n.pending = nil
-		n.wipeEnded()
+		n.TakeEvents() // it never carried a child or was reported up
+		n.wipeEnded()  // all but the SK ciphers, for its delete's answer
+		s.events = append(s.events, Event{Kind: EventIKEDeleting, SA: n})
 		s.adopt(theirs, now)
 		return msg, nil
 	}

@@ -261,7 +261,7 @@ type side struct{ sas []*SA }
 func (d *side) collect() {
 	for _, sa := range d.sas {
 		for _, e := range sa.TakeEvents() {
-			if e.Kind == EventIKERekeyed {
+			if e.Kind == EventIKERekeyed || e.Kind == EventIKEDeleting {
 				d.sas = append(d.sas, e.SA)
 			}
 		}

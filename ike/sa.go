@@ -70,10 +70,16 @@ const (
 	// children with the same selectors are gone before the new one is
 	// installed.
 	EventInitialContact
+	// EventIKEDeleting: SA is a new IKE SA of ours that lost
+	// simultaneous rekeys (§2.8.2) and is deleted at once: it holds no
+	// children and is Deleted already, but its delete, which this
+	// call returned, is retransmitted by its own Tick. Route its SPIs to
+	// it while its NextTimeout is set, then forget it.
+	EventIKEDeleting
 )
 
 func (k EventKind) String() string {
-	names := []string{"EventKind(0)", "IKEUp", "ChildUp", "ChildDown", "IKEDown", "IKERekeyed", "InitialContact"}
+	names := []string{"EventKind(0)", "IKEUp", "ChildUp", "ChildDown", "IKEDown", "IKERekeyed", "InitialContact", "IKEDeleting"}
 	if int(k) < len(names) {
 		return names[k]
 	}

@@ -232,6 +232,14 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
 		m.limitPeer(n, now)
 		m.afterCall(n, now)
+	case ike.EventIKEDeleting:
+		// Our new SA lost simultaneous rekeys and is deleted at once:
+		// routed, and ticked as ended, while its delete waits for an
+		// answer (tick), then forgotten. Nothing of it was installed.
+		n := m.add(e.SA, x.conn, now)
+		n.rekeyed = true // no dpd_action or retry, no "down" line
+		m.down(n, now)
+		m.log.WithFields(n.fields()).Info("ike: our IKE rekey lost a collision: deleting its SA")
 	case ike.EventChildUp:
 		m.childUp(x, e.Child, now)
 	case ike.EventChildDown:
