@@ -227,6 +227,25 @@ func (s *SA) fail(err error) error {
 	return err
 }
 
+// Wipe zeroes the keys the SA holds, whatever its state, for a caller
+// that forgets it (one that failed or was deleted has wiped them
+// itself, but for a half-open SA or one the caller dropped without the
+// engine's knowing, this is the only way). The SA is of no use
+// afterwards: it seals nothing and opens nothing.
+func (s *SA) Wipe() {
+	s.pending = nil
+	s.keys.Clear()
+	s.priv.Clear()
+	s.priv = nil
+	if s.create != nil {
+		s.create.priv.Clear()
+		s.create = nil
+	}
+	s.seal.Clear()
+	s.open.Clear()
+	s.reasm = nil
+}
+
 // wipeEnded wipes the keys of an SA that is over, at the end of each
 // call that may have ended it (the answer of that call is sealed by
 // then): once it failed, or was deleted with nothing outstanding, all of
@@ -238,19 +257,18 @@ func (s *SA) wipeEnded() {
 	if s.state != StateFailed && s.state != StateDeleted {
 		return
 	}
-	s.keys.Clear()
-	s.priv.Clear()
-	s.priv = nil
-	if s.create != nil {
-		s.create.priv.Clear()
-		s.create = nil
-	}
 	if s.pending != nil {
+		// Our delete waits for its answer: the SK ciphers open it.
+		s.keys.Clear()
+		s.priv.Clear()
+		s.priv = nil
+		if s.create != nil {
+			s.create.priv.Clear()
+			s.create = nil
+		}
 		return
 	}
-	s.seal.Clear()
-	s.open.Clear()
-	s.reasm = nil
+	s.Wipe()
 }
 
 func dropped(format string, args ...any) error {

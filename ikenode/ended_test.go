@@ -93,3 +93,56 @@ func TestFailedInstallWipesChild(t *testing.T) {
 		}
 	}
 }
+
+// TestForgottenSAsWiped: an SA the manager ends without the engine
+// ending it (a half-open SA of a connection a reload removed, every SA
+// at shutdown) is forgotten once its grace is over, and its keys are
+// zeroed then; they were left as they were.
+func TestForgottenSAsWiped(t *testing.T) {
+	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.conns["peer"]
+	local, remote := netip.MustParseAddrPort("127.0.0.1:500"), netip.MustParseAddrPort("127.0.0.2:500")
+	now := time.Now()
+	// A half-open responder SA: IKE_SA_INIT answered, keys derived.
+	halfOpen := func() (*ikeSA, [][]byte) {
+		_, req, err := ike.Initiate(c.ec, remote, local, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, err := ike.Respond(c.ec, local, remote, req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := s.Keys()
+		return m.add(s, c, now), [][]byte{k.D, k.EI, k.ER, k.PI, k.PR}
+	}
+	wiped := func(keys [][]byte) bool {
+		for _, b := range keys {
+			if !bytes.Equal(b, make([]byte, len(b))) {
+				return false
+			}
+		}
+		return true
+	}
+
+	x, keys := halfOpen()
+	m.down(x, now) // as Reload does for a connection it removes
+	m.tick(now.Add(endedGrace + time.Second))
+	if len(m.sas) != 0 {
+		t.Fatalf("%d SAs kept after the grace, want the ended one forgotten", len(m.sas))
+	}
+	if !wiped(keys) {
+		t.Error("the keys of a forgotten half-open SA are not wiped")
+	}
+
+	_, keys = halfOpen()
+	m.shutdown()
+	if !wiped(keys) {
+		t.Error("the keys of a half-open SA at shutdown are not wiped")
+	}
+}

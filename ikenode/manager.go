@@ -286,6 +286,7 @@ func (m *Manager) shutdown() {
 			}
 		}
 		m.down(x, now)
+		x.sa.Wipe() // the delete goes once: no one is left to answer it
 	}
 	m.sas = nil
 	m.index = newSAIndex()

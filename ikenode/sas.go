@@ -52,6 +52,12 @@ type ikeSA struct {
 	failed []*ike.Child
 }
 
+// deleting reports whether x's engine still retransmits the delete of
+// an SA that is over: tick keeps it and its routing until then.
+func (x *ikeSA) deleting() bool {
+	return x.sa.State() == ike.StateDeleted && !x.sa.NextTimeout().IsZero()
+}
+
 func (x *ikeSA) fields() logrus.Fields {
 	l, r := x.sa.Addrs()
 	i, rs := x.sa.SPIs()
@@ -355,7 +361,7 @@ func (m *Manager) tick(now time.Time) {
 		switch {
 		case !x.ended:
 			m.tickSA(x, now)
-		case x.sa.State() == ike.StateDeleted && !x.sa.NextTimeout().IsZero():
+		case x.deleting():
 			// Our delete waits for its answer (RFC 7296 §2.4): it is
 			// retransmitted, its children long gone, until answered
 			// or out of tries; the grace runs from then.
@@ -368,8 +374,9 @@ func (m *Manager) tick(now time.Time) {
 	// outstanding stays: at most as long as its retransmissions last.
 	keep := m.sas[:0]
 	for _, x := range m.sas {
-		if x.ended && x.sa.NextTimeout().IsZero() && now.Sub(x.endedAt) > endedGrace {
+		if x.ended && !x.deleting() && now.Sub(x.endedAt) > endedGrace {
 			m.index.remove(x)
+			x.sa.Wipe()
 			continue
 		}
 		keep = append(keep, x)
