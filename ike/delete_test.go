@@ -167,3 +167,30 @@ func TestRekeyIKECollisionDeletesRetransmitted(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHandleDeleting feeds arbitrary messages to an SA whose delete
+// waits for its answer (which still takes requests and a response):
+// nothing panics, it stays Deleted, and garbage neither ends its
+// retransmissions nor draws an answer.
+func FuzzHandleDeleting(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes128gcm16-prfsha256-x25519"}, []string{"aes128gcm16"})
+	ini, req, _ := Initiate(ci, addrA, addrB, t0)
+	res, resp, _ := Respond(cr, addrB, addrA, req, t0)
+	auth, _ := ini.Handle(resp, t0)
+	authResp, _ := res.Handle(auth, t0)
+	ini.Handle(authResp, t0)
+	del, _ := ini.Delete(t0)
+	ping, _ := res.Ping(t0)
+	for _, s := range [][]byte{del, ping, authResp, resp} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, _ := ini.Handle(b, t0)
+		if ini.State() != StateDeleted || ini.NextTimeout().IsZero() {
+			t.Fatalf("a fuzzed message took the deleting SA to %v, pending until %v", ini.State(), ini.NextTimeout())
+		}
+		if out != nil && !bytes.Equal(b, ping) {
+			t.Fatalf("a fuzzed message drew an answer: %x", out)
+		}
+	})
+}
