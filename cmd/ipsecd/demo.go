@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/template"
 	"time"
@@ -37,8 +38,11 @@ type demoEndpoint struct {
 	Port          int    // underlay UDP port, the same at both ends
 	Mark          string // SO_MARK of the underlay; "" for none
 	Inner, Remote string // its cleartext address, the other side's network
-	SPIOut, SPIIn string
+	Net           string // its cleartext network (IKE's local_ts)
+	SPIOut, SPIIn string // the static-key demo's SAs
 	KeyOut, KeyIn string
+	ID, PeerID    string // the IKE demo's identities
+	PSKFile       string // the IKE demo's pre-shared key, mode 0600
 	Control       string // "" for none (the netstack demo)
 	StateDir      string // state_dir: a temporary one, as the keys are fresh for every run
 	cmd           *exec.Cmd
@@ -46,15 +50,19 @@ type demoEndpoint struct {
 }
 
 // runDemo is `ipsecd demo`: two endpoints in two network namespaces joined
-// by a veth pair, each an `ipsecd run` of this binary with the embedded
-// default config; a checksummed TCP stream each way through the tunnel,
-// then what crossed and the counters. Everything it makes is removed when
-// it ends, also on Ctrl-C. Without root, or with --netstack, the two
-// endpoints are netstacks in this process instead (demo_netstack.go).
+// by a veth pair, each an `ipsecd run` of this binary with an embedded
+// config. By default the two negotiate their keys with IKEv2 and rekey in
+// the middle of the streams (demo_ike.go); with --static they run today's
+// hand-keyed pair. Each sends a checksummed TCP stream to the other
+// through the tunnel, then the demo prints what crossed and the counters.
+// Everything it makes is removed when it ends, also on Ctrl-C. Without
+// root, or with --netstack, the two endpoints are static-key netstacks in
+// this process instead (demo_netstack.go).
 func runDemo(args []string, stderr io.Writer) int {
-	fs := newFlags("demo", "demo [--mib N] [--netstack]", stderr)
+	fs := newFlags("demo", "demo [--mib N] [--netstack] [--static]", stderr)
 	size := fs.Int("mib", 256, "MiB of TCP to send each way")
-	netstack := fs.Bool("netstack", false, "two netstacks in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
+	static := fs.Bool("static", false, "two daemons with static keys from the config (no IKE), as before IKE")
+	netstack := fs.Bool("netstack", false, "two netstacks with static keys in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -69,8 +77,11 @@ func runDemo(args []string, stderr io.Writer) int {
 		fmt.Fprintf(os.Stderr, "ipsecd demo: --mib %d: want 1..%d\n", *size, 1<<20)
 		return 2
 	}
-	if !*netstack && os.Geteuid() != 0 {
-		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the netstack demo (--netstack)")
+	switch {
+	case *netstack:
+		fmt.Println("ipsecd demo: --netstack runs the static-key demo (IKE in the sidecar comes with remote access)")
+	case os.Geteuid() != 0:
+		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the static-key demo in one process (--netstack; IKE in the sidecar comes with remote access)")
 		*netstack = true
 	}
 	if *netstack {
@@ -80,18 +91,30 @@ func runDemo(args []string, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		fmt.Fprintln(os.Stderr, "ipsecd demo: needs the ip command (Debian package iproute2)")
+	if err := demoCanRun(); err != nil {
+		fmt.Fprintln(os.Stderr, "ipsecd demo:", err)
 		return 1
 	}
-	if err := demo(int64(*size) << 20); err != nil {
+	if err := demo(int64(*size)<<20, *static); err != nil {
 		fmt.Fprintln(os.Stderr, "ipsecd demo:", err)
 		return 1
 	}
 	return 0
 }
 
-func demo(size int64) (err error) {
+// demoCanRun says what the namespace demo needs and this machine lacks.
+func demoCanRun() error {
+	if _, err := exec.LookPath("ip"); err != nil {
+		return errors.New("needs the ip command (Debian package iproute2), or run --netstack")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return fmt.Errorf("needs /dev/net/tun for its TUN devices (%v; in a container: --device /dev/net/tun), or run --netstack", err)
+	}
+	return nil
+}
+
+// demo runs the namespace demo: with IKE, or with static keys.
+func demo(size int64, static bool) (err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -103,13 +126,24 @@ func demo(size int64) (err error) {
 	defer os.RemoveAll(dir)
 
 	tag := fmt.Sprint(os.Getpid())
-	keyAB, keyBA := demoKey(), demoKey()
 	a := &demoEndpoint{Name: "A", NS: "ipsecd-demo-a-" + tag, Dev: "veth-a", Local: "192.0.2.1", Peer: "192.0.2.2", Port: 4500, Mark: "0x100",
-		Inner: "198.51.100.1", Remote: "203.0.113.0", SPIOut: "0x1001", SPIIn: "0x2001", KeyOut: keyAB, KeyIn: keyBA,
-		Control: filepath.Join(dir, "a.sock"), StateDir: filepath.Join(dir, "a-state")}
+		Inner: "198.51.100.1", Remote: "203.0.113.0", Net: "198.51.100.0", Control: filepath.Join(dir, "a.sock")}
 	b := &demoEndpoint{Name: "B", NS: "ipsecd-demo-b-" + tag, Dev: "veth-b", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100",
-		Inner: "203.0.113.1", Remote: "198.51.100.0", SPIOut: "0x2001", SPIIn: "0x1001", KeyOut: keyBA, KeyIn: keyAB,
-		Control: filepath.Join(dir, "b.sock"), StateDir: filepath.Join(dir, "b-state")}
+		Inner: "203.0.113.1", Remote: "198.51.100.0", Net: "203.0.113.0", Control: filepath.Join(dir, "b.sock")}
+	render := demoConfig
+	if static {
+		keyAB, keyBA := demoKey(), demoKey()
+		a.SPIOut, a.SPIIn, a.KeyOut, a.KeyIn, a.StateDir = "0x1001", "0x2001", keyAB, keyBA, filepath.Join(dir, "a-state")
+		b.SPIOut, b.SPIIn, b.KeyOut, b.KeyIn, b.StateDir = "0x2001", "0x1001", keyBA, keyAB, filepath.Join(dir, "b-state")
+	} else {
+		psk, err := demoPSK(dir)
+		if err != nil {
+			return err
+		}
+		a.ID, a.PeerID, a.PSKFile, a.StateDir = "a.example.net", "b.example.net", psk, filepath.Join(dir, "a-state")
+		b.ID, b.PeerID, b.PSKFile, b.StateDir = "b.example.net", "a.example.net", psk, filepath.Join(dir, "b-state")
+		render = demoIKEConfig
+	}
 
 	// Ctrl-C ends the demo through the same clean-up as an error, and so
 	// does a closed stdout (`ipsecd demo | head`): without Notify for
@@ -118,12 +152,16 @@ func demo(size int64) (err error) {
 	defer stop()
 	defer demoCleanup(a, b)
 
-	fmt.Printf("ipsecd demo: two endpoints in network namespaces %s and %s, joined by a veth pair\n", a.NS, b.NS)
+	how := "with static keys from their configs"
+	if !static {
+		how = "negotiating their keys with IKEv2"
+	}
+	fmt.Printf("ipsecd demo: two ipsecd daemons in network namespaces %s and %s, joined by a veth pair, %s\n", a.NS, b.NS, how)
 	if err := demoNetwork(a, b); err != nil {
 		return err
 	}
 	for _, e := range []*demoEndpoint{a, b} {
-		cfg, err := demoConfig(e)
+		cfg, err := render(e)
 		if err != nil {
 			return err
 		}
@@ -137,11 +175,20 @@ func demo(size int64) (err error) {
 			return err
 		}
 	}
+	fmt.Print("waiting for the two daemons to answer on their control sockets ... ")
+	start := time.Now()
 	for _, e := range []*demoEndpoint{a, b} {
 		if err := demoWait(ctx, e); err != nil {
+			fmt.Println()
 			return err
 		}
+	}
+	fmt.Printf("up in %v\n", demoSince(start))
+	for _, e := range []*demoEndpoint{a, b} {
 		fmt.Printf("  %s: underlay %s:4500, ipsec1 %s/24, routes %s/24 into the tunnel\n", e.Name, e.Local, e.Inner, e.Remote)
+	}
+	if !static {
+		return demoIKE(ctx, self, a, b, size)
 	}
 	fmt.Println("  suite rfc4106(gcm(aes)) 128-bit, tunnel mode, ESP in UDP, ESN, replay window 1024")
 	fmt.Println()
@@ -151,7 +198,8 @@ func demo(size int64) (err error) {
 			return err
 		}
 		from, to := dir[0], dir[1]
-		took, err := demoTCP(ctx, from, to, size)
+		fmt.Printf("TCP %s → %s: sending %d MiB ...\n", from.Name, to.Name, size>>20)
+		took, err := demoTCP(ctx, from, to, size, nil)
 		if err != nil {
 			return fmt.Errorf("TCP %s → %s: %w", from.Name, to.Name, err)
 		}
@@ -164,6 +212,11 @@ func demo(size int64) (err error) {
 		}
 	}
 	return nil
+}
+
+// demoSince is the time since start, rounded for a progress line.
+func demoSince(start time.Time) time.Duration {
+	return time.Since(start).Round(time.Millisecond)
 }
 
 // demoConfig renders the embedded default config for e.
@@ -203,7 +256,12 @@ func demoNetwork(a, b *demoEndpoint) error {
 	}
 	for _, s := range steps {
 		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, bytes.TrimSpace(out))
+			err = fmt.Errorf("ip %s: %v: %s", strings.Join(s, " "), err, bytes.TrimSpace(out))
+			if bytes.Contains(out, []byte("Operation not permitted")) {
+				// Root without the capabilities: a container, say.
+				err = fmt.Errorf("%w (network namespaces and veth pairs need CAP_SYS_ADMIN and CAP_NET_ADMIN; without them, run --netstack)", err)
+			}
+			return err
 		}
 	}
 	return nil
@@ -229,8 +287,9 @@ func demoWait(ctx context.Context, e *demoEndpoint) error {
 }
 
 // demoTCP sends size pseudo-random bytes from a socket in from's namespace
-// to one in to's, and compares SHA-256 digests at both ends.
-func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64) (time.Duration, error) {
+// to one in to's, and compares SHA-256 digests at both ends; mid, if not
+// nil, runs half-way through (see demoStream).
+func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64, mid func(sent *atomic.Int64) error) (time.Duration, error) {
 	var ln net.Listener
 	if err := inNetns(to.NS, func() (err error) {
 		ln, err = net.Listen("tcp", net.JoinHostPort(to.Inner, "5201"))
@@ -245,14 +304,18 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64) (time.Dura
 			return err
 		})
 		return c, err
-	}, size)
+	}, size, mid)
 }
 
 // demoStream accepts one connection on ln (and closes ln), sends size
 // pseudo-random bytes to it over a connection from dial, and compares the
 // SHA-256 digests at both ends. It returns the time from the first byte
-// sent to the far end's digest.
-func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error), size int64) (time.Duration, error) {
+// sent to the far end's digest. If mid is not nil, it starts once half
+// the bytes are sent and runs while the rest go out (sent counts the
+// bytes sent so far), all but the last eighth, which waits for it: what
+// mid does happens under the stream's load, the stream goes on after it,
+// and its error is the stream's.
+func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error), size int64, mid func(sent *atomic.Int64) error) (time.Duration, error) {
 	defer ln.Close()
 	got := make(chan string, 1)
 	go func() {
@@ -278,9 +341,32 @@ func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context)
 	var seed [32]byte
 	crand.Read(seed[:])
 	h := sha256.New()
+	var sent atomic.Int64
+	w := io.MultiWriter(c, h, demoCounter{&sent})
+	src := rand.NewChaCha8(seed)
 	start := time.Now()
-	if _, err := io.Copy(io.MultiWriter(c, h), io.LimitReader(rand.NewChaCha8(seed), size)); err != nil {
+	first := size
+	if mid != nil {
+		first = size / 2
+	}
+	if _, err := io.Copy(w, io.LimitReader(src, first)); err != nil {
 		return 0, err
+	}
+	if mid != nil {
+		// The last eighth waits for mid, so that it crosses after
+		// whatever mid did (the rekeyed SAs), however fast the rest went.
+		tail := size / 8
+		midErr := make(chan error, 1)
+		go func() { midErr <- mid(&sent) }()
+		if _, err := io.Copy(w, io.LimitReader(src, size-first-tail)); err != nil {
+			return 0, err
+		}
+		if err := <-midErr; err != nil {
+			return 0, err
+		}
+		if _, err := io.Copy(w, io.LimitReader(src, tail)); err != nil {
+			return 0, err
+		}
 	}
 	// The far end's copy ends at our FIN.
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
@@ -298,6 +384,14 @@ func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context)
 	case <-time.After(60 * time.Second):
 		return 0, errors.New("no digest from the far end within 60 s")
 	}
+}
+
+// demoCounter is an io.Writer that counts what is written to it.
+type demoCounter struct{ n *atomic.Int64 }
+
+func (c demoCounter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return len(p), nil
 }
 
 // demoReport prints e's SAs and the counters that are not zero.

@@ -71,6 +71,7 @@ func demoNetstack(size int64) error {
 			return err
 		}
 		from, to := dir[0], dir[1]
+		fmt.Printf("TCP %s → %s: sending %d MiB ...\n", from.Name, to.Name, size>>20)
 		addr := net.JoinHostPort(to.Inner, "5201")
 		ln, err := nets[to].ListenTCP(&net.TCPAddr{IP: net.ParseIP(to.Inner), Port: 5201})
 		if err != nil {
@@ -78,7 +79,7 @@ func demoNetstack(size int64) error {
 		}
 		took, err := demoStream(ctx, ln, func(ctx context.Context) (net.Conn, error) {
 			return nets[from].DialContext(ctx, "tcp", addr)
-		}, size)
+		}, size, nil)
 		if err != nil {
 			return fmt.Errorf("TCP %s → %s: %w", from.Name, to.Name, err)
 		}
