@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +176,137 @@ func waitHealthy(t *testing.T, cfg string) {
 			t.Fatalf("ipsecd health --config %s: still failing after 20 s: %v\n%s", cfg, err, out)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestIKETwoNamespacesScript follows the README's IKE example as a user
+// would: examples/ike-two-namespaces.sh up, which starts both daemons and
+// waits for the IKE SA; the pings it prints, both ways, then the child
+// rekey it prints and a ping over the new SAs; then down, after which
+// nothing it made is left: no namespace, no daemon, no key, no log, no
+// config copy, no control socket.
+func TestIKETwoNamespacesScript(t *testing.T) {
+	nsA := fmt.Sprintf("ipsecd-t%d-ike-a", os.Getpid())
+	nsB := fmt.Sprintf("ipsecd-t%d-ike-b", os.Getpid())
+	dir := filepath.Join(t.TempDir(), "ike-two-namespaces")
+	script := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{"../examples/ike-two-namespaces.sh"}, args...)...)
+		cmd.Env = append(os.Environ(), "IPSECD="+ipsecdBin, "NS_A="+nsA, "NS_B="+nsB)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { script("down", dir) })
+
+	out, err := script("up", dir)
+	if err != nil {
+		t.Fatalf("ike-two-namespaces.sh up: %v\n%s", err, out)
+	}
+	t.Logf("ike-two-namespaces.sh up:\n%s", out)
+	if fi, err := os.Stat(filepath.Join(dir, "keys/ike.psk")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("keys/ike.psk: %v, mode %v; want a key file with mode 0600", err, fi.Mode())
+	}
+	for _, want := range []string{"site-b: ESTABLISHED, IKEv2", "net: INSTALLED, TUNNEL, ESP-in-UDP", "aes128gcm16-prfsha256-x25519"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("up's ike list lacks %q", want)
+		}
+	}
+	// The daemons it started, one in each namespace.
+	var pids []string
+	for _, ns := range []string{nsA, nsB} {
+		p, err := exec.Command("ip", "netns", "pids", ns).Output()
+		if err != nil || len(strings.Fields(string(p))) != 1 {
+			t.Fatalf("ip netns pids %s: %v %q, want one daemon", ns, err, p)
+		}
+		pids = append(pids, strings.TrimSpace(string(p)))
+	}
+
+	// The commands it printed: pings to run, a child rekey.
+	var pings [][]string
+	var rekey []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) > 4 && slices.Equal(f[:3], []string{"ip", "netns", "exec"}) && f[4] == "ping":
+			pings = append(pings, f)
+		case len(f) > 4 && f[0] == ipsecdBin && slices.Equal(f[1:5], []string{"ike", "rekey", "--child", "net"}):
+			rekey = f
+		}
+	}
+	if len(pings) != 2 || rekey == nil {
+		t.Fatalf("up printed %d ping commands and rekey %q, want 2 and one:\n%s", len(pings), rekey, out)
+	}
+	ping := func(p []string) {
+		t.Helper()
+		// -W bounds each reply's wait; -c 3 from the script bounds the count.
+		args := slices.Insert(slices.Clone(p[5:]), 0, "-W", "2")
+		if out, err := exec.Command("ip", append([]string{"netns", "exec", p[3], "ping"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(p, " "), err, out)
+		}
+	}
+	for _, p := range pings {
+		ping(p)
+	}
+	listA := func() string {
+		out, err := exec.Command(ipsecdBin, "ike", "list", "--config", filepath.Join(dir, "ike-a.yaml")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ipsecd ike list: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	before := listA()
+	if out, err := exec.Command(rekey[0], rekey[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(rekey, " "), err, out)
+	}
+	spis := regexp.MustCompile(`SPIs: (\S+) (\S+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		now := listA()
+		if m := spis.FindAllString(now, -1); len(m) == 1 && m[0] != spis.FindString(before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the rekey, ike list at A:\n%s\nbefore:\n%s", now, before)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ping(pings[0])
+
+	// down stops the daemons and leaves nothing.
+	if out, err := script("down", dir); err != nil {
+		t.Fatalf("ike-two-namespaces.sh down: %v\n%s", err, out)
+	}
+	// The daemons are no children of ours: once ended they may stay a
+	// moment as zombies, until init reaps them.
+	for _, pid := range pids {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if f := strings.Fields(string(stat)); err == nil && len(f) > 2 && f[2] != "Z" {
+			t.Errorf("daemon %s still runs after down: %s", pid, stat)
+		}
+	}
+	if list, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(list), nsA) || strings.Contains(string(list), nsB) {
+		t.Errorf("namespaces left after down:\n%s", list)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		entries, _ := filepath.Glob(filepath.Join(dir, "*"))
+		t.Errorf("%s left after down (%v): %v", dir, err, entries)
+	}
+	for _, s := range []string{"/run/ipsecd/ike-a.sock", "/run/ipsecd/ike-b.sock"} {
+		if _, err := os.Stat(s); !os.IsNotExist(err) {
+			t.Errorf("control socket %s left after down: %v", s, err)
+		}
+	}
+
+	// The README shows the script with its default names.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"examples/ike-two-namespaces.sh up", "ip netns exec ipsecd-ike-a ping -c 3 10.20.0.1", "examples/ike-two-namespaces.sh down"} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md lacks %q (what ike-two-namespaces.sh prints)", want)
+		}
 	}
 }
