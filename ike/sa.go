@@ -275,6 +275,11 @@ func dropped(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrDropped}, args...)...)
 }
 
+// Busy reports whether a request of ours is outstanding: the next one
+// (Delete, a rekey, a liveness check) must wait for its answer or its
+// last retransmission (RFC 7296 §2.3: a window of one).
+func (s *SA) Busy() bool { return s.pending != nil }
+
 // NextTimeout returns when Tick must be called next, or the zero time
 // when no request is outstanding.
 func (s *SA) NextTimeout() time.Time {
@@ -343,7 +348,7 @@ func (s *SA) header(ex message.ExchangeType, id uint32, response bool) message.H
 // request sends a new encrypted request of exchange ex.
 func (s *SA) request(ex message.ExchangeType, ps []message.Payload, now time.Time) ([]byte, error) {
 	if s.pending != nil {
-		return nil, errors.New("ike: a request is outstanding")
+		return nil, ErrBusy
 	}
 	msg, err := s.sealed(s.header(ex, s.nextID, false), ps)
 	if err != nil {
@@ -569,7 +574,9 @@ func firstError(ps []message.Payload) (message.NotifyType, bool) {
 
 // Delete starts an INFORMATIONAL exchange that deletes the IKE SA and its
 // children; the SA is Deleted at once (RFC 7296 §1.4.1: the answer only
-// confirms), and its children go with it. Send the returned message; it
+// confirms), and its children go with it. While a request of ours is
+// outstanding it returns ErrBusy: call it again once Busy is false (one
+// exchange at a time, §2.3). Send the returned message; it
 // is a request like any other (§2.4): Tick retransmits it until the
 // answer comes (HandleFrom takes it) or the tries run out, and a request
 // of the peer's that crosses it is answered. Keep routing the SA's

@@ -220,6 +220,7 @@ func (m *Manager) Terminate(t Target) error {
 			}
 			found = true
 			if t.IKE != "" || x.sa.State() != ike.StateEstablished {
+				x.terminated = true
 				m.deleteSA(x, now)
 				continue
 			}
@@ -329,6 +330,7 @@ func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 			for _, x := range append([]*ikeSA(nil), m.sas...) {
 				if x.conn == old && !x.ended {
 					if x.sa.State() == ike.StateEstablished {
+						x.terminated = true
 						m.deleteSA(x, now)
 					} else {
 						m.down(x, now)

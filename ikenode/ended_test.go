@@ -146,3 +146,60 @@ func TestForgottenSAsWiped(t *testing.T) {
 		t.Error("the keys of a half-open SA at shutdown are not wiped")
 	}
 }
+
+// TestDeleteWhileBusyQueued: a delete asked while an exchange of ours is
+// outstanding (one at a time, RFC 7296 §2.3) follows that exchange. It
+// was refused ("a request is outstanding"), logged, and forgotten: the
+// IKE SA and its child stayed up on both sides, though terminate had
+// said nothing was wrong.
+func TestDeleteWhileBusyQueued(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	var busy bool
+	if err := a.m.do(func() {
+		now := time.Now()
+		x := a.m.liveSA(a.m.conns["peer"])
+		out, err := x.sa.Ping(now) // outstanding until B answers
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		a.m.request(x, out)
+		busy = x.sa.Busy()
+		a.m.deleteSA(x, now)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !busy {
+		t.Fatal("the liveness check was not outstanding when the delete was asked")
+	}
+	waitFor(t, "both sides empty", func() bool {
+		ain, _ := a.node.snapshot()
+		bin, _ := b.node.snapshot()
+		la, _ := a.m.List()
+		lb, _ := b.m.List()
+		return len(ain) == 0 && len(bin) == 0 && len(la) == 0 && len(lb) == 0
+	})
+}
+
+// TestTerminateConnecting: terminate ends an IKE SA still on its way up
+// (its peer silent): it is forgotten after the grace and retransmits no
+// more. Delete refused it ("not established") and it went on
+// retransmitting IKE_SA_INIT until its tries ran out.
+func TestTerminateConnecting(t *testing.T) {
+	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	port := b.m.Port()
+	b.m.Close() // silent
+	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0",
+		sideOpts{start: "start", retransmit: 300 * time.Millisecond}), "127.0.0.1", port, 0x1000)
+	waitFor(t, "A connecting", func() bool { l := list(t, a); return len(l) == 1 && l[0].State == "CONNECTING" })
+	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
+		t.Fatal(err)
+	}
+	sent := a.m.Counters().Sent
+	waitFor(t, "A to forget it", func() bool { return len(list(t, a)) == 0 })
+	time.Sleep(700 * time.Millisecond) // past two retransmission timeouts
+	if more := a.m.Counters().Sent - sent; more != 0 {
+		t.Errorf("%d datagrams sent after terminate, want none", more)
+	}
+}

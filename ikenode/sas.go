@@ -37,6 +37,11 @@ type ikeSA struct {
 	// dropped: the peer restarted and forgot this SA (initialContact);
 	// ike list shows it DELETING while it lingers.
 	dropped bool
+	// deleteQueued: a delete was asked while an exchange of ours was
+	// outstanding; tickSA sends it once that exchange is over.
+	// terminated: terminate or a reload asked for it, which a rekey
+	// that completes meanwhile hands over to the new SA.
+	deleteQueued, terminated bool
 	// rekeying holds the children we started to rekey, and when.
 	rekeying map[*ike.Child]time.Time
 	// Where m.index has it: its SPIs, the key of its IKE_SA_INIT (zero
@@ -235,6 +240,9 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
 		n.failed, x.failed = x.failed, nil // they moved with the other children
+		if x.terminated {
+			n.terminated, n.deleteQueued = true, true
+		}
 		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
 		m.limitPeer(n, now)
 		m.afterCall(n, now)
@@ -429,6 +437,10 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 	}
 	busy := !x.sa.NextTimeout().IsZero()
 	switch {
+	case x.deleteQueued && !x.sa.Busy():
+		x.deleteQueued = false
+		m.deleteSA(x, now)
+		return
 	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
 		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
 		x.expireAt = time.Time{}
@@ -513,7 +525,21 @@ func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
 // only confirms, RFC 7296 §1.4.1). x stays, routed, while the engine
 // retransmits the delete (tick).
 func (m *Manager) deleteSA(x *ikeSA, now time.Time) {
+	if st := x.sa.State(); st != ike.StateEstablished && !x.ended && st != ike.StateFailed && st != ike.StateDeleted {
+		// On its way up: nothing authenticated to delete yet. It ends
+		// here, as a reload ends one.
+		m.down(x, now)
+		return
+	}
 	out, err := x.sa.Delete(now)
+	if errors.Is(err, ike.ErrBusy) {
+		// One exchange at a time (RFC 7296 §2.3): the delete follows
+		// the one under way, when it is answered (tickSA); if it is
+		// not, the SA fails and goes all the same.
+		x.deleteQueued = true
+		m.log.WithFields(x.fields()).Info("ike: delete queued behind the exchange under way")
+		return
+	}
 	if err != nil {
 		m.log.WithError(err).WithFields(x.fields()).Warn("ike: delete")
 	}
