@@ -32,64 +32,25 @@ ns_a=${NS_A:-ipsecd-ike-a}
 ns_b=${NS_B:-ipsecd-ike-b}
 psk=keys/ike.psk
 
+name=ike-two-namespaces.sh
+. "$here/namespaces.sh"
+
 usage() {
 	echo "usage: $0 up|down [DIR]" >&2
 	exit 2
-}
-die() {
-	echo "ike-two-namespaces.sh: $*" >&2
-	exit 1
 }
 [ $# -ge 1 ] && [ $# -le 2 ] || usage
 verb=$1
 dir=${2:-$here}
 case $verb in up | down) ;; *) usage ;; esac
-[ "$(id -u)" = 0 ] || die "run as root: it makes network namespaces"
-command -v ip >/dev/null || die "the ip command is missing (Debian: apt-get install iproute2)"
+check_host
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
-
-ipsecd=${IPSECD:-}
-if [ -z "$ipsecd" ]; then
-	if command -v ipsecd >/dev/null; then
-		ipsecd=$(command -v ipsecd)
-	else
-		ipsecd=$repo/ipsecd
-	fi
-fi
-
-# control prints the control socket a config names.
-control() {
-	sed -n 's/^control:[[:space:]]*\([^[:space:]#]*\).*/\1/p' "$1"
-}
-
-has_netns() {
-	ip netns list | awk '{print $1}' | grep -qx "$1"
-}
+find_ipsecd
 
 down() {
-	for ns in "$ns_a" "$ns_b"; do
-		has_netns "$ns" || continue
-		# The daemons in the namespace: SIGTERM, on which ipsecd
-		# deletes its SAs and stops cleanly, then SIGKILL after 5 s.
-		pids=$(ip netns pids "$ns")
-		if [ -n "$pids" ]; then
-			kill -TERM $pids 2>/dev/null || true
-			for _ in $(seq 50); do
-				pids=$(ip netns pids "$ns")
-				[ -z "$pids" ] && break
-				sleep 0.1
-			done
-			[ -n "$pids" ] && kill -KILL $pids 2>/dev/null || true
-		fi
-		ip netns del "$ns"
-	done
-	for cfg in ike-a.yaml ike-b.yaml; do
-		[ -f "$dir/$cfg" ] || continue
-		sock=$(control "$dir/$cfg")
-		[ -n "$sock" ] && rm -f "$sock"
-		[ "$dir" != "$here" ] && rm -f "$dir/$cfg"
-	done
+	remove_namespaces
+	remove_configs ike-a.yaml ike-b.yaml
 	rm -f "$dir/$psk" "$dir/ike-a.log" "$dir/ike-b.log"
 	rmdir "$dir/keys" 2>/dev/null || true
 	rm -rf "$dir/state/ike-a" "$dir/state/ike-b"
@@ -123,9 +84,7 @@ established() {
 
 up() {
 	[ -x "$ipsecd" ] || die "no ipsecd binary at $ipsecd: build it first (go build -o ipsecd ./cmd/ipsecd) or set IPSECD"
-	for ns in "$ns_a" "$ns_b"; do
-		has_netns "$ns" && die "namespace $ns exists: run $0 down${2:+ $dir} first"
-	done
+	refuse_existing "${2:+$dir}"
 	# Whatever fails half-way is undone.
 	trap 'echo "ike-two-namespaces.sh: failed; undoing" >&2; down' ERR
 	if [ "$dir" != "$here" ]; then
@@ -133,16 +92,7 @@ up() {
 	fi
 	IPSECD=$ipsecd "$here/genkeys.sh" "$dir" "$psk" >/dev/null
 
-	ip netns add "$ns_a"
-	ip netns add "$ns_b"
-	ip -n "$ns_a" link add veth-a type veth peer name veth-b netns "$ns_b"
-	ip -n "$ns_a" addr add 192.0.2.1/24 dev veth-a
-	ip -n "$ns_b" addr add 192.0.2.2/24 dev veth-b
-	for ns in "$ns_a" "$ns_b"; do
-		ip -n "$ns" link set lo up
-	done
-	ip -n "$ns_a" link set veth-a up
-	ip -n "$ns_b" link set veth-b up
+	make_namespaces
 
 	# B answers, so it runs first; A initiates as it starts.
 	echo "starting ipsecd in $ns_b (answers) and in $ns_a (initiates) ..."
