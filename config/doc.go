@@ -13,7 +13,7 @@
 // command line apply the same ones), and Parse puts FILE:LINE: states[N].
 // before the fields they name. What is checked here is about the file:
 // if_ids that name its interfaces, states and policies given twice, and
-// keys that two states share (KeyOwners). Keys are read by
+// keys that two states share (sa.KeyOwners). Keys are read by
 // internal/keytext, as the command line's @FILE is.
 //
 // Rules a user is most likely to trip over:

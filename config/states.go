@@ -99,7 +99,7 @@ func (d *decoder) states(n *yaml.Node, c *Config, ifaces map[uint32]bool) {
 		spi uint32
 	}
 	seen := map[stateID]string{}
-	keys := KeyOwners{} // digests: the map holds no key
+	keys := sa.KeyOwners{} // digests: the map holds no key
 	for i, it := range items {
 		base := index("states", i)
 		m, ok := d.fields(it, base, stateFields...)

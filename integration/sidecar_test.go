@@ -21,7 +21,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
-	"github.com/ipsecd/ipsecd/stack"
+	"github.com/ipsecd/ipsecd/stack/stackfile"
 )
 
 // TestSidecar joins a sidecar (package stack: a netstack with ESP in UDP,
@@ -60,7 +60,7 @@ func TestSidecar(t *testing.T) {
 				// address itself: the SAs protect traffic between the
 				// two ends' own addresses.
 				// The netstack's ESP cannot loop back into a TUN, so it
-				// takes no mark (FromConfig refuses one).
+				// takes no mark (stackfile.New refuses one).
 				sidecarCfg = strings.NewReplacer(
 					"    mtu: 1400\n", fmt.Sprintf("    mtu: 1400\n    addresses: [%s/24, %s/64]\n", underlayB4, underlayB6),
 					"  mark: "+underlayMark+"\n", "",
@@ -255,7 +255,7 @@ func sidecarHelper(args []string) error {
 	if err != nil {
 		return err
 	}
-	tnet, err := stack.FromConfig(cfg)
+	tnet, err := stackfile.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -74,7 +73,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 			return err
 		}
 	}
-	pair := config.KeyOwners{}
+	pair := sa.KeyOwners{}
 	pair.Add(&in, "the inbound SA")
 	if f, prev, used := pair.Conflict(&out); used {
 		return fmt.Errorf("%w: outbound %s: the same key as %s: each direction needs keys of its own", ErrInvalid, f, prev)

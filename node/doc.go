@@ -13,7 +13,7 @@
 //   - the lifetime ticker and the expiry queue that carries the SAs'
 //     lifetime events off the data path (sa's event handler must not
 //     block): the ticker logs them and removes hard-expired SAs;
-//   - the key-use memory (config.KeyOwners): a key that any SA of this
+//   - the key-use memory (sa.KeyOwners): a key that any SA of this
 //     node had, of either direction, running or removed, is refused for
 //     a new SA, as its sequence numbers (the AEADs' nonces) would start
 //     again at 1;

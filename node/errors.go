@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -34,7 +33,7 @@ var (
 type KeyUsedError struct {
 	State StateID
 	Field string
-	Prev  config.KeyOwner
+	Prev  sa.KeyOwner
 }
 
 func (e *KeyUsedError) Error() string {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/datapath"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/seqstate"
@@ -118,7 +117,7 @@ type Node struct {
 	mu sync.Mutex
 	// mu guards: conn, engine, keys, freshKeys, owners, policyOwners, workers,
 	// reserved, and serialises every change of the SAD and the registry.
-	keys config.KeyOwners
+	keys sa.KeyOwners
 	// freshKeys holds the keys (in keys) of each running SA of an owner
 	// with FreshKeys, which leave keys when the SA leaves (forgetLocked).
 	freshKeys    map[*sa.SA][]sa.KeyID
@@ -158,7 +157,7 @@ func New(cfg Config) (_ *Node, err error) {
 		reg:          &xfrmif.Registry{},
 		newSA:        cfg.NewSA,
 		events:       cfg.Events,
-		keys:         config.KeyOwners{},
+		keys:         sa.KeyOwners{},
 		freshKeys:    map[*sa.SA][]sa.KeyID{},
 		owners:       map[*sa.SA]Owner{},
 		policyOwners: map[policyID]Owner{},

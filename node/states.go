@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/seqstate"
 )
@@ -75,7 +74,7 @@ func (n *Node) BuildStates(owner Owner, configs []sa.Config) (*Build, error) {
 	}
 	b.old = n.ownedLocked(owner)
 	var errs FieldErrors
-	batch := config.KeyOwners{} // the keys of configs so far
+	batch := sa.KeyOwners{} // the keys of configs so far
 	fail := func(i int, field, msg string) { errs = append(errs, &FieldError{Index: i, Field: field, Msg: msg}) }
 	for i, c := range configs {
 		id := StateID{c.Dir, c.SPI, c.Dst}

@@ -1,6 +1,9 @@
 package sa
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"strings"
+)
 
 // KeyID identifies one secret key by a SHA-256 digest of its bytes, so
 // that the key-reuse checks remember keys without holding them.
@@ -16,7 +19,7 @@ type KeyID [sha256.Size]byte
 // directions too: with one key for an outbound and an inbound SA, both
 // peers seal sequence 1, 2, ... under it. Check refuses one key in two
 // fields of a Config; the config file, the daemon and the sidecar refuse
-// a key that another SA has or had (config.KeyOwners).
+// a key that another SA has or had (KeyOwners).
 type KeyUse struct {
 	Field string
 	ID    KeyID
@@ -62,4 +65,56 @@ func SharedKey(uses []KeyUse) (field, earlier string, found bool) {
 		}
 	}
 	return "", "", false
+}
+
+// KeyOwner is the SA that holds or held a key, described for error
+// messages ("states[0]", "spi 0x1001 dir out dst 192.0.2.2"), and the
+// field of that SA that holds it (aead.key).
+type KeyOwner struct {
+	SA, Field string
+}
+
+// String returns "SA, Field"; for an SA named by its config path
+// (states[0]), "states[0].aead.key"; without an SA, the field alone.
+func (o KeyOwner) String() string {
+	switch {
+	case o.SA == "":
+		return o.Field
+	case strings.HasSuffix(o.SA, "]"):
+		return o.SA + "." + o.Field
+	}
+	return o.SA + ", " + o.Field
+}
+
+// KeyOwners remembers which SA holds or held each key, by KeyID: each
+// key may serve one SA only (KeyUse says why). It holds no key. A nil
+// KeyOwners finds nothing; Add needs a non-nil one. It is not safe for
+// concurrent use.
+type KeyOwners map[KeyID]KeyOwner
+
+// Conflict returns the first key of c that o holds, or that an earlier
+// field of c holds too (then owner.SA is empty): the field of c that
+// holds it and its other owner. found is false when c's keys are all
+// its own.
+func (o KeyOwners) Conflict(c *Config) (field string, owner KeyOwner, found bool) {
+	uses := KeyUses(c)
+	for _, u := range uses {
+		if owner, ok := o[u.ID]; ok {
+			return u.Field, owner, true
+		}
+	}
+	if field, earlier, found := SharedKey(uses); found {
+		return field, KeyOwner{Field: earlier}, true
+	}
+	return "", KeyOwner{}, false
+}
+
+// Add records every key of c as owned by the SA that owner describes; a
+// key already recorded keeps its first owner.
+func (o KeyOwners) Add(c *Config, owner string) {
+	for _, u := range KeyUses(c) {
+		if _, ok := o[u.ID]; !ok {
+			o[u.ID] = KeyOwner{SA: owner, Field: u.Field}
+		}
+	}
 }

@@ -2,39 +2,14 @@ package stack_test
 
 import (
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/netip"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/stack"
 )
-
-// A sidecar built from a daemon config file: an HTTP client whose
-// connections go through ESP (see examples/sidecar for the pair).
-func ExampleFromConfig() {
-	cfg, err := config.Load("client.yaml")
-	if err != nil {
-		log.Fatal(err) // FILE:LINE: field: what is wrong
-	}
-	tnet, err := stack.FromConfig(cfg)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer tnet.Close()
-
-	client := &http.Client{Transport: &http.Transport{DialContext: tnet.DialContext}}
-	resp, err := client.Get("http://203.0.113.1:8080/")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	fmt.Printf("%s", body)
-}
 
 // A sidecar built in code: a TCP server reachable only through an ESP
 // tunnel (AES-GCM-128, tunnel mode, ESP in UDP) to a peer at 127.0.0.2.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
@@ -21,7 +20,8 @@ import (
 // counters when Config.Name is empty.
 const defaultName = "netstack"
 
-// ErrInvalidConfig is wrapped by the errors New and FromConfig return
+// ErrInvalidConfig is wrapped by the errors New (and stackfile.New)
+// return
 // about the Config itself; errors.Is also matches the sa or xfrmif
 // error underneath when there is one. Fix the named field.
 var ErrInvalidConfig = errors.New("stack: invalid config")
@@ -29,7 +29,7 @@ var ErrInvalidConfig = errors.New("stack: invalid config")
 // Config is what a sidecar needs; the types are the daemon's.
 type Config struct {
 	// Name names the netstack's xfrm interface in logs, errors and
-	// counters; empty means "netstack". FromConfig uses the config
+	// counters; empty means "netstack". stackfile.New uses the config
 	// file's interface name.
 	Name string
 	// Underlay is the local UDP address for ESP in UDP (RFC 3948); port 0
@@ -59,8 +59,8 @@ type Config struct {
 	// StateDir keeps, across restarts of the program, how far each
 	// static key's sequence numbers went (package seqstate), so that a
 	// restart does not seal new packets under nonces already used, nor
-	// accept the peer's old packets again. FromConfig takes it from the
-	// file's state_dir. Without a usable StateDir, New refuses AES-GCM
+	// accept the peer's old packets again. stackfile.New takes it from
+	// the file's state_dir. Without a usable StateDir, New refuses AES-GCM
 	// and ChaCha20-Poly1305 states unless EphemeralKeys is set.
 	StateDir string
 	// EphemeralKeys says that the caller makes fresh keys for every run
@@ -107,7 +107,7 @@ func New(cfg Config) (_ *Net, err error) {
 	}
 	// One key twice among States is refused here, with the names the
 	// caller gave; keys of earlier runs are the state directory's.
-	keys := config.KeyOwners{}
+	keys := sa.KeyOwners{}
 	for i := range states {
 		if f, prev, used := keys.Conflict(&states[i]); used {
 			return nil, keyReuse(fmt.Sprintf("States[%d].%s", i, f), prev)
@@ -274,46 +274,6 @@ func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
 	return false
 }
 
-// FromConfig is New for a parsed daemon config file with exactly one
-// interface: its addresses, routes, mtu and if_id, the states, the
-// policies and underlay.udp. The interface's queues are ignored (a
-// netstack has one); raw_esp and mark are refused, as a netstack's ESP
-// goes over UDP and can never loop back into a TUN. Log, control and
-// metrics are the daemon's and are ignored.
-func FromConfig(c *config.Config) (*Net, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil config", ErrInvalidConfig)
-	}
-	if len(c.Interfaces) != 1 {
-		return nil, fmt.Errorf("%w: %s: interfaces: %d, want exactly one", ErrInvalidConfig, c.File, len(c.Interfaces))
-	}
-	if c.Underlay.RawESP {
-		return nil, fmt.Errorf("%w: %s: underlay.raw_esp: not supported by the netstack (ESP in UDP only)", ErrInvalidConfig, c.File)
-	}
-	if c.Underlay.Mark != 0 {
-		return nil, fmt.Errorf("%w: %s: underlay.mark: not supported by the netstack (it needs CAP_NET_ADMIN and has no TUN to loop into)", ErrInvalidConfig, c.File)
-	}
-	ifc := c.Interfaces[0]
-	cfg := Config{
-		Name:      ifc.Name,
-		Underlay:  c.Underlay.UDP,
-		Addresses: ifc.Addresses,
-		Routes:    ifc.Routes,
-		MTU:       ifc.MTU,
-		IfID:      ifc.IfID,
-		Policies:  c.Policies,
-		StateDir:  c.StateDir,
-	}
-	for _, st := range c.States {
-		cfg.States = append(cfg.States, st.Config)
-	}
-	n, err := New(cfg)
-	if err != nil && c.File != "" {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
-	}
-	return n, err
-}
-
 // UnderlayAddr returns the bound underlay address, its port resolved when
 // Config.Underlay had port 0.
 func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
@@ -378,7 +338,7 @@ func (e *invalidError) Unwrap() []error { return []error{ErrInvalidConfig, e.err
 // prev holds or held. Each SA needs keys of its own, whatever its
 // direction: every SA starts its sequence numbers at 1, and AES-GCM and
 // ChaCha20-Poly1305 take their nonces from them (see sa.KeyUse).
-func keyReuse(field string, prev config.KeyOwner) error {
+func keyReuse(field string, prev sa.KeyOwner) error {
 	return fmt.Errorf("%w: %s: the same key as %s: each SA needs keys of its own, in either direction, or the "+
 		"second starts its sequence numbers, which AES-GCM and ChaCha20-Poly1305 take as nonces, at 1 again",
 		ErrInvalidConfig, goNames.Replace(field), goNames.Replace(prev.String()))

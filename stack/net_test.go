@@ -287,3 +287,13 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 		t.Errorf("AddState with a fresh key: %v", err)
 	}
 }
+
+// freeUDPPortOn returns addr with a UDP port that was free a moment ago.
+func freeUDPPortOn(t *testing.T, addr netip.Addr) netip.AddrPort {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}

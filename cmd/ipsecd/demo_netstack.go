@@ -14,6 +14,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/stack"
+	"github.com/ipsecd/ipsecd/stack/stackfile"
 )
 
 // demoNetstack is `ipsecd demo` without root (or with --netstack): the
@@ -55,7 +56,7 @@ func demoNetstack(size int64) error {
 		if err != nil {
 			return err
 		}
-		n, err := stack.FromConfig(cfg)
+		n, err := stackfile.New(cfg)
 		if err != nil {
 			return fmt.Errorf("endpoint %s: %w", e.Name, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
-	"github.com/ipsecd/ipsecd/stack"
+	"github.com/ipsecd/ipsecd/stack/stackfile"
 )
 
 func main() {
@@ -36,7 +36,7 @@ func fetch(cfgPath, url string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	tnet, err := stack.FromConfig(cfg)
+	tnet, err := stackfile.New(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfgPath, err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/stack"
+	"github.com/ipsecd/ipsecd/stack/stackfile"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func serve(cfgPath string, port int) error {
 	if err != nil {
 		return err
 	}
-	tnet, err := stack.FromConfig(cfg)
+	tnet, err := stackfile.New(cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfgPath, err)
 	}
