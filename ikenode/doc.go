@@ -5,7 +5,7 @@
 // safe for concurrent use. Everything else reaches it over bounded
 // channels: datagrams from the IKE sockets (ike.port, default 500) and
 // from the underlay's ESP-in-UDP socket (port 4500, IKE after the non-ESP
-// marker, handed over by underlay.Config.NonESP), control requests (list,
+// marker, handed over by node.Node.SetNonESPHandler), control requests (list,
 // initiate, terminate, rekey, reload), and a ticker that drives the
 // engine's retransmissions and the daemon's timers: rekeys with
 // strongSwan's jitter, the children's hard lifetimes, liveness checks

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -69,15 +70,6 @@ type Config struct {
 	// NewSA makes the Node's SAs; nil means sa.New. Tests set it to see
 	// the SAs that were made.
 	NewSA func(sa.Config, *sa.Counters) (*sa.SA, error)
-	// Acquire receives a request for an SA (sa.Acquire, Linux's
-	// acquire) when a packet routed into an interface is let through by
-	// an out policy and no SA serves it: the packet is dropped and
-	// counted (XfrmOutNoStates), and IKE should negotiate the child whose
-	// policy it is (start_action: trap). At most one per policy every
-	// sa.DefaultAcquireInterval. It runs on a data-path worker and must
-	// not block: hand the request to the IKE loop with a non-blocking
-	// send on a buffered channel. nil: no requests.
-	Acquire func(sa.Acquire)
 	// Events receives every change of the SAs, policies and interfaces
 	// (events.go), for ipsecd monitor; nil: none. It is called with the
 	// Node's lock held, in the order of the changes, and must not block
@@ -96,7 +88,10 @@ type Node struct {
 	rawESP   bool
 	newSA    func(sa.Config, *sa.Counters) (*sa.SA, error)
 	events   func(Event) // Config.Events; nil: none
-	cfg      Config      // for Start
+	// nonESP is what SetNonESPHandler set (handlers.go); the underlay
+	// calls deliverNonESP, which loads it.
+	nonESP atomic.Pointer[nonESPHandler]
+	cfg    Config // for Start
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -176,9 +171,6 @@ func New(cfg Config) (_ *Node, err error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.sad = sa.NewSAD(n.counters)
 	n.sad.SetEventHandler(n.expiry.push)
-	if cfg.Acquire != nil {
-		n.sad.SetAcquireHandler(cfg.Acquire, 0)
-	}
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -215,7 +207,12 @@ func (n *Node) Start() error {
 	}
 	n.conn = n.cfg.Conn
 	if n.conn == nil {
-		conn, err := underlay.Open(n.cfg.Underlay, n.log.WithField("part", "underlay").Debugf)
+		ucfg := n.cfg.Underlay
+		if ucfg.NonESP != nil {
+			n.SetNonESPHandler(ucfg.NonESP)
+		}
+		ucfg.NonESP = n.deliverNonESP
+		conn, err := underlay.Open(ucfg, n.log.WithField("part", "underlay").Debugf)
 		if err != nil {
 			return err
 		}

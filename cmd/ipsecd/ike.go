@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,29 +20,13 @@ import (
 )
 
 // ikeRunner is the daemon's IKE (package ikenode), started when the config
-// has connections (at start or at a reload).
+// has connections (at start or at a reload). The node hands it IKE on
+// port 4500 and acquires through the handlers startIKE sets.
 type ikeRunner struct {
 	mgr    atomic.Pointer[ikenode.Manager]
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex // serialises start and stop
-}
-
-// deliverNonESP is the underlay's NonESP hook: IKE on port 4500 goes to
-// the manager, or nowhere before it runs.
-func (r *ikeRunner) deliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
-	if m := r.mgr.Load(); m != nil {
-		m.DeliverNonESP(b, peer, local)
-	}
-}
-
-// acquire is node.Config.Acquire: it hands the manager a packet a trap
-// policy let through with no SA. It runs on a data-path worker; the
-// manager's Acquire never blocks.
-func (r *ikeRunner) acquire(a sa.Acquire) {
-	if m := r.mgr.Load(); m != nil {
-		m.Acquire(a.Policy.IfID, a.Src, a.Dst)
-	}
 }
 
 // manager returns the running manager, or nil.
@@ -71,7 +54,7 @@ func (n *node) startIKE(cfg *config.Config) error {
 		NATTAddr: cfg.Underlay.UDP.Addr().Unmap(),
 		RawESP:   cfg.Underlay.RawESP,
 		Mark:     cfg.Underlay.Mark,
-		Trap:     true, // the node raises acquires (node.Config.Acquire)
+		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Log:      log,
 	})
@@ -81,6 +64,10 @@ func (n *node) startIKE(cfg *config.Config) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	r.mgr.Store(m)
+	// IKE on port 4500 comes through the underlay; packets a trap
+	// policy lets through with no SA start IKE (start_action: trap).
+	n.core.SetNonESPHandler(m.DeliverNonESP)
+	n.core.SetAcquireHandler(func(a sa.Acquire) { m.Acquire(a.Policy.IfID, a.Src, a.Dst) })
 	go func() {
 		defer close(r.done)
 		m.Run(ctx)
@@ -115,6 +102,8 @@ func (n *node) stopIKE() {
 	if r.mgr.Load() == nil {
 		return
 	}
+	n.core.SetNonESPHandler(nil)
+	n.core.SetAcquireHandler(nil)
 	r.cancel()
 	select {
 	case <-r.done:

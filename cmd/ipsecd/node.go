@@ -64,15 +64,11 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		queues = max(queues, c.Queues)
 	}
 	core, err := ipnode.New(ipnode.Config{
-		Underlay: underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark,
-			NonESP: n.ike.deliverNonESP},
+		Underlay:       underlay.Config{UDP: cfg.Underlay.UDP, RawESP: cfg.Underlay.RawESP, Mark: cfg.Underlay.Mark},
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
 		Events:         func(ev ipnode.Event) { n.events.Publish(monitorEvent(ev)) },
-		// Packets a trap policy lets through with no SA start IKE
-		// (start_action: trap); only IKE's trap policies raise them.
-		Acquire: n.ike.acquire,
 	})
 	if err != nil {
 		return n, err
