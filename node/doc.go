@@ -1,7 +1,10 @@
 // Package node is the composition root of ipsecd: one Node owns the
 // machinery that carries ESP (RFC 4303) for a process, and every entry
-// point (the daemon in cmd/ipsecd, the sidecar netstack in package stack,
-// and later IKE) builds it here rather than assembling its own.
+// point (the daemon in package daemon, the sidecar netstack in package
+// stack) builds it here rather than assembling its own, and IKE (package
+// ikenode) installs its children through it. It does not read the config
+// file (package config): its callers translate that into node.Config and
+// sa's types, so the sidecar links no YAML decoder.
 //
 // A Node owns:
 //

@@ -8,9 +8,11 @@
 // xfrmif.Link, and the embedding API (New, DialContext, ListenTCP, DialUDP,
 // ...), shaped after the standard library's net package and wireguard's
 // tun/netstack. New builds a node (package node), the composition root
-// cmd/ipsecd builds on too (SAD, registry, underlay, engine, lifetime
-// ticker, key-use memory, state directory), with the netstack where a
-// TUN would be:
+// the daemon (package daemon) builds on too (SAD, registry, underlay,
+// engine, lifetime ticker, key-use memory, state directory), with the
+// netstack where a TUN would be. Package stack/stackfile builds a Net
+// from a daemon config file; stack itself links neither the YAML decoder
+// nor the IKE engine (TestImportsNoConfigOrIKE):
 //
 //	app ─► netstack ─► WritePackets ─► queue ─► Read (GSO split, copy) ─► datapath: seal, UDP GSO send
 //	app ◄─ netstack ◄─ GRO, flush per batch ◄─ Write (copy) ◄─ datapath: UDP GRO read, open

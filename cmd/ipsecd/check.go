@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/daemon"
 	"github.com/ipsecd/ipsecd/ikenode"
-	"github.com/ipsecd/ipsecd/tun"
 )
 
 // cmdCheck is `ipsecd check --config FILE`: on success it prints
@@ -49,42 +49,6 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	c.WipeKeys()
 	fmt.Fprintf(stdout, "%s: ok: %s\n", *file, c.Summary())
-	reportGuards(stdout, *file, c)
+	daemon.ReportGuards(stdout, *file, c)
 	return nil
-}
-
-// reportGuards says which fail-closed guards of the network namespace
-// check runs in a start with c would keep and which it would remove: after
-// a crash, what `ipsecd run` will clean. It changes nothing, and says
-// nothing when there are none or they cannot be read.
-func reportGuards(w io.Writer, file string, c *config.Config) {
-	t, err := tun.OpenGuards()
-	if err != nil {
-		return
-	}
-	defer t.Close()
-	found, err := t.List()
-	if err != nil || len(found) == 0 {
-		return
-	}
-	want := map[tun.Guard]bool{}
-	for _, g := range wantGuards(c, nil) {
-		want[g] = true
-	}
-	var keep, remove []tun.Guard
-	for _, g := range found {
-		if want[g] {
-			keep = append(keep, g)
-		} else {
-			remove = append(remove, g)
-		}
-	}
-	fmt.Fprintf(w, "%s: fail-closed guards in this network namespace: %d; a start with this file keeps %d and removes %d\n",
-		file, len(found), len(keep), len(remove))
-	if len(keep) != 0 {
-		fmt.Fprintf(w, "  keeps: %s\n", guardList(keep))
-	}
-	if len(remove) != 0 {
-		fmt.Fprintf(w, "  removes: %s\n", guardList(remove))
-	}
 }

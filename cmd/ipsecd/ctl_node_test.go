@@ -24,7 +24,7 @@ import (
 // on a real control socket, and the command line that talks to it.
 type ctlNode struct {
 	t    *testing.T
-	n    *node
+	n    *testNode
 	sock string
 	stop func() // closes the control socket (monitorNode)
 }
@@ -33,9 +33,9 @@ func newCtlNode(t *testing.T) *ctlNode {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	n := testNode(t, log, false, ipnode.Config{EphemeralKeys: true})
+	n := newTestNode(t, log, ipnode.Config{EphemeralKeys: true})
 	addInterface(t, n, "ipsec1", 1, 1)
-	srv := controltest.Start(t, (*backend)(n))
+	srv := controltest.Start(t, n.backend)
 	return &ctlNode{t: t, n: n, sock: srv.Path()}
 }
 

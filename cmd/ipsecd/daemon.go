@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/daemon"
 )
 
 // cmdRun is `ipsecd run --config FILE`: see runDaemon.
@@ -26,9 +27,9 @@ func cmdRun(args []string, _, stderr io.Writer) error {
 	return exitCode(runDaemon(*path))
 }
 
-// runDaemon is `ipsecd run --config FILE`: it brings up the interfaces,
-// the underlay and the control socket, then forwards until SIGTERM or
-// SIGINT (exit 0, interfaces removed). SIGHUP reloads FILE; a bad file is
+// runDaemon is `ipsecd run --config FILE`: it brings the file up (package
+// daemon: interfaces, underlay, IKE, control socket, metrics), then
+// forwards until SIGTERM or SIGINT (exit 0, interfaces removed). SIGHUP reloads FILE; a bad file is
 // refused and the running config stays. The config's warnings (key files
 // others can read) are logged at start and after each applied reload; the
 // keys are zeroed when they are no longer used (sa/retire.go).
@@ -39,7 +40,7 @@ func runDaemon(path string) int {
 		return 1
 	}
 	log := logrus.New()
-	if err := configureLog(log, cfg.Log); err != nil {
+	if err := daemon.ConfigureLog(log, cfg.Log); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -50,9 +51,8 @@ func runDaemon(path string) int {
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	raiseCapabilities(log) // caps_unsafe_linux.go: file capabilities of a non-root run
-	logConfigWarnings(log.WithField("config", path), cfg)
-	n, err := startNode(cfg, log)
+	raiseCapabilities(log)           // caps_unsafe_linux.go: file capabilities of a non-root run
+	d, err := daemon.Start(cfg, log) // it logs the file's warnings first
 	if err != nil {
 		msg := "start-up failed"
 		if hint := capabilityHint(err, cfg.Underlay.RawESP); hint != "" {
@@ -67,14 +67,13 @@ func runDaemon(path string) int {
 	for sig := range sigs {
 		switch sig {
 		case syscall.SIGHUP:
-			n.reload(path) // it logs what changed, or why not
+			d.Reload(path) // it logs what changed, or why not
 			releaseMemory()
 		default:
 			log.WithField("signal", sig.String()).Info("stopping")
-			if err := n.stop(); err != nil {
+			if err := d.Stop(); err != nil { // it zeroes the keys too
 				log.WithError(err).Warn("stopping")
 			}
-			n.wipeKeys()
 			return 0
 		}
 	}
@@ -88,27 +87,3 @@ func runDaemon(path string) int {
 // (its scavenger), so the daemon kept about 100 MiB of RSS more than its
 // heap for minutes after start-up (docs/design.md, "Many interfaces").
 func releaseMemory() { debug.FreeOSMemory() }
-
-// configureLog applies the config's log section.
-func configureLog(log *logrus.Logger, c config.Log) error {
-	level, err := logrus.ParseLevel(c.Level)
-	if err != nil {
-		return err
-	}
-	log.SetLevel(level)
-	switch c.Format {
-	case "json":
-		log.SetFormatter(&logrus.JSONFormatter{})
-	default:
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
-	}
-	return nil
-}
-
-// logConfigWarnings logs what the config file's check found short of an
-// error (key files readable by others, for one).
-func logConfigWarnings(log logrus.FieldLogger, cfg *config.Config) {
-	for _, w := range cfg.Warnings {
-		log.Warn(w)
-	}
-}

@@ -14,22 +14,26 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/daemon"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/sa/satest"
 	"github.com/ipsecd/ipsecd/xfrmif"
+	"github.com/ipsecd/ipsecd/xfrmif/xfrmiftest"
 )
 
 // monitorNode is newCtlNode with the node's events streamed on its
-// control socket, as startNode wires them.
+// control socket, as daemon.Start wires them.
 func monitorNode(t *testing.T) *ctlNode {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	mon := &control.Monitor{}
-	n := testNode(t, log, false, ipnode.Config{EphemeralKeys: true, Events: func(ev ipnode.Event) { mon.Publish(monitorEvent(ev)) }})
+	n := newTestNode(t, log, ipnode.Config{EphemeralKeys: true, Events: func(ev ipnode.Event) { mon.Publish(daemon.MonitorEvent(ev)) }})
 	n.events = mon
-	n.reg.Create = func(c xfrmif.Config) (*xfrmif.Interface, error) { return xfrmif.NewInterface(c, newIdleLink(c.Queues)) }
+	n.reg.Create = func(c xfrmif.Config) (*xfrmif.Interface, error) {
+		return xfrmif.NewInterface(c, xfrmiftest.NewIdleLink(c.Queues))
+	}
 	if _, err := n.core.SyncInterfaces([]xfrmif.Config{{Name: "ipsec1", IfID: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +42,7 @@ func monitorNode(t *testing.T) *ctlNode {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := control.Listen(filepath.Join(dir, "s.sock"), (*backend)(n), nil)
+	srv, err := control.Listen(filepath.Join(dir, "s.sock"), n.backend, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,12 @@ func opsState(spi int, key string) string {
 		"aead: {name: \"rfc4106(gcm(aes))\", key: \"0x%s\"}}\n", spi, key)
 }
 
+// Two AES-GCM-128 keys with their salts.
+const (
+	key1 = "0102030405060708090a0b0c0d0e0f1011121314"
+	key2 = "a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4"
+)
+
 const opsInterfaces = "interfaces:\n  - {name: ipsec1, if_id: 1}\nstates:\n"
 
 // TestStateCountUpdateFlushAndReload runs the maintenance commands

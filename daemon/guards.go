@@ -1,8 +1,9 @@
-package main
+package daemon
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"slices"
@@ -271,4 +272,41 @@ func guardList(gs []tun.Guard) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// ReportGuards writes to w which fail-closed guards of the calling
+// thread's network namespace a start with c would keep and which it
+// would remove (ipsecd check): after a crash, what `ipsecd run` will
+// clean. It changes nothing, and says nothing when there are none or
+// they cannot be read.
+func ReportGuards(w io.Writer, file string, c *config.Config) {
+	t, err := tun.OpenGuards()
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	found, err := t.List()
+	if err != nil || len(found) == 0 {
+		return
+	}
+	want := map[tun.Guard]bool{}
+	for _, g := range wantGuards(c, nil) {
+		want[g] = true
+	}
+	var keep, remove []tun.Guard
+	for _, g := range found {
+		if want[g] {
+			keep = append(keep, g)
+		} else {
+			remove = append(remove, g)
+		}
+	}
+	fmt.Fprintf(w, "%s: fail-closed guards in this network namespace: %d; a start with this file keeps %d and removes %d\n",
+		file, len(found), len(keep), len(remove))
+	if len(keep) != 0 {
+		fmt.Fprintf(w, "  keeps: %s\n", guardList(keep))
+	}
+	if len(remove) != 0 {
+		fmt.Fprintf(w, "  removes: %s\n", guardList(remove))
+	}
 }

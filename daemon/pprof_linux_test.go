@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package daemon
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func TestMetricsExposureWarningLogged(t *testing.T) {
 	var logs bytes.Buffer
 	log := logrus.New()
 	log.SetOutput(&logs)
-	var n *node
+	var n *Daemon
 	if err := ns.Do(func() (err error) { n, err = startNode(cfg, log); return err }); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 )
 
 // backend is the node as the control socket sees it.
-type backend node
+type backend Daemon
 
 var _ control.Backend = (*backend)(nil)
 

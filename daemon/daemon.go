@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -19,11 +19,12 @@ import (
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
-// node is a running daemon: the composition root (package node: SAD,
+// Daemon is a running daemon: the composition root (package node: SAD,
 // interfaces, underlay, engine, ticker, keys, state directory) brought up
-// from a config file, with the fail-closed guards, the control socket and
-// the metrics server around it.
-type node struct {
+// from a config file, with the fail-closed guards, IKE, the control
+// socket and the metrics server around it. Its methods are safe for
+// concurrent use.
+type Daemon struct {
 	log  *logrus.Logger
 	core *ipnode.Node
 	// sad, reg, conn and counters are core's, for the control socket,
@@ -49,14 +50,65 @@ type node struct {
 
 // attach takes core's parts into n's shortcuts (the underlay once the
 // core has started).
-func (n *node) attach(core *ipnode.Node) {
+func (n *Daemon) attach(core *ipnode.Node) {
 	n.core = core
 	n.sad, n.reg, n.conn, n.counters = core.SAD(), core.Registry(), core.Underlay(), core.Counters()
 }
 
-// startNode brings a config up. On failure it removes what it made.
-func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
-	n = &node{log: log, cfg: cfg, events: &control.Monitor{}}
+// Start brings cfg, a config file just loaded (config.Load), up: the
+// interfaces and their fail-closed guards, the SAs and policies, the
+// underlay, IKE when cfg has connections, the control socket and the
+// metrics server. It logs the file's warnings first, and logs to log as
+// it is (ConfigureLog applies cfg's log section). On failure it removes
+// what it made, leaves the guards a previous run left, and returns the
+// error; cfg's keys stay the caller's to zero (config.Config.WipeKeys).
+// Once started, the Daemon owns cfg: Stop zeroes its keys.
+func Start(cfg *config.Config, log *logrus.Logger) (*Daemon, error) {
+	logConfigWarnings(log.WithField("config", cfg.File), cfg)
+	d, err := startNode(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Reload applies the config file at path (SIGHUP, ipsecd reload) and
+// returns what changed, or why it was refused: the file's FILE:LINE
+// errors, or what could not be made. A refused file changes nothing: the
+// running config stays. See reload.
+func (n *Daemon) Reload(path string) (control.ReloadResult, error) { return n.reload(path) }
+
+// Stop deletes the IKE SAs, closes the control socket and metrics, the
+// interfaces, sockets and workers, removes the fail-closed guards unless
+// the config keeps them (fail_closed.keep_on_stop), and zeroes every
+// key: the SAs' and the running config's. It waits for the workers a few
+// seconds at most and returns what failed on the way.
+func (n *Daemon) Stop() error {
+	err := n.stop()
+	n.wipeKeys()
+	return err
+}
+
+// New returns a Daemon over core, a node the caller built (started or
+// not), with no config file, guards, IKE, control socket or metrics of
+// its own: what its Backend answers is core's. It serves programs and
+// tests that open the control socket themselves (control.Listen); Start
+// is the daemon. Its Backend refuses reload (there is no file), and Stop
+// closes core.
+func New(core *ipnode.Node, log *logrus.Logger) *Daemon {
+	n := &Daemon{log: log}
+	n.attach(core)
+	return n
+}
+
+// Backend returns the Daemon as the control socket serves it: a
+// control.Backend that is also a control.IKEBackend.
+func (n *Daemon) Backend() control.Backend { return (*backend)(n) }
+
+// startNode brings a config up. On failure it removes what it made and
+// returns the Daemon, for tests to look at.
+func startNode(cfg *config.Config, log *logrus.Logger) (n *Daemon, err error) {
+	n = &Daemon{log: log, cfg: cfg, events: &control.Monitor{}}
 	// Inbound work spreads over as many workers as the widest interface
 	// has queues; more than there are CPUs gains nothing.
 	queues := 1
@@ -68,7 +120,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 		InboundWorkers: min(queues, runtime.GOMAXPROCS(0)),
 		StateDir:       cfg.StateDir,
 		Log:            log,
-		Events:         func(ev ipnode.Event) { n.events.Publish(monitorEvent(ev)) },
+		Events:         func(ev ipnode.Event) { n.events.Publish(MonitorEvent(ev)) },
 	})
 	if err != nil {
 		return n, err
@@ -77,8 +129,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 	defer func() {
 		if err != nil {
 			// Closing the core empties the SAD, which zeroes the SAs'
-			// keys; cfg's own keys are the caller's (runDaemon wipes
-			// them).
+			// keys; cfg's own keys are the caller's (see Start).
 			n.stop()
 		}
 	}()
@@ -145,7 +196,7 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *node, err error) {
 // buildStates makes the config file's SAs (ipnode.Node.BuildStates: the
 // running ones it names unchanged are kept, a changed one or a used key
 // refuses the file), with its errors as FILE:LINE: states[i].field.
-func (n *node) buildStates(cfg *config.Config) (*ipnode.Build, error) {
+func (n *Daemon) buildStates(cfg *config.Config) (*ipnode.Build, error) {
 	configs := make([]sa.Config, len(cfg.States))
 	for i, st := range cfg.States {
 		configs[i] = st.Config
@@ -184,7 +235,7 @@ func interfaceConfigs(cfg *config.Config) []xfrmif.Config {
 // (package node, Ownership). Once applied, the new file's warnings are
 // logged and the replaced config's keys zeroed (the SAs hold copies of
 // their own).
-func (n *node) reload(path string) (control.ReloadResult, error) {
+func (n *Daemon) reload(path string) (control.ReloadResult, error) {
 	cfg, err := config.Load(path) // on error, Load has zeroed what it decoded
 	if err != nil {
 		n.log.WithField("config", path).Errorf("reload refused, the running config stays:\n%v", err)
@@ -204,7 +255,7 @@ func (n *node) reload(path string) (control.ReloadResult, error) {
 
 // apply is applyConfig for callers that need only whether cfg was
 // applied (the previous config's keys are then theirs to zero).
-func (n *node) apply(cfg *config.Config) (applied bool) {
+func (n *Daemon) apply(cfg *config.Config) (applied bool) {
 	_, _, err := n.applyConfig(cfg)
 	return err == nil
 }
@@ -214,7 +265,7 @@ func (n *node) apply(cfg *config.Config) (applied bool) {
 // config it replaced, is the caller's to zero (its keys). When refused,
 // the SAs made for cfg are Discarded and cfg's keys zeroed here: nothing
 // of it will be used. The running config and SAs are never wiped.
-func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *config.Config, err error) {
+func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *config.Config, err error) {
 	res.File = cfg.File
 	log := n.log.WithField("config", cfg.File)
 	n.mu.Lock()
@@ -280,7 +331,7 @@ func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *
 	n.reloadIKE(cfg)
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
-	if err := configureLog(n.log, cfg.Log); err != nil {
+	if err := ConfigureLog(n.log, cfg.Log); err != nil {
 		log.WithError(err).Error("reload: log")
 	}
 	syncGuards()
@@ -305,7 +356,7 @@ func (n *node) applyConfig(cfg *config.Config) (res control.ReloadResult, prev *
 // sockets, workers, state directory; the SAD is emptied, which zeroes
 // the SAs' keys), then removes the fail-closed guards unless the config
 // keeps them. It waits for the workers for a few seconds at most.
-func (n *node) stop() error {
+func (n *Daemon) stop() error {
 	var errs []error
 	n.stopIKE() // while the underlay still carries its deletes
 	if n.ctl != nil {
@@ -327,7 +378,7 @@ func (n *node) stop() error {
 }
 
 // runningConfig returns the config the node runs.
-func (n *node) runningConfig() *config.Config {
+func (n *Daemon) runningConfig() *config.Config {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.cfg
@@ -336,7 +387,7 @@ func (n *node) runningConfig() *config.Config {
 // wipeKeys empties the SAD, which zeroes every SA's keys once no worker
 // uses them (sa/retire.go), and zeroes the running config's keys. The
 // daemon calls it when it stops.
-func (n *node) wipeKeys() {
+func (n *Daemon) wipeKeys() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.sad.Replace(nil, nil); err != nil {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -89,7 +89,7 @@ type metricsSource struct {
 }
 
 // nodeMetricsSource reads n's SAD, interfaces and counters.
-func nodeMetricsSource(n *node) metricsSource {
+func nodeMetricsSource(n *Daemon) metricsSource {
 	return metricsSource{
 		counters:   (*backend)(n).Stats,
 		states:     n.sad.States,
@@ -287,7 +287,7 @@ func newMetricsRegistry(src metricsSource) *prometheus.Registry {
 // at /debug/pprof/. The profiler is opt-in: it hands out goroutine stacks
 // and heap profiles, and a CPU profile or trace costs CPU for as long as
 // the caller asks.
-func metricsHandler(n *node, pprofOn bool) http.Handler {
+func metricsHandler(n *Daemon, pprofOn bool) http.Handler {
 	reg := newMetricsRegistry(nodeMetricsSource(n))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{

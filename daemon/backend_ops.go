@@ -1,6 +1,8 @@
-package main
+package daemon
 
 import (
+	"fmt"
+
 	"github.com/ipsecd/ipsecd/control"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
@@ -29,9 +31,12 @@ func (b *backend) UpdateState(id control.StateID, l sa.Lifetime) error {
 // refused. The file's errors (FILE:LINE: field: message, one per line)
 // and a refused change are ErrInvalid; the running config stays.
 func (b *backend) Reload() (control.ReloadResult, error) {
-	n := (*node)(b)
-	path := n.runningConfig().File
-	res, err := n.reload(path)
+	n := (*Daemon)(b)
+	cfg := n.runningConfig()
+	if cfg == nil {
+		return control.ReloadResult{}, fmt.Errorf("%w: reload: this daemon runs no config file", control.ErrInvalid)
+	}
+	res, err := n.reload(cfg.File)
 	if err != nil {
 		return res, coded{control.ErrInvalid, err}
 	}

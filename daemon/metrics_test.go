@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/rand"
@@ -31,7 +31,7 @@ func newIdleLink(queues int) xfrmif.Link { return xfrmiftest.NewIdleLink(queues)
 // metricsNode is a node without TUN devices or control socket: a real
 // SAD, a registry of interfaces over idle links, and a real underlay on
 // loopback, which is all the metrics read.
-func metricsNode(t testing.TB) *node {
+func metricsNode(t testing.TB) *Daemon {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -45,7 +45,7 @@ func metricsNode(t testing.TB) *node {
 // testNode is a node over a core made from c and log, started with a
 // loopback underlay (unless c has a Conn) when started says so; the core
 // closes when the test ends.
-func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *node {
+func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *Daemon {
 	t.Helper()
 	if started && c.Conn == nil {
 		conn, err := underlay.Open(underlay.Config{UDP: netip.MustParseAddrPort("127.0.0.1:0")}, nil)
@@ -60,7 +60,7 @@ func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { core.Close() })
-	n := &node{log: log}
+	n := &Daemon{log: log}
 	n.attach(core)
 	if started {
 		if err := core.Start(); err != nil {
@@ -71,7 +71,7 @@ func testNode(t testing.TB, log *logrus.Logger, started bool, c ipnode.Config) *
 	return n
 }
 
-func addInterface(t testing.TB, n *node, name string, ifID uint32, queues int) *xfrmif.Interface {
+func addInterface(t testing.TB, n *Daemon, name string, ifID uint32, queues int) *xfrmif.Interface {
 	t.Helper()
 	ifc, err := xfrmif.NewInterface(xfrmif.Config{Name: name, IfID: ifID, Queues: queues}, newIdleLink(queues))
 	if err != nil {
@@ -83,7 +83,7 @@ func addInterface(t testing.TB, n *node, name string, ifID uint32, queues int) *
 	return ifc
 }
 
-func newTestSA(t testing.TB, n *node, dir sa.Dir, spi uint32, src, dst string, key []byte, window uint32, life sa.Lifetime) *sa.SA {
+func newTestSA(t testing.TB, n *Daemon, dir sa.Dir, spi uint32, src, dst string, key []byte, window uint32, life sa.Lifetime) *sa.SA {
 	t.Helper()
 	s, err := sa.New(sa.Config{
 		Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), SPI: spi, Dir: dir, Mode: sa.ModeTunnel, IfID: 1,

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ const (
 
 // reloadNode is a node without an underlay or interfaces: what building
 // and syncing the file's SAs needs.
-func reloadNode(t *testing.T) *node {
+func reloadNode(t *testing.T) *Daemon {
 	t.Helper()
 	log := logrus.New()
 	log.SetOutput(io.Discard)
@@ -60,7 +60,7 @@ func reloadNode(t *testing.T) *node {
 }
 
 // load builds cfg's SAs and makes them the file's, as a reload does.
-func (n *node) load(t *testing.T, cfg *config.Config) []*sa.SA {
+func (n *Daemon) load(t *testing.T, cfg *config.Config) []*sa.SA {
 	t.Helper()
 	b, err := n.buildStates(cfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ const (
 // startNode does (SAD, used keys, running config). made collects every SA
 // the node makes from then on, for buildStates or AddState.
 type keysNode struct {
-	*node
+	*Daemon
 	out  *syncbuf.Buffer
 	made []*sa.SA
 }
@@ -50,7 +50,7 @@ func newKeysNodeRaw(t *testing.T, cfg *config.Config, rawESP bool) *keysNode {
 	log.SetOutput(k.out)
 	log.SetLevel(logrus.InfoLevel)
 	log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true})
-	k.node = testNode(t, log, true, ipnode.Config{
+	k.Daemon = testNode(t, log, true, ipnode.Config{
 		EphemeralKeys: true,
 		Underlay:      underlay.Config{RawESP: rawESP},
 		NewSA: func(c sa.Config, counters *sa.Counters) (*sa.SA, error) {
@@ -61,7 +61,7 @@ func newKeysNodeRaw(t *testing.T, cfg *config.Config, rawESP bool) *keysNode {
 			return s, err
 		},
 	})
-	n := k.node
+	n := k.Daemon
 	n.reg.Create = func(c xfrmif.Config) (*xfrmif.Interface, error) {
 		return xfrmif.NewInterface(c, newIdleLink(c.Queues))
 	}
@@ -108,7 +108,7 @@ func allZero(b []byte) bool { return !slices.ContainsFunc(b, func(c byte) bool {
 
 // checkRunning checks that the SAD holds exactly want, in use: neither
 // retired nor wiped, with the keys they were made with (keys, by SPI).
-func checkRunning(t *testing.T, n *node, want []*sa.SA, keys map[uint32]string) {
+func checkRunning(t *testing.T, n *Daemon, want []*sa.SA, keys map[uint32]string) {
 	t.Helper()
 	got := n.sad.States()
 	if len(got) != len(want) {
@@ -172,7 +172,7 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 					t.Errorf("refused config's states[%d] key is %x (was %x), want it zeroed", i, st.AEAD.Key, keys[i])
 				}
 			}
-			checkRunning(t, k.node, live, runKeys)
+			checkRunning(t, k.Daemon, live, runKeys)
 			if k.cfg != runCfg || hex.EncodeToString(runCfg.States[0].AEAD.Key) != key1 {
 				t.Errorf("the running config was replaced or wiped")
 			}
@@ -224,7 +224,7 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		if len(k.made) != 1 || !k.made[0].Wiped() || k.made[0].SPI() != 0x1002 {
 			t.Errorf("SAs made for the refused reload: %v, want 0x1002, wiped", k.made)
 		}
-		checkRunning(t, k.node, live, runKeys)
+		checkRunning(t, k.Daemon, live, runKeys)
 		if log := k.out.String(); !strings.Contains(log, "reload refused") || !strings.Contains(log, "states[2].aead.key") {
 			t.Errorf("log does not say the reload was refused for states[2].aead.key:\n%s", log)
 		}
@@ -241,7 +241,7 @@ func TestRefusedReloadZeroesItsKeys(t *testing.T) {
 		if len(k.made) != 1 || k.made[0].Wiped() || k.made[0].Retired() {
 			t.Errorf("SAs made for the applied reload: %v, want one, in use", k.made)
 		}
-		checkRunning(t, k.node, append(live, k.made...), map[uint32]string{0x1001: key1, 0x2001: key2, 0x1002: key3})
+		checkRunning(t, k.Daemon, append(live, k.made...), map[uint32]string{0x1001: key1, 0x2001: key2, 0x1002: key3})
 		if k.cfg != cfg || allZero(cfg.States[2].AEAD.Key) || allZero(runCfg.States[0].AEAD.Key) {
 			t.Errorf("applied: running config %p (want %p), keys new %x old %x: want the new one running, neither zeroed by apply",
 				k.cfg, cfg, cfg.States[2].AEAD.Key, runCfg.States[0].AEAD.Key)
@@ -257,7 +257,7 @@ func TestAddStateDuplicateDiscards(t *testing.T) {
 	live := k.sad.States()
 	c := stateConfig(t, reloadState{0x1001, "out", key3, ""})
 	reqKey := c.AEAD.Key
-	err := (*backend)(k.node).AddState(c)
+	err := (*backend)(k.Daemon).AddState(c)
 	if !errors.Is(err, control.ErrExists) {
 		t.Fatalf("AddState of a running SPI: %v, want ErrExists", err)
 	}
@@ -267,9 +267,9 @@ func TestAddStateDuplicateDiscards(t *testing.T) {
 	if !allZero(reqKey) {
 		t.Errorf("request key after the refused add: %x, want zeroed", reqKey)
 	}
-	checkRunning(t, k.node, live, map[uint32]string{0x1001: key1, 0x2001: key2})
+	checkRunning(t, k.Daemon, live, map[uint32]string{0x1001: key1, 0x2001: key2})
 	// The refused SA sealed nothing: its key may still be used.
-	if err := (*backend)(k.node).AddState(stateConfig(t, reloadState{0x1005, "out", key3, ""})); err != nil {
+	if err := (*backend)(k.Daemon).AddState(stateConfig(t, reloadState{0x1005, "out", key3, ""})); err != nil {
 		t.Errorf("AddState with the key of a refused add: %v", err)
 	}
 }
@@ -280,7 +280,7 @@ func TestAddStateDuplicateDiscards(t *testing.T) {
 // says what to do and holds no key.
 func TestAddStateRefusesKeyReuse(t *testing.T) {
 	k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}, reloadState{0x2001, "in", key2, ""}))
-	b := (*backend)(k.node)
+	b := (*backend)(k.Daemon)
 	add := func(st reloadState) error {
 		t.Helper()
 		c := stateConfig(t, st)
@@ -353,7 +353,7 @@ func TestAddStateRefusesKeyReuse(t *testing.T) {
 func TestReloadRefusesControlAddedKey(t *testing.T) {
 	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
 	k := newKeysNode(t, reloadConfig(t, running...))
-	b := (*backend)(k.node)
+	b := (*backend)(k.Daemon)
 	ctlState := reloadState{0x3001, "out", key3, ""}
 	if err := b.AddState(stateConfig(t, ctlState)); err != nil {
 		t.Fatal(err)
@@ -374,7 +374,7 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 	if strings.Contains(log, key3) {
 		t.Errorf("log holds key material:\n%s", log)
 	}
-	checkRunning(t, k.node, live, map[uint32]string{0x1001: key1, 0x2001: key2, 0x3001: key3})
+	checkRunning(t, k.Daemon, live, map[uint32]string{0x1001: key1, 0x2001: key2, 0x3001: key3})
 	if k.cfg != runCfg {
 		t.Error("the running config was replaced")
 	}
@@ -395,7 +395,7 @@ func TestReloadRefusesControlAddedKey(t *testing.T) {
 func TestReloadKeepsControlOwned(t *testing.T) {
 	running := []reloadState{{0x1001, "out", key1, ""}, {0x2001, "in", key2, ""}}
 	k := newKeysNode(t, reloadConfig(t, running...))
-	b := (*backend)(k.node)
+	b := (*backend)(k.Daemon)
 	if err := b.AddState(stateConfig(t, reloadState{0x3001, "out", key3, ""})); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestReloadRefusesKeyOfOtherDirection(t *testing.T) {
 					t.Errorf("log holds key material:\n%s", log)
 				}
 			}
-			checkRunning(t, k.node, live, map[uint32]string{0x1001: key1, 0x2001: key2})
+			checkRunning(t, k.Daemon, live, map[uint32]string{0x1001: key1, 0x2001: key2})
 		})
 	}
 }
@@ -517,12 +517,12 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 
 	t.Run("raw_esp off at start", func(t *testing.T) {
 		k := newKeysNode(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}))
-		err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""}))
+		err := (*backend)(k.Daemon).AddState(raw(reloadState{0x1002, "out", key3, ""}))
 		if !errors.Is(err, control.ErrInvalid) || !strings.Contains(err.Error(), "encap: missing, and this daemon's underlay has no raw ESP socket") ||
 			!strings.Contains(err.Error(), "--encap espinudp") {
 			t.Errorf("state add without encap: %v, want ErrInvalid naming encap and what to do", err)
 		}
-		if err := (*backend)(k.node).AddState(stateConfig(t, reloadState{0x1003, "out", key4, ""})); err != nil {
+		if err := (*backend)(k.Daemon).AddState(stateConfig(t, reloadState{0x1003, "out", key4, ""})); err != nil {
 			t.Errorf("state add with encap: %v", err)
 		}
 		cfg, err := config.Parse("test.yaml", []byte(file))
@@ -538,7 +538,7 @@ func TestRawESPNeedsRunningRawSocket(t *testing.T) {
 	})
 	t.Run("raw_esp on at start", func(t *testing.T) {
 		k := newKeysNodeRaw(t, reloadConfig(t, reloadState{0x1001, "out", key1, ""}), true)
-		if err := (*backend)(k.node).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
+		if err := (*backend)(k.Daemon).AddState(raw(reloadState{0x1002, "out", key3, ""})); err != nil {
 			t.Errorf("state add without encap: %v", err)
 		}
 		cfg, err := config.Parse("test.yaml", []byte(file))

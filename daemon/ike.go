@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/underlay"
+)
+
+// ikeRunner is the daemon's IKE (package ikenode), started when the config
+// has connections (at start or at a reload). The node hands it IKE on
+// port 4500 and acquires through the handlers startIKE sets.
+type ikeRunner struct {
+	mgr    atomic.Pointer[ikenode.Manager]
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex // serialises start and stop
+}
+
+// manager returns the running manager, or nil.
+func (r *ikeRunner) manager() *ikenode.Manager { return r.mgr.Load() }
+
+// startIKE starts IKE for cfg's connections, unless it runs or there
+// are none.
+func (n *Daemon) startIKE(cfg *config.Config) error {
+	r := &n.ike
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mgr.Load() != nil || len(cfg.Connections) == 0 {
+		return nil
+	}
+	log := n.log.WithField("part", "ike")
+	if p := n.conn.Port(); p != underlay.DefaultPort {
+		log.Warnf("ike: the underlay's UDP port is %d: IKE moves to port 4500 after NAT detection (RFC 7296 §2.23), and ESP in UDP with it, so connections that need UDP encapsulation will not work", p)
+	}
+	m, err := ikenode.New(ikenode.Config{
+		IKE:  &cfg.IKEConfig,
+		Node: n.core,
+		NATT: n.conn,
+		// The local address of IKE on port 4500 when the underlay is
+		// bound to one address (IP_PKTINFO tells it otherwise).
+		NATTAddr: cfg.Underlay.UDP.Addr().Unmap(),
+		RawESP:   cfg.Underlay.RawESP,
+		Mark:     cfg.Underlay.Mark,
+		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
+		Stats:    ikenode.StatsFromSAD(n.sad),
+		Log:      log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	r.mgr.Store(m)
+	// IKE on port 4500 comes through the underlay; packets a trap
+	// policy lets through with no SA start IKE (start_action: trap).
+	n.core.SetNonESPHandler(m.DeliverNonESP)
+	n.core.SetAcquireHandler(func(a sa.Acquire) { m.Acquire(a.Policy.IfID, a.Src, a.Dst) })
+	go func() {
+		defer close(r.done)
+		m.Run(ctx)
+	}()
+	log.WithField("port", m.Port()).Infof("ike: %d connections", len(cfg.Connections))
+	return nil
+}
+
+// reloadIKE applies a reloaded config's connections.
+func (n *Daemon) reloadIKE(cfg *config.Config) {
+	m := n.ike.manager()
+	if m == nil {
+		if err := n.startIKE(cfg); err != nil {
+			n.log.WithError(err).Error("reload: ike")
+		}
+		return
+	}
+	res, err := m.Reload(&cfg.IKEConfig)
+	if err != nil {
+		n.log.WithError(err).Error("reload: ike")
+		return
+	}
+	n.log.WithFields(map[string]any{"added": res.Added, "removed": res.Removed, "changed": res.Changed, "unchanged": res.Unchanged}).Info("reload: ike connections")
+}
+
+// stopIKE deletes the IKE SAs (the peers learn at once) and stops the
+// manager, waiting a few seconds at most.
+func (n *Daemon) stopIKE() {
+	r := &n.ike
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mgr.Load() == nil {
+		return
+	}
+	n.core.SetNonESPHandler(nil)
+	n.core.SetAcquireHandler(nil)
+	r.cancel()
+	select {
+	case <-r.done:
+	case <-time.After(5 * time.Second):
+		n.log.Warn("ike: did not stop within 5 s")
+	}
+	r.mgr.Store(nil)
+}
+
+// The control socket's ike commands (control.IKEBackend).
+
+var _ control.IKEBackend = (*backend)(nil)
+
+func (b *backend) ikeManager() (*ikenode.Manager, error) {
+	m := b.ike.manager()
+	if m == nil {
+		return nil, fmt.Errorf("%w: IKE is not running (the config has no connections)", control.ErrInvalid)
+	}
+	return m, nil
+}
+
+func (b *backend) IKEList() ([]ikenode.SAInfo, error) {
+	m, err := b.ikeManager()
+	if err != nil {
+		return nil, err
+	}
+	return m.List()
+}
+
+func (b *backend) IKEInitiate(t ikenode.Target) error {
+	return b.ikeAct(t, (*ikenode.Manager).Initiate)
+}
+func (b *backend) IKETerminate(t ikenode.Target) error {
+	return b.ikeAct(t, (*ikenode.Manager).Terminate)
+}
+func (b *backend) IKERekey(t ikenode.Target) error { return b.ikeAct(t, (*ikenode.Manager).Rekey) }
+
+func (b *backend) ikeAct(t ikenode.Target, f func(*ikenode.Manager, ikenode.Target) error) error {
+	m, err := b.ikeManager()
+	if err != nil {
+		return err
+	}
+	return f(m, t)
+}

@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/xfrmif"
+)
+
+// TestIKEMetrics: the ipsecd_ike_* series, through a pedantic registry:
+// SAs by state (every state, 0 included), children, exchanges by type and
+// result, retransmissions, authentication failures, drops by reason.
+func TestIKEMetrics(t *testing.T) {
+	sas := []ikenode.SAInfo{{State: "ESTABLISHED", Children: make([]ikenode.ChildInfo, 1)}, {State: "CONNECTING"}, {State: "ESTABLISHED"}}
+	ctr := ikenode.Counters{
+		Exchanges:    map[string][3]uint64{"IKE_SA_INIT": {4, 1, 0}, "IKE_AUTH": {3, 0, 1}},
+		Retransmits:  2,
+		AuthFailures: 1,
+		QueueDrops:   5,
+		Blocked:      195,
+		HalfOpenFull: 35,
+	}
+	src := metricsSource{
+		counters:   func() []control.Counter { return nil },
+		states:     func() []*sa.SA { return nil },
+		interfaces: func() []*xfrmif.Interface { return nil },
+		ike:        func() ([]ikenode.SAInfo, ikenode.Counters, bool) { return sas, ctr, true },
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newNodeCollector(src))
+	out := scrapeMetrics(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), "/metrics")
+	for _, line := range []string{
+		`ipsecd_ike_sas{state="CONNECTING"} 1`,
+		`ipsecd_ike_sas{state="DELETING"} 0`,
+		`ipsecd_ike_sas{state="ESTABLISHED"} 2`,
+		`ipsecd_ike_sas{state="REKEYED"} 0`,
+		`ipsecd_ike_child_sas 1`,
+		`ipsecd_ike_exchanges_total{exchange="IKE_AUTH",result="failed"} 1`,
+		`ipsecd_ike_exchanges_total{exchange="IKE_SA_INIT",result="dropped"} 1`,
+		`ipsecd_ike_exchanges_total{exchange="IKE_SA_INIT",result="ok"} 4`,
+		`ipsecd_ike_retransmissions_total 2`,
+		`ipsecd_ike_auth_failures_total 1`,
+		`ipsecd_ike_dropped_total{reason="queue_full"} 5`,
+		`ipsecd_ike_dropped_total{reason="block_threshold"} 195`,
+		`ipsecd_ike_dropped_total{reason="init_limit_half_open"} 35`,
+		`ipsecd_ike_dropped_total{reason="malformed"} 0`,
+	} {
+		if !strings.Contains(out, "\n"+line+"\n") {
+			t.Errorf("no series %s in\n%s", line, out)
+		}
+	}
+}
+
+// TestIKECommandErrors: the ike commands' usage errors (exit 2), and a
