@@ -151,23 +151,10 @@ func (c *Config) Redacted() *Config {
 	r.IKEConfig = c.IKEConfig.redacted()
 	r.States = make([]State, len(c.States))
 	for i, s := range c.States {
-		s.Config = RedactState(s.Config)
+		s.Config = s.Config.Redacted()
 		r.States[i] = s
 	}
 	return &r
-}
-
-// RedactState returns a copy of c with its algorithms copied and their keys
-// removed.
-func RedactState(c sa.Config) sa.Config {
-	for _, a := range []**sa.Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
-		if *a != nil {
-			cp := **a
-			cp.Key = nil
-			*a = &cp
-		}
-	}
-	return c
 }
 
 // String renders c in the shape of the config file, without keys.

@@ -13,6 +13,7 @@
 //	{"cmd":"state.flush"}  {"cmd":"state.count"}  {"cmd":"reload"}
 //	{"cmd":"state.update","id":{...},"lifetime":{"hard_packets":1000}}
 //	{"cmd":"monitor"}
+//	{"cmd":"ike.list"}  {"cmd":"ike.initiate","ike":"NAME"}  {"cmd":"ike.rekey","child":"NAME"}
 //
 // and the answer is {"ok":true,"result":...} or
 // {"ok":false,"error":"what is wrong","code":"not_found"}. A connection may
@@ -44,6 +45,11 @@
 // Keys leave the daemon only in answers to requests with "keys":true; the
 // Server removes them from everything else, whatever the Backend returns.
 //
-// The daemon implements Backend; Server and Client are safe for concurrent
-// use.
+// The wire types are all this package's, the ike commands' too (IKESAInfo,
+// IKEChildInfo, IKETarget): it links neither the IKE engine nor the config
+// file's decoder (TestImportsNoIKEOrConfig), so a client of the socket
+// gets the protocol alone.
+//
+// Package daemon implements Backend (and IKEBackend); Server and Client
+// are safe for concurrent use.
 package control

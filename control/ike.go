@@ -3,18 +3,69 @@ package control
 import (
 	"errors"
 	"fmt"
-
-	"github.com/ipsecd/ipsecd/ikenode"
+	"net/netip"
+	"time"
 )
 
 // IKEBackend is what a Backend adds when the daemon runs IKE: the
 // commands of `ipsecd ike`. A Backend without it answers them with
-// ErrInvalid ("IKE is not running").
+// ErrInvalid ("IKE is not running"). Its errors carry the codes the
+// client tells apart: ErrNotFound for a connection or child it does not
+// have, ErrInvalid for an action the state refuses.
 type IKEBackend interface {
-	IKEList() ([]ikenode.SAInfo, error)
-	IKEInitiate(t ikenode.Target) error
-	IKETerminate(t ikenode.Target) error
-	IKERekey(t ikenode.Target) error
+	IKEList() ([]IKESAInfo, error)
+	IKEInitiate(t IKETarget) error
+	IKETerminate(t IKETarget) error
+	IKERekey(t IKETarget) error
+}
+
+// IKETarget names what an ike action acts on: a connection, its IKE SA
+// with its children (IKE), or one child (Child); one of the two is set.
+type IKETarget struct {
+	IKE, Child string
+}
+
+// IKESAInfo is one IKE SA as ike.list answers it and `ipsecd ike list`
+// shows it (swanctl --list-sas's fields).
+type IKESAInfo struct {
+	Name      string `json:"name"`
+	State     string `json:"state"` // CONNECTING, ESTABLISHED, REKEYED, DELETING
+	Initiator bool   `json:"initiator"`
+	// SPIs in hex, the initiator's first.
+	SPIInitiator string         `json:"spi_i"`
+	SPIResponder string         `json:"spi_r"`
+	Local        netip.AddrPort `json:"local"`
+	Remote       netip.AddrPort `json:"remote"`
+	LocalID      string         `json:"local_id"`
+	RemoteID     string         `json:"remote_id"`
+	Algorithms   string         `json:"algorithms"`
+	NAT          bool           `json:"nat"`
+	Established  time.Time      `json:"established,omitzero"`
+	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
+	RekeyIn   int64          `json:"rekey_in"`
+	ExpiresIn int64          `json:"expires_in"`
+	Children  []IKEChildInfo `json:"children"`
+}
+
+// IKEChildInfo is one CHILD_SA pair of an IKE SA.
+type IKEChildInfo struct {
+	Name       string    `json:"name"`
+	State      string    `json:"state"` // INSTALLED, or REKEYING: the outbound SA waits for the peer's delete
+	Mode       string    `json:"mode"`
+	IfID       uint32    `json:"if_id"`
+	Encap      bool      `json:"encap"`
+	SPIIn      string    `json:"spi_in"`
+	SPIOut     string    `json:"spi_out"`
+	Algorithms string    `json:"algorithms"`
+	LocalTS    []string  `json:"local_ts"`
+	RemoteTS   []string  `json:"remote_ts"`
+	BytesIn    uint64    `json:"bytes_in"`
+	PacketsIn  uint64    `json:"packets_in"`
+	BytesOut   uint64    `json:"bytes_out"`
+	PacketsOut uint64    `json:"packets_out"`
+	Installed  time.Time `json:"installed"`
+	RekeyIn    int64     `json:"rekey_in"`
+	ExpiresIn  int64     `json:"expires_in"`
 }
 
 // errNoIKE answers the ike commands of a daemon that runs no IKE.
@@ -29,12 +80,12 @@ func (s *Server) dispatchIKE(req *Request) (any, error) {
 	}
 	if req.Cmd == "ike.list" {
 		l, err := b.IKEList()
-		return nonNil(l), ikeError(err)
+		return nonNil(l), err
 	}
 	if (req.IKE == "") == (req.Child == "") {
 		return nil, invalid(errors.New(`want one of "ike" (a connection's name) and "child" (a child's name)`))
 	}
-	t := ikenode.Target{IKE: req.IKE, Child: req.Child}
+	t := IKETarget{IKE: req.IKE, Child: req.Child}
 	var err error
 	switch req.Cmd {
 	case "ike.initiate":
@@ -44,31 +95,18 @@ func (s *Server) dispatchIKE(req *Request) (any, error) {
 	case "ike.rekey":
 		err = b.IKERekey(t)
 	}
-	return nil, ikeError(err)
-}
-
-// ikeError gives the manager's errors the codes the client tells apart.
-func ikeError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ikenode.ErrNotFound):
-		return fmt.Errorf("%w: %v", ErrNotFound, err)
-	case errors.Is(err, ikenode.ErrState):
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	return err
+	return nil, err
 }
 
 // IKEList returns the IKE SAs and their children.
-func (c *Client) IKEList() ([]ikenode.SAInfo, error) {
-	var out []ikenode.SAInfo
+func (c *Client) IKEList() ([]IKESAInfo, error) {
+	var out []IKESAInfo
 	err := c.call(Request{Cmd: "ike.list"}, &out)
 	return out, err
 }
 
 // IKEAction runs ike.initiate, ike.terminate or ike.rekey (cmd) on a
 // connection or a child.
-func (c *Client) IKEAction(cmd string, t ikenode.Target) error {
+func (c *Client) IKEAction(cmd string, t IKETarget) error {
 	return c.call(Request{Cmd: cmd, IKE: t.IKE, Child: t.Child}, nil)
 }

@@ -3,7 +3,6 @@ package control
 import (
 	"errors"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -67,6 +66,6 @@ func (req *Request) stateID() (StateID, error) {
 // redact removes the keys of st unless they were asked for.
 func redact(st *StateInfo, keys bool) {
 	if !keys {
-		st.Config = config.RedactState(st.Config)
+		st.Config = st.Config.Redacted()
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -120,26 +121,40 @@ func (b *backend) ikeManager() (*ikenode.Manager, error) {
 	return m, nil
 }
 
-func (b *backend) IKEList() ([]ikenode.SAInfo, error) {
+func (b *backend) IKEList() ([]control.IKESAInfo, error) {
 	m, err := b.ikeManager()
 	if err != nil {
 		return nil, err
 	}
-	return m.List()
+	l, err := m.List()
+	return l, ikeError(err)
 }
 
-func (b *backend) IKEInitiate(t ikenode.Target) error {
+func (b *backend) IKEInitiate(t control.IKETarget) error {
 	return b.ikeAct(t, (*ikenode.Manager).Initiate)
 }
-func (b *backend) IKETerminate(t ikenode.Target) error {
+func (b *backend) IKETerminate(t control.IKETarget) error {
 	return b.ikeAct(t, (*ikenode.Manager).Terminate)
 }
-func (b *backend) IKERekey(t ikenode.Target) error { return b.ikeAct(t, (*ikenode.Manager).Rekey) }
+func (b *backend) IKERekey(t control.IKETarget) error { return b.ikeAct(t, (*ikenode.Manager).Rekey) }
 
-func (b *backend) ikeAct(t ikenode.Target, f func(*ikenode.Manager, ikenode.Target) error) error {
+func (b *backend) ikeAct(t control.IKETarget, f func(*ikenode.Manager, ikenode.Target) error) error {
 	m, err := b.ikeManager()
 	if err != nil {
 		return err
 	}
-	return f(m, t)
+	return ikeError(f(m, ikenode.Target(t)))
+}
+
+// ikeError gives the manager's errors the codes the client tells apart.
+func ikeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ikenode.ErrNotFound):
+		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
+	case errors.Is(err, ikenode.ErrState):
+		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
+	}
+	return err
 }

@@ -17,7 +17,7 @@ import (
 // SAs by state (every state, 0 included), children, exchanges by type and
 // result, retransmissions, authentication failures, drops by reason.
 func TestIKEMetrics(t *testing.T) {
-	sas := []ikenode.SAInfo{{State: "ESTABLISHED", Children: make([]ikenode.ChildInfo, 1)}, {State: "CONNECTING"}, {State: "ESTABLISHED"}}
+	sas := []control.IKESAInfo{{State: "ESTABLISHED", Children: make([]control.IKEChildInfo, 1)}, {State: "CONNECTING"}, {State: "ESTABLISHED"}}
 	ctr := ikenode.Counters{
 		Exchanges:    map[string][3]uint64{"IKE_SA_INIT": {4, 1, 0}, "IKE_AUTH": {3, 0, 1}},
 		Retransmits:  2,
@@ -30,7 +30,7 @@ func TestIKEMetrics(t *testing.T) {
 		counters:   func() []control.Counter { return nil },
 		states:     func() []*sa.SA { return nil },
 		interfaces: func() []*xfrmif.Interface { return nil },
-		ike:        func() ([]ikenode.SAInfo, ikenode.Counters, bool) { return sas, ctr, true },
+		ike:        func() ([]control.IKESAInfo, ikenode.Counters, bool) { return sas, ctr, true },
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(newNodeCollector(src))
@@ -56,5 +56,3 @@ func TestIKEMetrics(t *testing.T) {
 		}
 	}
 }
-
-// TestIKECommandErrors: the ike commands' usage errors (exit 2), and a

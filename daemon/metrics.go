@@ -85,7 +85,7 @@ type metricsSource struct {
 	interfaces func() []*xfrmif.Interface
 	// ike returns the IKE daemon's SAs and counters, false when it does
 	// not run.
-	ike func() ([]ikenode.SAInfo, ikenode.Counters, bool)
+	ike func() ([]control.IKESAInfo, ikenode.Counters, bool)
 }
 
 // nodeMetricsSource reads n's SAD, interfaces and counters.
@@ -94,7 +94,7 @@ func nodeMetricsSource(n *Daemon) metricsSource {
 		counters:   (*backend)(n).Stats,
 		states:     n.sad.States,
 		interfaces: n.reg.All,
-		ike: func() ([]ikenode.SAInfo, ikenode.Counters, bool) {
+		ike: func() ([]control.IKESAInfo, ikenode.Counters, bool) {
 			m := n.ike.manager()
 			if m == nil {
 				return nil, ikenode.Counters{}, false
@@ -183,7 +183,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 // so that a dashboard sees a state go to zero rather than vanish.
 var ikeStates = []string{"CONNECTING", "ESTABLISHED", "REKEYED", "DELETING"}
 
-func collectIKE(ch chan<- prometheus.Metric, sas []ikenode.SAInfo, ctr ikenode.Counters) {
+func collectIKE(ch chan<- prometheus.Metric, sas []control.IKESAInfo, ctr ikenode.Counters) {
 	byState := map[string]uint64{}
 	var children uint64
 	for _, s := range sas {

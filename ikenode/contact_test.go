@@ -20,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
@@ -47,9 +48,9 @@ func startOn(t *testing.T, cfg *config.Config, peerPort uint16, base uint32, lis
 }
 
 // listed returns the SAs of e's connection conn in state.
-func listed(e *endpoint, conn, state string) []SAInfo {
+func listed(e *endpoint, conn, state string) []control.IKESAInfo {
 	l, _ := e.m.List()
-	var out []SAInfo
+	var out []control.IKESAInfo
 	for _, s := range l {
 		if s.Name == conn && s.State == state {
 			out = append(out, s)

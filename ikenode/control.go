@@ -3,10 +3,10 @@ package ikenode
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/node"
@@ -19,52 +19,9 @@ var (
 	ErrState    = errors.New("not possible in this state")
 )
 
-// SAInfo is one IKE SA as `ipsecd ike list` shows it (swanctl
-// --list-sas's fields).
-type SAInfo struct {
-	Name      string `json:"name"`
-	State     string `json:"state"` // CONNECTING, ESTABLISHED, REKEYED, DELETING
-	Initiator bool   `json:"initiator"`
-	// SPIs in hex, the initiator's first.
-	SPIInitiator string         `json:"spi_i"`
-	SPIResponder string         `json:"spi_r"`
-	Local        netip.AddrPort `json:"local"`
-	Remote       netip.AddrPort `json:"remote"`
-	LocalID      string         `json:"local_id"`
-	RemoteID     string         `json:"remote_id"`
-	Algorithms   string         `json:"algorithms"`
-	NAT          bool           `json:"nat"`
-	Established  time.Time      `json:"established,omitzero"`
-	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
-	RekeyIn   int64       `json:"rekey_in"`
-	ExpiresIn int64       `json:"expires_in"`
-	Children  []ChildInfo `json:"children"`
-}
-
-// ChildInfo is one CHILD_SA pair of an IKE SA.
-type ChildInfo struct {
-	Name       string    `json:"name"`
-	State      string    `json:"state"` // INSTALLED, or REKEYING: the outbound SA waits for the peer's delete
-	Mode       string    `json:"mode"`
-	IfID       uint32    `json:"if_id"`
-	Encap      bool      `json:"encap"`
-	SPIIn      string    `json:"spi_in"`
-	SPIOut     string    `json:"spi_out"`
-	Algorithms string    `json:"algorithms"`
-	LocalTS    []string  `json:"local_ts"`
-	RemoteTS   []string  `json:"remote_ts"`
-	BytesIn    uint64    `json:"bytes_in"`
-	PacketsIn  uint64    `json:"packets_in"`
-	BytesOut   uint64    `json:"bytes_out"`
-	PacketsOut uint64    `json:"packets_out"`
-	Installed  time.Time `json:"installed"`
-	RekeyIn    int64     `json:"rekey_in"`
-	ExpiresIn  int64     `json:"expires_in"`
-}
-
 // List returns the IKE SAs with their children.
-func (m *Manager) List() ([]SAInfo, error) {
-	var out []SAInfo
+func (m *Manager) List() ([]control.IKESAInfo, error) {
+	var out []control.IKESAInfo
 	err := m.do(func() {
 		now := time.Now()
 		for _, x := range m.sas {
@@ -90,7 +47,7 @@ func secondsUntil(t, now time.Time) int64 {
 	return max(int64(t.Sub(now)/time.Second), 0)
 }
 
-func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
+func (m *Manager) info(x *ikeSA, now time.Time) control.IKESAInfo {
 	l, r := x.sa.Addrs()
 	i, rs := x.sa.SPIs()
 	state := x.sa.State().String()
@@ -102,10 +59,10 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 	case x.ended && x.sa.State() == ike.StateDeleted:
 		state = "DELETING"
 	}
-	info := SAInfo{Name: x.conn.cfg.Name, State: state, Initiator: x.sa.IsInitiator(),
+	info := control.IKESAInfo{Name: x.conn.cfg.Name, State: state, Initiator: x.sa.IsInitiator(),
 		SPIInitiator: spiHex(i), SPIResponder: spiHex(rs), Local: l, Remote: r,
 		LocalID: x.sa.LocalID().String(), RemoteID: peerText(x.sa), NAT: x.sa.NAT(), Established: x.up,
-		RekeyIn: secondsUntil(x.rekeyAt, now), ExpiresIn: secondsUntil(x.expireAt, now), Children: []ChildInfo{}}
+		RekeyIn: secondsUntil(x.rekeyAt, now), ExpiresIn: secondsUntil(x.expireAt, now), Children: []control.IKEChildInfo{}}
 	if x.sa.State() == ike.StateEstablished {
 		info.Algorithms = x.sa.Suite().String()
 	}
@@ -114,7 +71,7 @@ func (m *Manager) info(x *ikeSA, now time.Time) SAInfo {
 		if rec == nil {
 			continue
 		}
-		ci := ChildInfo{Name: x.conn.child.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.child.IfID, Encap: c.Encap,
+		ci := control.IKEChildInfo{Name: x.conn.child.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.child.IfID, Encap: c.Encap,
 			SPIIn: fmt.Sprintf("%#x", c.InSPI), SPIOut: fmt.Sprintf("%#x", c.OutSPI), Algorithms: c.Suite.String(),
 			LocalTS: tsStrings(c.LocalTS), RemoteTS: tsStrings(c.RemoteTS), Installed: rec.at,
 			RekeyIn: secondsUntil(rec.rekeyAt, now), ExpiresIn: secondsUntil(rec.lifeAt, now)}

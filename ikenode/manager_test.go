@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/keys"
 	"github.com/ipsecd/ipsecd/ike/message"
@@ -339,7 +340,7 @@ func matched(a, b *fakeNode, want int) bool {
 	return true
 }
 
-func list(t *testing.T, e *endpoint) []SAInfo {
+func list(t *testing.T, e *endpoint) []control.IKESAInfo {
 	t.Helper()
 	l, err := e.m.List()
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/control"
 )
 
 // ikeSide is the config of one daemon of TestIKEDaemons: one connection
@@ -73,13 +73,13 @@ secrets:
 }
 
 // ikeList returns the daemon's IKE SAs (ipsecd ike list --json).
-func (d *daemon) ikeList() []ikenode.SAInfo {
+func (d *daemon) ikeList() []control.IKESAInfo {
 	d.t.Helper()
 	out, err := d.ctl("ike", "list", "--json")
 	if err != nil {
 		d.t.Fatalf("ipsecd ike list: %v\n%s", err, out)
 	}
-	var sas []ikenode.SAInfo
+	var sas []control.IKESAInfo
 	if err := json.Unmarshal([]byte(out), &sas); err != nil {
 		d.t.Fatalf("ipsecd ike list --json: %v\n%s", err, out)
 	}
@@ -88,7 +88,7 @@ func (d *daemon) ikeList() []ikenode.SAInfo {
 
 // waitIKE waits until the daemon lists an established IKE SA whose
 // installed child satisfies ok, and returns it.
-func (d *daemon) waitIKE(what string, ok func(s ikenode.SAInfo, c ikenode.ChildInfo) bool) ikenode.SAInfo {
+func (d *daemon) waitIKE(what string, ok func(s control.IKESAInfo, c control.IKEChildInfo) bool) control.IKESAInfo {
 	d.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -110,7 +110,7 @@ func (d *daemon) waitIKE(what string, ok func(s ikenode.SAInfo, c ikenode.ChildI
 	}
 }
 
-func anyChild(ikenode.SAInfo, ikenode.ChildInfo) bool { return true }
+func anyChild(control.IKESAInfo, control.IKEChildInfo) bool { return true }
 
 // TestIKEDaemons: two `ipsecd run` daemons negotiate with IKEv2 and a PSK
 // (A initiates at start-up, B answers), and ping and a checksummed TCP
@@ -159,10 +159,10 @@ func testIKEDaemons(t *testing.T, raw bool) {
 		step.d.mustCtl(t, append([]string{"ike", "rekey"}, step.args...)...)
 		if step.args[0] == "--child" {
 			old := before.Children[0].SPIIn
-			step.d.waitIKE("a rekeyed child", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != old })
+			step.d.waitIKE("a rekeyed child", func(_ control.IKESAInfo, c control.IKEChildInfo) bool { return c.SPIIn != old })
 		} else {
 			old := before.SPIInitiator
-			step.d.waitIKE("a rekeyed IKE SA", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != old })
+			step.d.waitIKE("a rekeyed IKE SA", func(s control.IKESAInfo, _ control.IKEChildInfo) bool { return s.SPIInitiator != old })
 		}
 		ping(t, p.a, innerB4, 3)
 		ping(t, p.b, innerA4, 3)
@@ -188,7 +188,7 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	}
 	a.reload(t, strings.Replace(cfgA, "dpd_delay: 2s", "dpd_delay: 3s", 1))
 	a.waitLogCount(t, "changed=1", 1)
-	a.waitIKE("a new IKE SA after the connection changed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != up.SPIInitiator })
+	a.waitIKE("a new IKE SA after the connection changed", func(s control.IKESAInfo, _ control.IKEChildInfo) bool { return s.SPIInitiator != up.SPIInitiator })
 	ping(t, p.a, innerB4, 3)
 	a.reload(t, cfgA[:strings.Index(cfgA, "connections:")])
 	a.waitLogCount(t, "removed=1", 1)
@@ -349,12 +349,12 @@ func TestIKEDaemonCharon(t *testing.T) {
 	if out, err := swanctl("--rekey", "--child", "net"); err != nil {
 		t.Fatalf("swanctl --rekey: %v\n%s", err, out)
 	}
-	a.waitIKE("the child charon rekeyed", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
+	a.waitIKE("the child charon rekeyed", func(_ control.IKESAInfo, c control.IKEChildInfo) bool { return c.SPIIn != first.Children[0].SPIIn })
 	ping(t, p.a, innerB4, 3)
 	if out, err := swanctl("--rekey", "--ike", "peer"); err != nil {
 		t.Fatalf("swanctl --rekey --ike: %v\n%s", err, out)
 	}
-	a.waitIKE("the IKE SA charon rekeyed", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.SPIInitiator != first.SPIInitiator })
+	a.waitIKE("the IKE SA charon rekeyed", func(s control.IKESAInfo, _ control.IKEChildInfo) bool { return s.SPIInitiator != first.SPIInitiator })
 	ping(t, p.a, innerB4, 3)
 	a.mustCtl(t, "ike", "rekey", "--ike", "peer")
 	a.mustCtl(t, "ike", "rekey", "--child", "net")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/control"
 )
 
 // ikeManyPeers is how many IKE SAs TestIKEManyPeers brings up: 1000
@@ -113,7 +113,7 @@ func TestIKEManyPeers(t *testing.T) {
 	b := startDaemon(t, p.b, ikeManyResponder)
 	cfgA := ikeManyInitiator(n, false)
 	a := startDaemon(t, p.a, cfgA)
-	a.waitIKE("connection 0's child", func(s ikenode.SAInfo, _ ikenode.ChildInfo) bool { return s.Name == "p0" })
+	a.waitIKE("connection 0's child", func(s control.IKESAInfo, _ control.IKEChildInfo) bool { return s.Name == "p0" })
 	b.waitIKE("connection 0's child", anyChild)
 	ping(t, p.a, "10.2.0.1", 3)
 

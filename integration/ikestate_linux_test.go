@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
@@ -50,7 +50,7 @@ func TestIKEStateDir(t *testing.T) {
 	for _, d := range []*daemon{a, b} {
 		before := d.ikeList()[0].Children[0].SPIIn
 		d.mustCtl(t, "ike", "rekey", "--child", "net")
-		d.waitIKE("the rekeyed child", func(_ ikenode.SAInfo, c ikenode.ChildInfo) bool { return c.SPIIn != before })
+		d.waitIKE("the rekeyed child", func(_ control.IKESAInfo, c control.IKEChildInfo) bool { return c.SPIIn != before })
 		ping(t, p.a, innerB4, 3)
 	}
 	es, err := os.ReadDir(b.stateDir)

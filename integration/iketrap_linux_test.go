@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/control"
 )
 
 // kill ends the daemon with SIGKILL, as a crash would: no delete reaches
@@ -52,7 +52,7 @@ func TestIKEInitialContact(t *testing.T) {
 	// established and only the new child's pair is in B's SAD. The old
 	// SA stays listed (not established) for the daemon's 2 s grace for
 	// late answers, then goes.
-	var sas []ikenode.SAInfo
+	var sas []control.IKESAInfo
 	established := func() (n int) {
 		sas = b.ikeList()
 		for _, s := range sas {

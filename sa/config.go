@@ -162,6 +162,19 @@ type Policy struct {
 	Action   Action
 }
 
+// Redacted returns a copy of c with its algorithms copied and their keys
+// removed (nil), for showing c: c's own key bytes are left as they are.
+func (c Config) Redacted() Config {
+	for _, a := range []**Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
+		if *a != nil {
+			cp := **a
+			cp.Key = nil
+			*a = &cp
+		}
+	}
+	return c
+}
+
 // ClearKeys zeroes the key bytes of c's algorithms in place (the slices
 // stay, zero-filled). An SA made from c holds copies of its own.
 func (c *Config) ClearKeys() {

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/control"
-	"github.com/ipsecd/ipsecd/ikenode"
 )
 
 //go:embed demo/ike-endpoint.yaml.tmpl
@@ -70,7 +69,7 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 
 	fmt.Print("initiating from A (ipsecd ike initiate --ike demo), waiting for the IKE SA and its child ... ")
 	start := time.Now()
-	if err := demoIKEAction(a, "ike.initiate", ikenode.Target{IKE: "demo"}); err != nil {
+	if err := demoIKEAction(a, "ike.initiate", control.IKETarget{IKE: "demo"}); err != nil {
 		fmt.Println()
 		return err
 	}
@@ -87,8 +86,8 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 	fmt.Println()
 
 	plan := map[*demoEndpoint][]demoRekey{
-		a: {{by: a, what: "the child", target: ikenode.Target{Child: "net"}}, {by: a, what: "the IKE SA", target: ikenode.Target{IKE: "demo"}}},
-		b: {{by: b, what: "the child", target: ikenode.Target{Child: "net"}}},
+		a: {{by: a, what: "the child", target: control.IKETarget{Child: "net"}}, {by: a, what: "the IKE SA", target: control.IKETarget{IKE: "demo"}}},
+		b: {{by: b, what: "the child", target: control.IKETarget{Child: "net"}}},
 	}
 	for _, dir := range [][2]*demoEndpoint{{a, b}, {b, a}} {
 		if err := ctx.Err(); err != nil {
@@ -144,7 +143,7 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 type demoRekey struct {
 	by     *demoEndpoint
 	what   string // for the progress line
-	target ikenode.Target
+	target control.IKETarget
 }
 
 // run starts the rekey and waits until both ends have only the new SAs:
@@ -162,7 +161,7 @@ func (r demoRekey) run(ctx context.Context, a, b *demoEndpoint, sent *atomic.Int
 		return err
 	}
 	// The SPIs as r.by saw them before, against r.by's view now.
-	changed := func(sa, sb ikenode.SAInfo) bool {
+	changed := func(sa, sb control.IKESAInfo) bool {
 		s := sa
 		if r.by == b {
 			s = sb
@@ -182,7 +181,7 @@ func (r demoRekey) run(ctx context.Context, a, b *demoEndpoint, sent *atomic.Int
 
 // demoIKEAction runs `ipsecd ike initiate|rekey` (cmd ike.initiate,
 // ike.rekey) on e.
-func demoIKEAction(e *demoEndpoint, cmd string, t ikenode.Target) error {
+func demoIKEAction(e *demoEndpoint, cmd string, t control.IKETarget) error {
 	c, err := control.Dial(e.Control)
 	if err != nil {
 		return err
@@ -198,24 +197,24 @@ func demoIKEAction(e *demoEndpoint, cmd string, t ikenode.Target) error {
 // one installed child and nothing else (no child being rekeyed). An IKE
 // SA that a rekey replaced stays listed for a moment (REKEYED, ended: the
 // answer to its delete may still come) and does not count.
-func demoIKESA(e *demoEndpoint) (ikenode.SAInfo, error) {
+func demoIKESA(e *demoEndpoint) (control.IKESAInfo, error) {
 	c, err := control.Dial(e.Control)
 	if err != nil {
-		return ikenode.SAInfo{}, err
+		return control.IKESAInfo{}, err
 	}
 	defer c.Close()
 	sas, err := c.IKEList()
 	if err != nil {
-		return ikenode.SAInfo{}, err
+		return control.IKESAInfo{}, err
 	}
-	var up []ikenode.SAInfo
+	var up []control.IKESAInfo
 	for _, s := range sas {
 		if s.State != "REKEYED" {
 			up = append(up, s)
 		}
 	}
 	if len(up) != 1 || up[0].State != "ESTABLISHED" || len(up[0].Children) != 1 || up[0].Children[0].State != "INSTALLED" {
-		return ikenode.SAInfo{}, fmt.Errorf("%w: %s", errNotSettled, demoIKEStates(sas))
+		return control.IKESAInfo{}, fmt.Errorf("%w: %s", errNotSettled, demoIKEStates(sas))
 	}
 	return up[0], nil
 }
@@ -225,7 +224,7 @@ var errNotSettled = errors.New("not one established IKE SA with one installed ch
 // demoIKEStates sums up sas for a progress line or an error: "none", or
 // each SA's state with its children's, as "ESTABLISHED (INSTALLED,
 // REKEYING)".
-func demoIKEStates(sas []ikenode.SAInfo) string {
+func demoIKEStates(sas []control.IKESAInfo) string {
 	if len(sas) == 0 {
 		return "no IKE SA"
 	}
@@ -243,7 +242,7 @@ func demoIKEStates(sas []ikenode.SAInfo) string {
 // demoSettled waits until both ends hold one established IKE SA with one
 // installed child and nothing else, and done(A's, B's) holds; it returns
 // A's. It gives up after demoIKEWait, with both daemons' logs.
-func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func(sa, sb ikenode.SAInfo) bool) (ikenode.SAInfo, error) {
+func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func(sa, sb control.IKESAInfo) bool) (control.IKESAInfo, error) {
 	deadline := time.Now().Add(demoIKEWait)
 	for {
 		sa, errA := demoIKESA(a)
@@ -252,10 +251,10 @@ func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func
 			return sa, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return ikenode.SAInfo{}, err
+			return control.IKESAInfo{}, err
 		}
 		if time.Now().After(deadline) {
-			return ikenode.SAInfo{}, fmt.Errorf("no end to %s within %v (A: %v, B: %v); the daemons' logs:\nA:\n%s\nB:\n%s",
+			return control.IKESAInfo{}, fmt.Errorf("no end to %s within %v (A: %v, B: %v); the daemons' logs:\nA:\n%s\nB:\n%s",
 				what, demoIKEWait, errOrOK(errA), errOrOK(errB), a.log.String(), b.log.String())
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -263,7 +262,7 @@ func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func
 }
 
 // demoAny is demoSettled's done for any settled SAs.
-func demoAny(_, _ ikenode.SAInfo) bool { return true }
+func demoAny(_, _ control.IKESAInfo) bool { return true }
 
 func errOrOK(err error) string {
 	if err == nil {

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/internal/printable"
 )
 
@@ -37,7 +37,7 @@ func cmdIKE(args []string, stdout, stderr io.Writer) error {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
 			if sas == nil {
-				sas = []ikenode.SAInfo{}
+				sas = []control.IKESAInfo{}
 			}
 			return enc.Encode(sas)
 		}
@@ -46,7 +46,7 @@ func cmdIKE(args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("ike "+verb, "ike "+verb+" --ike NAME | --child NAME [--control PATH | --config FILE]", stderr)
 	cf := addCtlFlags(fs)
-	var t ikenode.Target
+	var t control.IKETarget
 	fs.StringVar(&t.IKE, "ike", "", "the connection `NAME` (its IKE SA, with its children)")
 	fs.StringVar(&t.Child, "child", "", "the child `NAME`")
 	if err := parse(fs, args); err != nil {
@@ -66,7 +66,7 @@ func cmdIKE(args []string, stdout, stderr io.Writer) error {
 // writeIKESAs prints the SAs as swanctl --list-sas does, roughly. Each
 // line is escaped (printable.Escape): identities are the peer's text,
 // which must not reach the terminal with control characters in it.
-func writeIKESAs(w io.Writer, sas []ikenode.SAInfo) {
+func writeIKESAs(w io.Writer, sas []control.IKESAInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	defer tw.Flush()
 	printf := func(format string, args ...any) {

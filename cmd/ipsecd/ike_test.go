@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/control/controltest"
-	"github.com/ipsecd/ipsecd/ikenode"
 )
 
+// TestIKECommandErrors: the ike commands' usage errors (exit 2), and a
 // daemon without IKE answers that it runs none (exit 1).
 func TestIKECommandErrors(t *testing.T) {
 	srv := controltest.Start(t, &controltest.Backend{})
@@ -37,8 +38,8 @@ func TestIKECommandErrors(t *testing.T) {
 func TestIKEListEscapes(t *testing.T) {
 	const evil = "\x1b[2J\r\nfake"
 	var o bytes.Buffer
-	writeIKESAs(&o, []ikenode.SAInfo{{Name: "rw", State: "ESTABLISHED", LocalID: "b.test", RemoteID: evil,
-		Children: []ikenode.ChildInfo{{Name: "net", State: "INSTALLED", LocalTS: []string{evil}}}}})
+	writeIKESAs(&o, []control.IKESAInfo{{Name: "rw", State: "ESTABLISHED", LocalID: "b.test", RemoteID: evil,
+		Children: []control.IKEChildInfo{{Name: "net", State: "INSTALLED", LocalTS: []string{evil}}}}})
 	out := o.String()
 	if strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "\nfake") {
 		t.Errorf("ike list printed the peer's control characters:\n%q", out)
