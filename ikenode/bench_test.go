@@ -11,7 +11,7 @@ import (
 // goroutine hops included. Each iteration then terminates the SA
 // (outside the timer).
 func BenchmarkEstablish(b *testing.B) {
-	a, r := pairUp(b, sideOpts{}, sideOpts{})
+	a, r := pairOn(b, nil, sideOpts{}, sideOpts{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {

@@ -174,7 +174,7 @@ func jitter(d time.Duration) time.Duration {
 func (m *Manager) allocSPI() (uint32, error) {
 	spi, err := m.cfg.Node.AllocSPI()
 	if err == nil {
-		m.spis[spi] = time.Now()
+		m.spis[spi] = m.clock.Now()
 	}
 	return spi, err
 }

@@ -38,13 +38,13 @@ func parseYAML(t *testing.T, y string) *config.Config {
 
 // startOn runs a manager of cfg listening on the addresses listen,
 // initiating to peerPort.
-func startOn(t *testing.T, cfg *config.Config, peerPort uint16, base uint32, listen ...string) *endpoint {
+func startOn(t *testing.T, n *testNet, cfg *config.Config, peerPort uint16, base uint32, listen ...string) *endpoint {
 	t.Helper()
 	var ls []netip.Addr
 	for _, a := range listen {
 		ls = append(ls, netip.MustParseAddr(a))
 	}
-	return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: ls}, base)
+	return startManager(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: ls}, base)
 }
 
 // listed returns the SAs of e's connection conn in state.
@@ -65,6 +65,7 @@ func listed(e *endpoint, conn, state string) []control.IKESAInfo {
 // INITIAL_CONTACT gets its SA on rw; A's SA on site stays: INITIAL_CONTACT
 // acts only on the connection it came by.
 func TestInitialContactOtherConnection(t *testing.T) {
+	n := newTestNet()
 	const bYAML = `interfaces:
   - {name: ipsec1, if_id: 1, addresses: [10.2.0.1/24], routes: [10.1.0.0/24]}
   - {name: ipsec2, if_id: 2, addresses: [10.2.1.1/24], routes: [10.3.0.0/24]}
@@ -103,15 +104,15 @@ connections:
 secrets:
   - {ids: [a.test, b.test], secret: "%[4]s"}
 `
-	b := startOn(t, parseYAML(t, bYAML), 0, 0x2000, "127.0.0.2")
-	a := startOn(t, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.1", "10.1.0", "10.2.0", "0x1111111111111111111111111111111111111111111111111111111111111111")), b.m.Port(), 0x1000, "127.0.0.1")
-	waitFor(t, "A's SA on site", func() bool { return len(listed(b, "site", "ESTABLISHED")) == 1 && established(a) })
+	b := startOn(t, n, parseYAML(t, bYAML), 0, 0x2000, "127.0.0.2")
+	a := startOn(t, n, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.1", "10.1.0", "10.2.0", "0x1111111111111111111111111111111111111111111111111111111111111111")), b.m.Port(), 0x1000, "127.0.0.1")
+	n.waitFor(t, "A's SA on site", func() bool { return len(listed(b, "site", "ESTABLISHED")) == 1 && established(a) })
 	site := listed(b, "site", "ESTABLISHED")[0]
 
 	// The road warrior at 127.0.0.3 knows rw's PSK and calls itself
 	// a.test; its first IKE_AUTH carries INITIAL_CONTACT.
-	rw := startOn(t, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.3", "10.3.0", "10.2.1", "0x2222222222222222222222222222222222222222222222222222222222222222")), b.m.Port(), 0x3000, "127.0.0.3")
-	waitFor(t, "the road warrior's SA on rw", func() bool { return len(listed(b, "rw", "ESTABLISHED")) == 1 && established(rw) })
+	rw := startOn(t, n, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.3", "10.3.0", "10.2.1", "0x2222222222222222222222222222222222222222222222222222222222222222")), b.m.Port(), 0x3000, "127.0.0.3")
+	n.waitFor(t, "the road warrior's SA on rw", func() bool { return len(listed(b, "rw", "ESTABLISHED")) == 1 && established(rw) })
 	if got := listed(b, "rw", "ESTABLISHED")[0].RemoteID; got != "a.test" {
 		t.Fatalf("the road warrior authenticated as %q, want a.test", got)
 	}
@@ -174,6 +175,7 @@ func pki(t *testing.T, dir string, names ...string) {
 // INITIAL_CONTACT: A holds an SA with B's identity already. B sees
 // INITIAL_CONTACT once, from the first, and both SAs stay up.
 func TestInitialContactCertificates(t *testing.T) {
+	n := newTestNet()
 	dir := t.TempDir()
 	pki(t, dir, "a.test", "b.test")
 	const side = `interfaces:
@@ -198,18 +200,18 @@ connections:
       - {name: net2, if_id: 2, local_ts: [%[1]s.1.0/24], remote_ts: [%[2]s.1.0/24], esp_proposals: [aes128gcm16]}
 `
 	// B answers connection one on 127.0.0.2 and two on 127.0.0.4.
-	b := startOn(t, parseYAML(t, fmt.Sprintf(side, "10.2", "10.1", "127.0.0.2", "127.0.0.1", "127.0.0.1", dir, "b.test", "a.test", "127.0.0.4")), 0, 0x2000, "127.0.0.2", "127.0.0.4")
-	a := startOn(t, parseYAML(t, fmt.Sprintf(side, "10.1", "10.2", "127.0.0.1", "127.0.0.2", "127.0.0.4", dir, "a.test", "b.test", "127.0.0.1")), b.m.Port(), 0x1000, "127.0.0.1")
+	b := startOn(t, n, parseYAML(t, fmt.Sprintf(side, "10.2", "10.1", "127.0.0.2", "127.0.0.1", "127.0.0.1", dir, "b.test", "a.test", "127.0.0.4")), 0, 0x2000, "127.0.0.2", "127.0.0.4")
+	a := startOn(t, n, parseYAML(t, fmt.Sprintf(side, "10.1", "10.2", "127.0.0.1", "127.0.0.2", "127.0.0.4", dir, "a.test", "b.test", "127.0.0.1")), b.m.Port(), 0x1000, "127.0.0.1")
 	if err := a.m.Initiate(Target{IKE: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "connection one up", func() bool {
+	n.waitFor(t, "connection one up", func() bool {
 		return len(listed(b, "one", "ESTABLISHED")) == 1 && len(listed(a, "one", "ESTABLISHED")) == 1
 	})
 	if err := a.m.Initiate(Target{IKE: "two"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "connection two up", func() bool {
+	n.waitFor(t, "connection two up", func() bool {
 		return len(listed(b, "two", "ESTABLISHED")) == 1 && len(listed(a, "two", "ESTABLISHED")) == 1
 	})
 	if got := listed(a, "two", "ESTABLISHED")[0].RemoteID; got != "CN=b.test" {
@@ -248,15 +250,16 @@ func (h *recordHook) Fire(e *logrus.Entry) error {
 // ike list and in every log entry's message and fields, whatever the
 // log's formatter does with them.
 func TestPeerIDEscaped(t *testing.T) {
+	n := newTestNet()
 	const evil = "\x1b[2J\r\nfake"
 	bCfg := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", `"%any"`, "10.2.0", "10.1.0", sideOpts{})
-	b := startEndpoint(t, bCfg, "127.0.0.2", 0, 0x2000)
+	b := startEndpoint(t, n, bCfg, "127.0.0.2", 0, 0x2000)
 	hook := &recordHook{}
 	b.m.log.(*logrus.Logger).AddHook(hook)
 	aCfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
 	aCfg.Connections[0].Local.Identity = ike.NewIdentity(message.IDFQDN, []byte(evil))
-	a := startEndpoint(t, aCfg, "127.0.0.1", b.m.Port(), 0x1000)
-	waitFor(t, "the SA", func() bool { return established(a) && established(b) })
+	a := startEndpoint(t, n, aCfg, "127.0.0.1", b.m.Port(), 0x1000)
+	n.waitFor(t, "the SA", func() bool { return established(a) && established(b) })
 	got := list(t, b)[0].RemoteID
 	if want := `\x1b[2J\x0d\x0afake`; got != want {
 		t.Errorf("ike list shows the peer as %q, want %q", got, want)
@@ -280,6 +283,7 @@ func TestPeerIDEscaped(t *testing.T) {
 // INITIAL_CONTACT does not drop the SA of the peer whose identity is the
 // address 192.0.2.1 (ID_IPV4_ADDR): the same text, two identities.
 func TestInitialContactTypedIdentity(t *testing.T) {
+	n := newTestNet()
 	const bYAML = `interfaces:
   - {name: ipsec1, if_id: 1, addresses: [10.2.0.1/24], routes: [10.3.0.0/16]}
 connections:
@@ -307,15 +311,15 @@ connections:
 secrets:
   - {ids: [192.0.2.1, b.test], secret: "0x2222222222222222222222222222222222222222222222222222222222222222"}
 `
-	b := startOn(t, parseYAML(t, bYAML), 0, 0x2000, "127.0.0.2")
-	addr := startOn(t, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.1", "10.3.1")), b.m.Port(), 0x1000, "127.0.0.1")
-	waitFor(t, "the address's SA", func() bool { return len(listed(b, "rw", "ESTABLISHED")) == 1 && established(addr) })
+	b := startOn(t, n, parseYAML(t, bYAML), 0, 0x2000, "127.0.0.2")
+	addr := startOn(t, n, parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.1", "10.3.1")), b.m.Port(), 0x1000, "127.0.0.1")
+	n.waitFor(t, "the address's SA", func() bool { return len(listed(b, "rw", "ESTABLISHED")) == 1 && established(addr) })
 	first := listed(b, "rw", "ESTABLISHED")[0]
 	nameCfg := parseYAML(t, fmt.Sprintf(peerYAML, "127.0.0.3", "10.3.2"))
 	nameCfg.Connections[0].Local.Identity = ike.NewIdentity(message.IDFQDN, []byte("192.0.2.1"))
-	name := startOn(t, nameCfg, b.m.Port(), 0x3000, "127.0.0.3")
+	name := startOn(t, n, nameCfg, b.m.Port(), 0x3000, "127.0.0.3")
 	// B acted on INITIAL_CONTACT before it answered the IKE_AUTH.
-	waitFor(t, "the name's SA", func() bool { return established(name) })
+	n.waitFor(t, "the name's SA", func() bool { return established(name) })
 	if !strings.Contains(b.log.String(), "INITIAL_CONTACT") {
 		t.Fatalf("B's log does not show the name's INITIAL_CONTACT:\n%s", b.log.String())
 	}

@@ -23,7 +23,7 @@ var (
 func (m *Manager) List() ([]control.IKESAInfo, error) {
 	var out []control.IKESAInfo
 	err := m.do(func() {
-		now := time.Now()
+		now := m.clock.Now()
 		for _, x := range m.sas {
 			out = append(out, m.info(x, now))
 		}
@@ -133,7 +133,7 @@ func (m *Manager) act(t Target, f func(c *conn, now time.Time) error) error {
 			err = lerr
 			return
 		}
-		err = f(c, time.Now())
+		err = f(c, m.clock.Now())
 	}); derr != nil {
 		return derr
 	}
@@ -251,7 +251,7 @@ type ReloadResult struct {
 func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 	var res ReloadResult
 	err := m.do(func() {
-		now := time.Now()
+		now := m.clock.Now()
 		if p := ic.IKE.Port; p != m.Port() && m.Port() != 0 && len(m.cfg.Listen) == 0 {
 			m.log.Warnf("ike: port %d takes effect on restart; IKE stays on %d", p, m.Port())
 		}

@@ -35,6 +35,10 @@
 // node raises acquires (Config.Trap); otherwise they act as none and
 // clear. See trap.go.
 //
+// Time and the IKE port are injected (Config.Clock, Config.Transport):
+// the daemon's are the system clock and UDP sockets (UDP); the tests run
+// managers on a manual clock and an in-memory network.
+//
 // Without a raw ESP socket in the underlay every connection forces UDP
 // encapsulation (strongSwan's encap = yes), since raw ESP could not be
 // carried.

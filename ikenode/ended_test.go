@@ -19,18 +19,18 @@ import (
 // never.
 func TestDeleteRetransmittedByDaemon(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start", retransmit: 300 * time.Millisecond}, sideOpts{})
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) })
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) })
 	b.m.Close() // B hears and says nothing from now on
 	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	waitFor(t, "A's children removed", func() bool { in, out := a.node.snapshot(); return len(in) == 0 && len(out) == 0 })
+	start := a.net.clock.Now()
+	a.net.waitFor(t, "A's children removed", func() bool { in, out := a.node.snapshot(); return len(in) == 0 && len(out) == 0 })
 	if l := list(t, a); len(l) != 1 || l[0].State != "DELETING" {
 		t.Fatalf("A lists %+v while its delete is unanswered, want one SA DELETING", l)
 	}
-	waitFor(t, "A to forget the SA", func() bool { return len(list(t, a)) == 0 })
-	took := time.Since(start)
+	a.net.waitFor(t, "A to forget the SA", func() bool { return len(list(t, a)) == 0 })
+	took := a.net.since(start)
 	// Two tries of 300 ms each, then 300 ms for the last, then the grace.
 	if got := a.m.Counters().Retransmits; got != 2 {
 		t.Errorf("the delete was retransmitted %d times, want 2 (the tries)", got)
@@ -49,7 +49,7 @@ func TestDeleteRetransmittedByDaemon(t *testing.T) {
 func TestFailedInstallWipesChild(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
 	f := newFakeNode(0)
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestFailedInstallWipesChild(t *testing.T) {
 // zeroed then; they were left as they were.
 func TestForgottenSAsWiped(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +154,10 @@ func TestForgottenSAsWiped(t *testing.T) {
 // said nothing was wrong.
 func TestDeleteWhileBusyQueued(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
 	var busy bool
 	if err := a.m.do(func() {
-		now := time.Now()
+		now := a.m.clock.Now()
 		x := a.m.liveSA(a.m.conns["peer"])
 		out, err := x.sa.Ping(now) // outstanding until B answers
 		if err != nil {
@@ -173,7 +173,7 @@ func TestDeleteWhileBusyQueued(t *testing.T) {
 	if !busy {
 		t.Fatal("the liveness check was not outstanding when the delete was asked")
 	}
-	waitFor(t, "both sides empty", func() bool {
+	a.net.waitFor(t, "both sides empty", func() bool {
 		ain, _ := a.node.snapshot()
 		bin, _ := b.node.snapshot()
 		la, _ := a.m.List()
@@ -187,18 +187,19 @@ func TestDeleteWhileBusyQueued(t *testing.T) {
 // more. Delete refused it ("not established") and it went on
 // retransmitting IKE_SA_INIT until its tries ran out.
 func TestTerminateConnecting(t *testing.T) {
-	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	n := newTestNet()
+	b := startEndpoint(t, n, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
 	port := b.m.Port()
 	b.m.Close() // silent
-	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0",
+	a := startEndpoint(t, n, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0",
 		sideOpts{start: "start", retransmit: 300 * time.Millisecond}), "127.0.0.1", port, 0x1000)
-	waitFor(t, "A connecting", func() bool { l := list(t, a); return len(l) == 1 && l[0].State == "CONNECTING" })
+	a.net.waitFor(t, "A connecting", func() bool { l := list(t, a); return len(l) == 1 && l[0].State == "CONNECTING" })
 	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
 		t.Fatal(err)
 	}
 	sent := a.m.Counters().Sent
-	waitFor(t, "A to forget it", func() bool { return len(list(t, a)) == 0 })
-	time.Sleep(700 * time.Millisecond) // past two retransmission timeouts
+	a.net.waitFor(t, "A to forget it", func() bool { return len(list(t, a)) == 0 })
+	a.net.advance(t, 700*time.Millisecond) // past two retransmission timeouts
 	if more := a.m.Counters().Sent - sent; more != 0 {
 		t.Errorf("%d datagrams sent after terminate, want none", more)
 	}

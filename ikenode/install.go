@@ -141,7 +141,7 @@ func (m *Manager) removeChild(c *ike.Child, rec *installed, linger time.Duration
 		rec.outPending = nil
 	}
 	if linger > 0 {
-		m.lingering = append(m.lingering, lingering{rec.in, time.Now().Add(linger)})
+		m.lingering = append(m.lingering, lingering{rec.in, m.clock.Now().Add(linger)})
 	} else {
 		ids = append(ids, rec.in)
 	}

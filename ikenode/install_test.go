@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipsecd/ipsecd/ike/keys"
 	"github.com/ipsecd/ipsecd/ike/message"
@@ -50,24 +49,18 @@ func TestInstallFailureDeletes(t *testing.T) {
 			if err := a.m.Initiate(Target{IKE: "peer"}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the IKE SA", func() bool {
+			a.net.waitFor(t, "the IKE SA", func() bool {
 				la, _ := a.m.List()
 				lb, _ := b.m.List()
 				return len(la) == 1 && la[0].State == "ESTABLISHED" && len(lb) == 1 && lb[0].State == "ESTABLISHED"
 			})
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				in, out := good.node.snapshot()
-				eb, eg := engineChildren(t, bad), engineChildren(t, good)
-				ev := good.node.events()
-				if eb == 0 && eg == 0 && len(in) == 0 && len(out) == 0 && len(ev) == 3 && strings.HasPrefix(ev[1], "remove") && strings.HasPrefix(ev[2], "remove") {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after 10 s: the %s's engine holds %d children, the peer's %d, and the peer %d inbound and %d outbound SAs (changes %v); want none",
-						failing, eb, eg, len(in), len(out), ev)
-				}
-				time.Sleep(20 * time.Millisecond)
+			a.net.settle(t)
+			in, out := good.node.snapshot()
+			eb, eg := engineChildren(t, bad), engineChildren(t, good)
+			ev := good.node.events()
+			if eb != 0 || eg != 0 || len(in) != 0 || len(out) != 0 || len(ev) != 3 || ev[1].op != opRemove || ev[2].op != opRemove {
+				t.Fatalf("settled: the %s's engine holds %d children, the peer's %d, and the peer %d inbound and %d outbound SAs (changes %v); want none",
+					failing, eb, eg, len(in), len(out), ev)
 			}
 			for _, e := range []*endpoint{a, b} {
 				if l := list(t, e); len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 0 {

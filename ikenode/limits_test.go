@@ -39,7 +39,7 @@ func newResponder(t *testing.T, ikeSettings string) *Manager {
 		t.Fatal(err)
 	}
 	cfg.IKE.Port = 0
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,20 +193,18 @@ func TestIKESAsPerPeer(t *testing.T) {
 	const made = 8
 	for i := range made {
 		if err := a.m.do(func() {
-			if err := a.m.initiate(a.m.conns["peer"], time.Now()); err != nil {
+			if err := a.m.initiate(a.m.conns["peer"], a.m.clock.Now()); err != nil {
 				t.Error(err)
 			}
 		}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, fmt.Sprintf("IKE SA %d up on B", i+1), func() bool {
+		a.net.waitFor(t, fmt.Sprintf("IKE SA %d up on B", i+1), func() bool {
 			return strings.Count(b.log.String(), "ike: IKE SA established") == i+1 && strings.Count(a.log.String(), "ike: child installed") == i+1
 		})
 	}
 	want := config.DefaultMaxIKESAsPerPeer
-	for deadline := time.Now().Add(5 * time.Second); count(a) > want && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond) // A learns of B's deletes
-	}
+	a.net.settle(t) // A learns of B's deletes
 	in, _ := b.node.snapshot()
 	if n := count(b); n != want || len(in) != want {
 		t.Fatalf("%d IKE SAs of one peer identity made: B holds %d with %d children; want %d", made, n, len(in), want)

@@ -97,6 +97,11 @@ type Config struct {
 	Stats func(id node.StateID) (sa.Stats, bool)
 	// Log gets the IKE log lines; nil discards them.
 	Log logrus.FieldLogger
+	// Clock is the manager's time; nil is the system clock.
+	Clock Clock
+	// Transport opens the IKE port; nil is UDP sockets with SO_MARK
+	// Mark.
+	Transport Transport
 }
 
 // Manager runs the IKE SAs of one daemon. Make it with New, run Run in a
@@ -107,7 +112,8 @@ type Manager struct {
 	inbox    chan packet
 	acquires chan acquire
 	control  chan func()
-	sockets  []*ikeSocket
+	clock    Clock
+	bind     Bind
 	peerPort uint16
 	cookies  *ike.Cookies
 	ctr      counters
@@ -149,8 +155,15 @@ func New(cfg Config) (*Manager, error) {
 		l.SetOutput(io.Discard)
 		log = l
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = UDP{Mark: cfg.Mark}
+	}
 	m := &Manager{
 		cfg:       cfg,
+		clock:     cfg.Clock,
 		log:       log,
 		inbox:     make(chan packet, inboxSize),
 		acquires:  make(chan acquire, acquireSize),
@@ -172,22 +185,19 @@ func New(cfg Config) (*Manager, error) {
 	if err := m.openKeylog(cfg.IKE.IKE.Keylog); err != nil {
 		return nil, err
 	}
-	if err := m.listen(cfg.IKE.IKE.Port); err != nil {
+	bind, err := cfg.Transport.Listen(cfg.Listen, cfg.IKE.IKE.Port, m.deliverIKE)
+	if err != nil {
 		m.keylog.close()
-		return nil, err
+		return nil, fmt.Errorf("ike: port %d: %w", cfg.IKE.IKE.Port, err)
 	}
-	m.setConnections(cfg.IKE, time.Now())
+	m.bind = bind
+	m.setConnections(cfg.IKE, m.clock.Now())
 	m.cfg.IKE = nil // the Manager keeps what it needs, not the file
 	return m, nil
 }
 
 // Port returns the bound IKE port (the one chosen, for port 0).
-func (m *Manager) Port() uint16 {
-	if len(m.sockets) == 0 {
-		return 0
-	}
-	return m.sockets[0].port
-}
+func (m *Manager) Port() uint16 { return m.bind.Port() }
 
 // DeliverNonESP hands the manager an IKE datagram that arrived on the
 // ESP-in-UDP socket (underlay.Config.NonESP): b starts with the non-ESP
@@ -204,6 +214,11 @@ func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr)
 	m.deliver(packet{b: append([]byte(nil), b[4:]...), local: netip.AddrPortFrom(local, ike.NATTPort), remote: peer})
 }
 
+// deliverIKE is the Transport's deliver: a datagram on the IKE port.
+func (m *Manager) deliverIKE(b []byte, local, remote netip.AddrPort) {
+	m.deliver(packet{b: b, local: local, remote: remote})
+}
+
 func (m *Manager) deliver(p packet) {
 	select {
 	case m.inbox <- p:
@@ -217,24 +232,24 @@ func (m *Manager) deliver(p packet) {
 // sockets.
 func (m *Manager) Run(ctx context.Context) {
 	defer m.Close()
-	now := time.Now()
+	now := m.clock.Now()
 	for _, name := range m.connOrder {
 		m.startConn(m.conns[name], now)
 	}
-	t := time.NewTicker(tickEvery)
-	defer t.Stop()
+	ticks, stop := m.clock.NewTicker(tickEvery)
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			m.shutdown()
 			return
 		case p := <-m.inbox:
-			m.handleSafely(p, time.Now())
+			m.handleSafely(p, m.clock.Now())
 		case a := <-m.acquires:
-			m.onAcquire(a, time.Now())
+			m.onAcquire(a, m.clock.Now())
 		case f := <-m.control:
 			f()
-		case now := <-t.C:
+		case now := <-ticks:
 			m.tick(now)
 		}
 	}
@@ -245,9 +260,7 @@ func (m *Manager) Run(ctx context.Context) {
 func (m *Manager) Close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
-		for _, s := range m.sockets {
-			s.close()
-		}
+		m.bind.Close()
 		m.keylog.close()
 	})
 }
@@ -278,7 +291,7 @@ func (m *Manager) do(f func()) error {
 // shutdown deletes every IKE SA: the peer learns at once rather than by
 // DPD. The delete is sent once (no one is left to retransmit it).
 func (m *Manager) shutdown() {
-	now := time.Now()
+	now := m.clock.Now()
 	for _, x := range m.sas {
 		if x.sa.State() == ike.StateEstablished {
 			if out, err := x.sa.Delete(now); err == nil {

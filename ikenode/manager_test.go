@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -39,7 +38,7 @@ import (
 type fakeNode struct {
 	mu       sync.Mutex
 	states   map[node.StateID]sa.Config
-	order    []string // "install IN OUT", "add in SPI", "add out SPI", "remove in SPI"
+	order    []change
 	spis     map[uint32]bool
 	next     uint32
 	policies []sa.Policy
@@ -47,15 +46,55 @@ type fakeNode struct {
 	// its value at each change of order.
 	sent   func() uint64
 	sentAt []uint64
-	// moved holds the SetPeer calls: "SPI peer".
-	moved []string
+	// moved holds the SetPeer calls.
+	moved []moved
 	// fail, when set, refuses every InstallChild and AddState.
 	fail error
 }
 
+// changeOp is what a change did.
+type changeOp int
+
+const (
+	opInstall changeOp = iota + 1 // InstallChild: a pair
+	opAdd                         // AddState
+	opRemove                      // RemoveStates, one SA
+)
+
+// change is one change a fakeNode saw.
+type change struct {
+	op  changeOp
+	dir sa.Dir // opAdd, opRemove
+	spi uint32 // opInstall: the inbound SA's
+	out uint32 // opInstall: the outbound SA's
+}
+
+func (c change) String() string {
+	switch c.op {
+	case opInstall:
+		return fmt.Sprintf("install %08x %08x", c.spi, c.out)
+	case opAdd:
+		return fmt.Sprintf("add %s %08x", c.dir, c.spi)
+	case opRemove:
+		return fmt.Sprintf("remove %s %08x", c.dir, c.spi)
+	}
+	return fmt.Sprintf("change %d", c.op)
+}
+
+// is reports whether c is an op, in dir for opAdd and opRemove.
+func (c change) is(op changeOp, dir sa.Dir) bool {
+	return c.op == op && (op == opInstall || c.dir == dir)
+}
+
+// moved is one SetPeer call.
+type moved struct {
+	spi  uint32
+	peer netip.AddrPort
+}
+
 // note records one change.
-func (f *fakeNode) note(change string) {
-	f.order = append(f.order, change)
+func (f *fakeNode) note(c change) {
+	f.order = append(f.order, c)
 	if f.sent != nil {
 		f.sentAt = append(f.sentAt, f.sent())
 	} else {
@@ -84,7 +123,7 @@ func (f *fakeNode) addLocked(c sa.Config) error {
 		return fmt.Errorf("%s: %w", id, sa.ErrExists)
 	}
 	f.states[id] = clone(c)
-	f.note(fmt.Sprintf("add %s %08x", c.Dir, c.SPI))
+	f.note(change{op: opAdd, dir: c.Dir, spi: c.SPI})
 	return nil
 }
 
@@ -108,7 +147,7 @@ func (f *fakeNode) InstallChild(owner node.Owner, in, out sa.Config, replaces ..
 	}
 	// One change for both: the order shows them as one step.
 	f.order, f.sentAt = f.order[:len(f.order)-2], f.sentAt[:len(f.sentAt)-2]
-	f.note(fmt.Sprintf("install %08x %08x", in.SPI, out.SPI))
+	f.note(change{op: opInstall, spi: in.SPI, out: out.SPI})
 	return nil
 }
 
@@ -130,7 +169,7 @@ func (f *fakeNode) RemoveStates(owner node.Owner, ids ...node.StateID) error {
 			return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
 		}
 		delete(f.states, id)
-		f.note(fmt.Sprintf("remove %s %08x", id.Dir, id.SPI))
+		f.note(change{op: opRemove, dir: id.Dir, spi: id.SPI})
 	}
 	return nil
 }
@@ -185,7 +224,7 @@ func (f *fakeNode) snapshot() (in, out map[uint32]sa.Config) {
 	return in, out
 }
 
-func (f *fakeNode) events() []string {
+func (f *fakeNode) events() []change {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.order)
@@ -244,6 +283,7 @@ func (o sideOpts) fill() sideOpts {
 
 // endpoint is one manager with its fake node and log.
 type endpoint struct {
+	net  *testNet // nil: the system clock and UDP sockets
 	m    *Manager
 	node *fakeNode
 	log  *syncbuf.Buffer
@@ -265,21 +305,24 @@ func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOp
 	return cfg
 }
 
-func startEndpoint(t testing.TB, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
+func startEndpoint(t testing.TB, n *testNet, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
-	return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
+	return startManager(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
 }
 
 // startManager runs a manager of c (its Node a fake, its log kept) until
-// the test ends.
-func startManager(t testing.TB, c Config, base uint32) *endpoint {
+// the test ends, on n's clock and network (nil: the system's and UDP).
+func startManager(t testing.TB, n *testNet, c Config, base uint32) *endpoint {
 	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
 	l.SetOutput(log)
 	l.SetLevel(logrus.DebugLevel)
-	e := &endpoint{node: newFakeNode(base), log: log}
+	e := &endpoint{net: n, node: newFakeNode(base), log: log}
 	c.Node, c.Log = e.node, l
+	if n != nil {
+		n.configure(&c)
+	}
 	m, err := New(c)
 	if err != nil {
 		t.Fatal(err)
@@ -290,6 +333,14 @@ func startManager(t testing.TB, c Config, base uint32) *endpoint {
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
 	e.stop = func() { cancel(); <-done }
+	if n != nil {
+		n.add(m)
+		// Run is in its loop, its ticker made: the clock moves no
+		// timer of it unseen.
+		if err := m.do(func() {}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(func() {
 		e.stop()
 		if t.Failed() || os.Getenv("IKENODE_LOG") != "" {
@@ -299,17 +350,26 @@ func startManager(t testing.TB, c Config, base uint32) *endpoint {
 	return e
 }
 
-// pairUp starts B (responder) on 127.0.0.2 and A on 127.0.0.1, which
-// initiates when oa says start.
+// pairUp starts B (responder) at 127.0.0.2 and A at 127.0.0.1, which
+// initiates when oa says start, on a manual clock and an in-memory
+// network (a.net).
 func pairUp(t testing.TB, oa, ob sideOpts) (a, b *endpoint) {
 	t.Helper()
-	b = startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
-	a = startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
+	return pairOn(t, newTestNet(), oa, ob)
+}
+
+// pairOn is pairUp on n's clock and network; nil is the system clock
+// and UDP sockets on loopback.
+func pairOn(t testing.TB, n *testNet, oa, ob sideOpts) (a, b *endpoint) {
+	t.Helper()
+	b = startEndpoint(t, n, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", ob), "127.0.0.2", 0, 0x2000)
+	a = startEndpoint(t, n, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", oa), "127.0.0.1", b.m.Port(), 0x1000)
 	return a, b
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitForReal polls cond for up to 10 s: for managers on the system
+// clock and UDP sockets.
+func waitForReal(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -360,7 +420,7 @@ func established(e *endpoint) bool {
 // goes; a terminate removes everything on both sides.
 func TestUpRekeyDelete(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
 	_, aout := a.node.snapshot()
 	for _, c := range aout {
 		want := sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}
@@ -384,7 +444,7 @@ func TestUpRekeyDelete(t *testing.T) {
 			if err := step.e.m.Rekey(step.t); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the rekey", func() bool {
+			a.net.waitFor(t, "the rekey", func() bool {
 				l, _ := step.e.m.List()
 				if len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 1 {
 					return false
@@ -409,10 +469,10 @@ func TestUpRekeyDelete(t *testing.T) {
 				initiator, responder = b, a
 			}
 			n := map[*endpoint]int{a: na, b: nb}
-			if ev := initiator.node.events()[n[initiator]:]; len(ev) != 3 || !strings.HasPrefix(ev[0], "install") || !strings.HasPrefix(ev[1], "remove") {
+			if ev := initiator.node.events()[n[initiator]:]; len(ev) != 3 || ev[0].op != opInstall || ev[1].op != opRemove {
 				t.Errorf("the rekeying side's changes %v: want install, then two removes", ev)
 			}
-			if ev := responder.node.events()[n[responder]:]; len(ev) != 4 || !strings.HasPrefix(ev[0], "add in") || !strings.HasPrefix(ev[1], "add out") || !strings.HasPrefix(ev[2], "remove") {
+			if ev := responder.node.events()[n[responder]:]; len(ev) != 4 || !ev[0].is(opAdd, sa.DirIn) || !ev[1].is(opAdd, sa.DirOut) || ev[2].op != opRemove {
 				t.Errorf("the other side's changes %v: want add in, add out, then two removes", ev)
 			}
 		})
@@ -421,7 +481,7 @@ func TestUpRekeyDelete(t *testing.T) {
 	if err := a.m.Terminate(Target{IKE: "peer"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both sides empty", func() bool {
+	a.net.waitFor(t, "both sides empty", func() bool {
 		ain, _ := a.node.snapshot()
 		bin, _ := b.node.snapshot()
 		la, _ := a.m.List()
@@ -433,20 +493,40 @@ func TestUpRekeyDelete(t *testing.T) {
 	}
 }
 
+// TestUDPSockets: the managers as the daemon runs them, on UDP sockets
+// bound to loopback addresses and the system clock, bring the child up
+// and rekey it (the other tests run on an in-memory network and a
+// manual clock).
+func TestUDPSockets(t *testing.T) {
+	a, b := pairOn(t, nil, sideOpts{start: "start"}, sideOpts{})
+	waitForReal(t, "the first child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) })
+	if l := list(t, a); l[0].Local.Addr() != netip.MustParseAddr("127.0.0.1") || l[0].Remote != netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), b.m.Port()) {
+		t.Errorf("A's IKE SA from %v to %v, want 127.0.0.1 to 127.0.0.2:%d", l[0].Local, l[0].Remote, b.m.Port())
+	}
+	first := list(t, b)[0]
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForReal(t, "the rekey", func() bool {
+		l, _ := b.m.List()
+		return len(l) == 1 && len(l[0].Children) == 1 && l[0].Children[0].SPIIn != first.Children[0].SPIIn && matched(a.node, b.node, 1)
+	})
+}
+
 // TestResponderDefersOutbound: when the peer rekeys a child, our new
 // outbound SA goes in only with the peer's delete of the old child: in
 // the changes, the new inbound SA comes first, then the new outbound SA,
 // and the old pair last.
 func TestResponderDefersOutbound(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	nb := len(b.node.events())
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the rekey", func() bool { return len(b.node.events()) >= nb+3 && matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the rekey", func() bool { return len(b.node.events()) >= nb+3 && matched(a.node, b.node, 1) })
 	ev := b.node.events()[nb:]
-	if len(ev) != 4 || ev[0][:6] != "add in" || ev[1][:7] != "add out" || ev[2][:6] != "remove" || ev[3][:6] != "remove" {
+	if len(ev) != 4 || !ev[0].is(opAdd, sa.DirIn) || !ev[1].is(opAdd, sa.DirOut) || ev[2].op != opRemove || ev[3].op != opRemove {
 		t.Errorf("B's changes %v: want the new inbound SA, the new outbound SA, then the old pair", ev)
 	}
 }
@@ -454,9 +534,9 @@ func TestResponderDefersOutbound(t *testing.T) {
 // TestTimers: rekey_time drives child and IKE rekeys on their own.
 func TestTimers(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start", childRekey: "1s", ikeRekey: "2s"}, sideOpts{childRekey: "1h", ikeRekey: "1h"})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	first := list(t, a)[0]
-	waitFor(t, "a timed child rekey and IKE rekey", func() bool {
+	a.net.waitFor(t, "a timed child rekey and IKE rekey", func() bool {
 		l, _ := a.m.List()
 		for _, s := range l {
 			if s.State == "ESTABLISHED" && len(s.Children) == 1 && s.SPIInitiator != first.SPIInitiator &&
@@ -472,9 +552,9 @@ func TestTimers(t *testing.T) {
 // dpd_action clear the SAs go; the children are removed.
 func TestDPD(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", retransmit: 200 * time.Millisecond}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	b.m.Close() // dead: its sockets are gone, it sends no delete
-	waitFor(t, "A to clear the dead peer's SAs", func() bool {
+	a.net.waitFor(t, "A to clear the dead peer's SAs", func() bool {
 		ain, aout := a.node.snapshot()
 		l, _ := a.m.List()
 		return len(ain) == 0 && len(aout) == 0 && len(l) == 0
@@ -489,14 +569,14 @@ func TestDPD(t *testing.T) {
 // the dead one.
 func TestDPDRestart(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start", dpdDelay: "1s", dpdAction: "restart", retransmit: 200 * time.Millisecond}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	first := list(t, a)[0]
 	b.m.Close() // dead: its sockets are gone, it sends no delete
-	waitFor(t, "A to notice", func() bool { return bytes.Contains([]byte(a.log.String()), []byte("dpd_action restart")) })
+	a.net.waitFor(t, "A to notice", func() bool { return bytes.Contains([]byte(a.log.String()), []byte("dpd_action restart")) })
 	cfg := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	cfg.IKE.Port = b.m.Port()
-	b2 := startEndpoint(t, cfg, "127.0.0.2", 0, 0x3000)
-	waitFor(t, "a new IKE SA with the restarted peer", func() bool {
+	b2 := startEndpoint(t, a.net, cfg, "127.0.0.2", 0, 0x3000)
+	a.net.waitFor(t, "a new IKE SA with the restarted peer", func() bool {
 		l, _ := a.m.List()
 		return len(l) == 1 && l[0].SPIInitiator != first.SPIInitiator && matched(a.node, b2.node, 1)
 	})
@@ -509,15 +589,15 @@ func TestDPDRestart(t *testing.T) {
 // established SA with a peer exists.
 func TestInitialContact(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	old := list(t, b)[0]
 	a.m.Close() // A dies without a delete
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
-	a2 := startEndpoint(t, cfg, "127.0.0.1", b.m.Port(), 0x5000)
+	a2 := startEndpoint(t, b.net, cfg, "127.0.0.1", b.m.Port(), 0x5000)
 	// The old SA lingers a while for late answers: ike list calls it
 	// DELETING (it was not replaced by a rekey).
 	var oldStates []string
-	waitFor(t, "only the new SA and its pair in B", func() bool {
+	a.net.waitFor(t, "only the new SA and its pair in B", func() bool {
 		l, _ := b.m.List()
 		for _, x := range l {
 			if x.SPIInitiator == old.SPIInitiator && x.State != "ESTABLISHED" && !slices.Contains(oldStates, x.State) {
@@ -548,13 +628,14 @@ func TestInitialContact(t *testing.T) {
 // Wireshark's formats, mode 0600, and the start is warned about.
 func TestKeylog(t *testing.T) {
 	dir := t.TempDir()
+	n := newTestNet()
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	cfgB.IKE.Keylog = dir + "/b-"
-	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
+	b := startEndpoint(t, n, cfgB, "127.0.0.2", 0, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
 	cfgA.IKE.Keylog = dir // a directory: the files go in it
-	a := startEndpoint(t, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	a := startEndpoint(t, n, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 	l := list(t, b)[0]
 	for name, want := range map[string]string{
 		KeylogIKEFile: l.SPIInitiator + "," + l.SPIResponder + ",",
@@ -585,7 +666,7 @@ func TestKeylog(t *testing.T) {
 // fit its queue and counts it; DeliverNonESP never blocks.
 func TestQueueFullDrops(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,13 +695,15 @@ func TestQueueFullDrops(t *testing.T) {
 // a rekey still completes.
 func TestGarbage(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	l := list(t, b)[0]
-	conn, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), b.m.Port())))
+	// A third host on the network sends the garbage to B's IKE port.
+	conn, err := a.net.mem.Listen([]netip.Addr{netip.MustParseAddr("127.0.0.9")}, 0, func([]byte, netip.AddrPort, netip.AddrPort) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	bPort := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.2"), b.m.Port())
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 3000 {
 		p := make([]byte, 28+r.IntN(200))
@@ -638,16 +721,16 @@ func TestGarbage(t *testing.T) {
 			p[18] = byte(34 + r.IntN(4))
 			binary.BigEndian.PutUint32(p[24:], uint32(len(p)))
 		}
-		conn.Write(p)
+		conn.Send(p, netip.MustParseAddr("127.0.0.9"), bPort)
 		b.m.DeliverNonESP(append([]byte{0, 0, 0, 0}, p...), netip.MustParseAddrPort("127.0.0.1:4500"), netip.MustParseAddr("127.0.0.2"))
 		if i%200 == 0 {
-			time.Sleep(5 * time.Millisecond) // let the queue drain: garbage, not a flood
+			a.net.settle(t) // let the queue drain: garbage, not a flood
 		}
 	}
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a rekey after the garbage", func() bool {
+	a.net.waitFor(t, "a rekey after the garbage", func() bool {
 		l2, _ := b.m.List()
 		return len(l2) == 1 && len(l2[0].Children) == 1 && l2[0].Children[0].SPIIn != l.Children[0].SPIIn && matched(a.node, b.node, 1)
 	})
@@ -671,11 +754,12 @@ func mustHex(t *testing.T, s string) []byte {
 // authentication failure on each, and start_action start tries again
 // later.
 func TestWrongPSK(t *testing.T) {
+	n := newTestNet()
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	cfgB.Connections[0].PSK = config.Key("not the same secret at all, no")
-	b := startEndpoint(t, cfgB, "127.0.0.2", 0, 0x2000)
-	a := startEndpoint(t, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
-	waitFor(t, "the failure on both sides", func() bool {
+	b := startEndpoint(t, n, cfgB, "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, n, parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), "127.0.0.1", b.m.Port(), 0x1000)
+	a.net.waitFor(t, "the failure on both sides", func() bool {
 		return a.m.Counters().AuthFailures > 0 && b.m.Counters().AuthFailures > 0 && strings.Contains(a.log.String(), "retrying in 5s")
 	})
 	if fa, fb := a.m.Counters().AuthFailures, b.m.Counters().AuthFailures; fa != 1 || fb != 1 {
@@ -692,7 +776,7 @@ func TestWrongPSK(t *testing.T) {
 // not refused: it follows once that exchange is done.
 func TestRekeyQueued(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	first := list(t, a)[0]
 	if err := a.m.Rekey(Target{IKE: "peer"}); err != nil {
 		t.Fatal(err)
@@ -700,7 +784,7 @@ func TestRekeyQueued(t *testing.T) {
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatalf("a child rekey right after an IKE rekey: %v", err)
 	}
-	waitFor(t, "both rekeys", func() bool {
+	a.net.waitFor(t, "both rekeys", func() bool {
 		l, _ := a.m.List()
 		for _, s := range l {
 			if s.State == "ESTABLISHED" && s.SPIInitiator != first.SPIInitiator && len(s.Children) == 1 &&
@@ -717,26 +801,27 @@ func TestRekeyQueued(t *testing.T) {
 // matches it (interface and selectors), not on others; a reload that
 // removes the connection removes the policy.
 func TestTrap(t *testing.T) {
-	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	n := newTestNet()
+	b := startEndpoint(t, n, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
-	a := startManager(t, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
 		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
 	m, fa := a.m, a.node
 
 	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.0.0/24"), Dst: netip.MustParsePrefix("10.2.0.0/24")}, Action: sa.ActionAllow}
-	waitFor(t, "the trap policy", func() bool {
+	a.net.waitFor(t, "the trap policy", func() bool {
 		fa.mu.Lock()
 		defer fa.mu.Unlock()
 		return len(fa.policies) == 1 && fa.policies[0] == want
 	})
 	m.Acquire(2, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7")) // another interface
 	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.9.0.7")) // outside remote_ts
-	time.Sleep(200 * time.Millisecond)
+	a.net.settle(t)                                                                // the acquires were taken, and nothing followed
 	if l, _ := m.List(); len(l) != 0 {
 		t.Fatalf("an acquire the trap does not cover initiated: %+v", l)
 	}
 	m.Acquire(1, netip.MustParseAddr("10.1.0.5"), netip.MustParseAddr("10.2.0.7"))
-	waitFor(t, "the trapped child", func() bool { return matched(fa, b.node, 1) })
+	a.net.waitFor(t, "the trapped child", func() bool { return matched(fa, b.node, 1) })
 
 	cfgNone, err := config.Parse("none.yaml", []byte("interfaces:\n  - {name: ipsec1, if_id: 1}\n"))
 	if err != nil {
@@ -745,7 +830,7 @@ func TestTrap(t *testing.T) {
 	if _, err := m.Reload(&cfgNone.IKEConfig); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the policy and the child gone", func() bool {
+	a.net.waitFor(t, "the policy and the child gone", func() bool {
 		fa.mu.Lock()
 		np := len(fa.policies)
 		fa.mu.Unlock()
@@ -762,7 +847,7 @@ func TestTrap(t *testing.T) {
 // answer to the delete.
 func TestInstallBeforeSend(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	var na, nb int
 	var sa0, sb0 uint64
 	if err := errors.Join(a.m.do(func() {
@@ -777,7 +862,7 @@ func TestInstallBeforeSend(t *testing.T) {
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the rekey", func() bool { return len(a.node.events()) == na+3 && len(b.node.events()) == nb+4 })
+	a.net.waitFor(t, "the rekey", func() bool { return len(a.node.events()) == na+3 && len(b.node.events()) == nb+4 })
 	a.node.mu.Lock()
 	b.node.mu.Lock()
 	defer a.node.mu.Unlock()
@@ -798,11 +883,11 @@ func TestInstallBeforeSend(t *testing.T) {
 // answers from it.
 func TestWildcardIPv6(t *testing.T) {
 	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
-		return startManager(t, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
+		return startManager(t, nil, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
 	}
 	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
 	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
-	waitFor(t, "a child over IPv6", func() bool { return matched(a.node, b.node, 1) })
+	waitForReal(t, "a child over IPv6", func() bool { return matched(a.node, b.node, 1) })
 	_, out := a.node.snapshot()
 	for _, c := range out {
 		if c.Src != netip.MustParseAddr("::1") || c.Dst != netip.MustParseAddr("::1") {
@@ -815,7 +900,7 @@ func TestWildcardIPv6(t *testing.T) {
 // stops; a reload zeroes those of the connections it replaces.
 func TestStopWipesPSK(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
-	e := startEndpoint(t, cfg, "127.0.0.1", 0, 0x1000)
+	e := startEndpoint(t, newTestNet(), cfg, "127.0.0.1", 0, 0x1000)
 	var old []byte
 	if err := e.m.do(func() { old = e.m.conns["peer"].ec.PSK }); err != nil {
 		t.Fatal(err)
@@ -840,7 +925,7 @@ func TestStopWipesPSK(t *testing.T) {
 // rekey) stays a while for packets still on the way, then goes.
 func TestLinger(t *testing.T) {
 	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
-	waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
 	if err := b.m.do(func() { b.m.linger = 500 * time.Millisecond }); err != nil {
 		t.Fatal(err)
 	}
@@ -848,14 +933,18 @@ func TestLinger(t *testing.T) {
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "B's new outbound SA", func() bool { _, out := b.node.snapshot(); _, ok := out[0x1002]; return ok && len(out) == 1 })
+	a.net.waitFor(t, "B's new outbound SA", func() bool { _, out := b.node.snapshot(); _, ok := out[0x1002]; return ok && len(out) == 1 })
 	in, _ := b.node.snapshot()
 	for spi := range oldIn {
 		if _, ok := in[spi]; !ok {
 			t.Errorf("B removed the old inbound SA %08x at once", spi)
 		}
 	}
-	time.Sleep(700 * time.Millisecond)
+	b.net.advance(t, 400*time.Millisecond)
+	if in, _ := b.node.snapshot(); len(in) != 2 {
+		t.Errorf("B has %d inbound SAs 400 ms after the rekey, want the old one lingering beside the new one", len(in))
+	}
+	b.net.advance(t, 300*time.Millisecond)
 	if !matched(a.node, b.node, 1) {
 		in, _ := b.node.snapshot()
 		t.Errorf("B still has %d inbound SAs after the linger", len(in))
@@ -868,7 +957,7 @@ func TestLinger(t *testing.T) {
 func TestRedundantChild(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
 	f := newFakeNode(0)
-	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+	m, err := New(Config{IKE: &cfg.IKEConfig, Node: f, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -892,7 +981,7 @@ func TestRedundantChild(t *testing.T) {
 	}
 	m.childUp(x, child(0x100, 0x200), now)
 	m.childUp(x, child(0x101, 0x201), now)
-	if ev := f.events(); len(ev) != 2 || ev[0] != "install 00000100 00000200" || ev[1] != "add in 00000101" {
+	if ev := f.events(); !slices.Equal(ev, []change{{op: opInstall, spi: 0x100, out: 0x200}, {op: opAdd, dir: sa.DirIn, spi: 0x101}}) {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}
 }
@@ -904,7 +993,7 @@ func (f *fakeNode) SetPeer(owner node.Owner, id node.StateID, peer netip.AddrPor
 	if !ok || c.Encap == nil {
 		return fmt.Errorf("%s: %w", id, sa.ErrNotFound)
 	}
-	f.moved = append(f.moved, fmt.Sprintf("%08x %v", id.SPI, peer))
+	f.moved = append(f.moved, moved{id.SPI, peer})
 	return nil
 }
 
@@ -913,7 +1002,7 @@ func (f *fakeNode) SetPeer(owner node.Owner, id node.StateID, peer netip.AddrPor
 func TestNATTLocalAddress(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
 	m, err := New(Config{IKE: &cfg.IKEConfig, Node: newFakeNode(0), RawESP: true, NATTAddr: netip.MustParseAddr("192.0.2.1"),
-		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}})
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, Transport: newMemNet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -936,7 +1025,9 @@ func TestNATTLocalAddress(t *testing.T) {
 // at addr: what it sends reaches the peer manager's DeliverNonESP, as from
 // addr:4500, marker included; keepalives are counted.
 type loopNATT struct {
-	addr       netip.Addr
+	addr netip.Addr
+	// mem, when set, counts what it delivers (testNet.settle).
+	mem        *memNet
 	peer       atomic.Pointer[Manager]
 	keepalives atomic.Int64
 	// mapped, when set, is the port a NAT in front of this side maps
@@ -957,6 +1048,9 @@ func (n *loopNATT) WriteNonESP(b []byte, to netip.AddrPort, local netip.Addr) er
 	}
 	if p := n.peer.Load(); p != nil {
 		p.DeliverNonESP(append([]byte{0, 0, 0, 0}, b...), netip.AddrPortFrom(n.addr, from), to.Addr())
+		if n.mem != nil {
+			n.mem.delivered.Add(1)
+		}
 	}
 	return nil
 }
@@ -973,9 +1067,11 @@ func (n *loopNATT) WriteKeepalive(to netip.AddrPort, local netip.Addr) error {
 func TestNATT(t *testing.T) {
 	na, nb := &loopNATT{addr: netip.MustParseAddr("127.0.0.1")}, &loopNATT{addr: netip.MustParseAddr("127.0.0.2")}
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
-	b := startManager(t, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	n := newTestNet()
+	na.mem, nb.mem = n.mem, n.mem
+	b := startManager(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
-	a := startManager(t, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
 	na.peer.Store(b.m)
 	nb.peer.Store(a.m)
 	for _, e := range []*endpoint{a, b} {
@@ -983,7 +1079,7 @@ func TestNATT(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 	_, out := a.node.snapshot()
 	for _, c := range out {
 		if c.Encap == nil || c.Encap.SrcPort != 4500 || c.Encap.DstPort != 4500 {
@@ -997,7 +1093,7 @@ func TestNATT(t *testing.T) {
 	if err := b.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a rekey on port 4500 and keepalives", func() bool {
+	a.net.waitFor(t, "a rekey on port 4500 and keepalives", func() bool {
 		l, _ := a.m.List()
 		return len(l) == 1 && len(l[0].Children) == 1 && l[0].Children[0].SPIIn != first.Children[0].SPIIn &&
 			matched(a.node, b.node, 1) && na.keepalives.Load() >= 2 && nb.keepalives.Load() >= 2
@@ -1011,12 +1107,14 @@ func TestNATT(t *testing.T) {
 func TestFollowPeer(t *testing.T) {
 	na, nb := &loopNATT{addr: netip.MustParseAddr("127.0.0.1")}, &loopNATT{addr: netip.MustParseAddr("127.0.0.2"), anyPort: true}
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
-	b := startManager(t, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	n := newTestNet()
+	na.mem, nb.mem = n.mem, n.mem
+	b := startManager(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
-	a := startManager(t, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
 	na.peer.Store(b.m)
 	nb.peer.Store(a.m)
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 	_, out := b.node.snapshot()
 	var spiOut uint32
 	for spi := range out {
@@ -1027,21 +1125,21 @@ func TestFollowPeer(t *testing.T) {
 	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
 		t.Fatal(err)
 	}
-	moved := netip.MustParseAddrPort("127.0.0.1:20001")
-	waitFor(t, "B's IKE SA at A's new port", func() bool {
+	movedTo := netip.MustParseAddrPort("127.0.0.1:20001")
+	a.net.waitFor(t, "B's IKE SA at A's new port", func() bool {
 		l, _ := b.m.List()
-		return len(l) == 1 && l[0].Remote == moved && len(l[0].Children) == 1 && l[0].Children[0].SPIOut != fmt.Sprintf("%08x", spiOut) && matched(a.node, b.node, 1)
+		return len(l) == 1 && l[0].Remote == movedTo && len(l[0].Children) == 1 && l[0].Children[0].SPIOut != fmt.Sprintf("%08x", spiOut) && matched(a.node, b.node, 1)
 	})
 	b.node.mu.Lock()
 	got := slices.Clone(b.node.moved)
 	b.node.mu.Unlock()
-	if want := []string{fmt.Sprintf("%08x %v", spiOut, moved)}; !slices.Equal(got, want) {
-		t.Errorf("B moved outbound SAs %q, want %q (the child's, once)", got, want)
+	if want := []moved{{spiOut, movedTo}}; !slices.Equal(got, want) {
+		t.Errorf("B moved outbound SAs %v, want %v (the child's, once)", got, want)
 	}
 	_, out = b.node.snapshot()
 	for spi, c := range out {
-		if c.Dst != moved.Addr() || c.Encap == nil || c.Encap.DstPort != moved.Port() {
-			t.Errorf("B's rekeyed outbound SA %08x goes to %v port %+v, want %v", spi, c.Dst, c.Encap, moved)
+		if c.Dst != movedTo.Addr() || c.Encap == nil || c.Encap.DstPort != movedTo.Port() {
+			t.Errorf("B's rekeyed outbound SA %08x goes to %v port %+v, want %v", spi, c.Dst, c.Encap, movedTo)
 		}
 	}
 }

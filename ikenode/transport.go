@@ -16,6 +16,40 @@ import (
 // maxDatagram is the largest IKE datagram read: a UDP payload's limit.
 const maxDatagram = 65535
 
+// Transport opens the IKE port. The zero Config's binds UDP sockets
+// (UDP); tests connect managers through an in-memory network instead.
+type Transport interface {
+	// Listen binds port (0: one chosen) on addrs (none: the unspecified
+	// addresses, where each datagram's local address is the one it was
+	// sent to) and hands each datagram that arrives to deliver, with
+	// the address and port it arrived at and the peer's. deliver owns
+	// b, must not block, and is called from any goroutine until Close.
+	Listen(addrs []netip.Addr, port uint16, deliver func(b []byte, local, remote netip.AddrPort)) (Bind, error)
+}
+
+// Bind is a bound IKE port.
+type Bind interface {
+	// Send sends b to remote from local, one of the bound addresses
+	// (or any, bound to an unspecified one). b is not kept.
+	Send(b []byte, local netip.Addr, remote netip.AddrPort) error
+	// Port returns the bound port.
+	Port() uint16
+	// Close releases the port; deliver is not called after it
+	// returned but for a datagram being handed over.
+	Close() error
+}
+
+// UDP is the Transport of UDP sockets, with SO_MARK Mark when nonzero.
+type UDP struct {
+	Mark uint32
+}
+
+// udpBind is the sockets of one IKE port.
+type udpBind struct {
+	sockets []*ikeSocket
+	port    uint16
+}
+
 // ikeSocket is one UDP socket on the IKE port. Bound to an unspecified
 // address it reads each datagram's local address from IP_PKTINFO and
 // sets it as the source of what it sends, so that answers leave from
@@ -28,38 +62,36 @@ type ikeSocket struct {
 	port  uint16
 }
 
-// listen binds the IKE port on cfg.Listen, or on 0.0.0.0 and :: (:: is
-// left out where the host has no IPv6), and starts a reader on each.
-func (m *Manager) listen(port uint16) error {
-	addrs := m.cfg.Listen
+// Listen binds the IKE port on addrs, or on 0.0.0.0 and :: (:: is left
+// out where the host has no IPv6), and starts a reader on each socket.
+func (u UDP) Listen(addrs []netip.Addr, port uint16, deliver func(b []byte, local, remote netip.AddrPort)) (Bind, error) {
 	wildcard := len(addrs) == 0
 	if wildcard {
 		addrs = []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()}
 	}
+	ub := &udpBind{}
 	for _, a := range addrs {
-		s, err := m.openSocket(netip.AddrPortFrom(a, port))
+		s, err := u.openSocket(netip.AddrPortFrom(a, port))
 		if err != nil {
 			if wildcard && a.Is6() && errors.Is(err, syscall.EAFNOSUPPORT) {
 				continue
 			}
-			for _, s := range m.sockets {
-				s.close()
-			}
-			m.sockets = nil
-			return fmt.Errorf("ike: port %d: %w", port, err)
+			ub.Close()
+			return nil, err
 		}
 		if port == 0 {
 			port = s.port // the other sockets take the same one
 		}
-		m.sockets = append(m.sockets, s)
+		ub.sockets = append(ub.sockets, s)
 	}
-	for _, s := range m.sockets {
-		go m.read(s)
+	ub.port = port
+	for _, s := range ub.sockets {
+		go s.readIKE(deliver)
 	}
-	return nil
+	return ub, nil
 }
 
-func (m *Manager) openSocket(ap netip.AddrPort) (*ikeSocket, error) {
+func (u UDP) openSocket(ap netip.AddrPort) (*ikeSocket, error) {
 	network := "udp4"
 	if ap.Addr().Is6() {
 		network = "udp6" // Go sets IPV6_V6ONLY for udp6
@@ -69,8 +101,8 @@ func (m *Manager) openSocket(ap netip.AddrPort) (*ikeSocket, error) {
 		return nil, err
 	}
 	s := &ikeSocket{c: c, bound: ap.Addr(), port: netip.MustParseAddrPort(c.LocalAddr().String()).Port()}
-	if m.cfg.Mark != 0 {
-		if err := setMark(c, m.cfg.Mark); err != nil {
+	if u.Mark != 0 {
+		if err := setMark(c, u.Mark); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -93,9 +125,9 @@ func (m *Manager) openSocket(ap netip.AddrPort) (*ikeSocket, error) {
 
 func (s *ikeSocket) close() { s.c.Close() }
 
-// read hands the socket's datagrams to the IKE goroutine until the
-// socket closes; a full queue drops them (counted).
-func (m *Manager) read(s *ikeSocket) {
+// readIKE hands the socket's datagrams to deliver until the socket
+// closes.
+func (s *ikeSocket) readIKE(deliver func(b []byte, local, remote netip.AddrPort)) {
 	buf := make([]byte, maxDatagram)
 	for {
 		var n int
@@ -130,7 +162,7 @@ func (m *Manager) read(s *ikeSocket) {
 			continue
 		}
 		remote := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), uint16(ua.Port))
-		m.deliver(packet{b: append([]byte(nil), buf[:n]...), local: netip.AddrPortFrom(local.Unmap(), s.port), remote: remote})
+		deliver(append([]byte(nil), buf[:n]...), netip.AddrPortFrom(local.Unmap(), s.port), remote)
 	}
 }
 
@@ -143,7 +175,7 @@ func (m *Manager) send(b []byte, local, remote netip.AddrPort) {
 	if local.Port() == ike.NATTPort && m.cfg.NATT != nil && local.Port() != m.Port() {
 		err = m.cfg.NATT.WriteNonESP(b, remote, local.Addr())
 	} else {
-		err = m.sendIKEPort(b, local.Addr(), remote)
+		err = m.bind.Send(b, local.Addr(), remote)
 	}
 	if err != nil {
 		m.ctr.sendErrors.Add(1)
@@ -151,8 +183,17 @@ func (m *Manager) send(b []byte, local, remote netip.AddrPort) {
 	}
 }
 
-func (m *Manager) sendIKEPort(b []byte, local netip.Addr, remote netip.AddrPort) error {
-	for _, s := range m.sockets {
+func (ub *udpBind) Port() uint16 { return ub.port }
+
+func (ub *udpBind) Close() error {
+	for _, s := range ub.sockets {
+		s.close()
+	}
+	return nil
+}
+
+func (ub *udpBind) Send(b []byte, local netip.Addr, remote netip.AddrPort) error {
+	for _, s := range ub.sockets {
 		if s.bound.Is4() != remote.Addr().Is4() {
 			continue
 		}

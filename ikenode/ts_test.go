@@ -27,9 +27,10 @@ func TestTwoHalvesTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfgA.IKE.Port = 0
-	b := startEndpoint(t, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
-	a := startEndpoint(t, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
-	waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
+	n := newTestNet()
+	b := startEndpoint(t, n, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, n, cfgA, "127.0.0.1", b.m.Port(), 0x1000)
+	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
 
 	halves, peer := "10.1.0.0/25,10.1.0.128/25", "10.2.0.0/24"
 	ain, aout := a.node.snapshot()
