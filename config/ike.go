@@ -217,8 +217,9 @@ func (c *IKEConfig) Connection(name string) *Connection {
 	return nil
 }
 
-// EngineConfig returns what the ike engine takes for one child of
-// connection conn: the IKE SA's settings with that child. The PSK is a
+// EngineConfig returns what the ike engine takes for connection conn with
+// child as the one its IKE_AUTH proposes: the IKE SA's settings, and all
+// the connection's children (Config.Children). The PSK is a
 // copy: WipeKeys on the file's Config leaves it alone, and the engine's
 // owner clears it when done. Rand and AllocSPI are left for the daemon.
 func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
@@ -247,17 +248,19 @@ func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
 		ForceEncap:  cn.Encap,
 		Retransmit:  i.Retransmit,
 		MaxChildren: i.MaxChildren,
-		Child: ike.ChildConfig{
-			Proposals: ch.ESPProposals,
-			LocalTS:   ch.LocalTS,
-			RemoteTS:  ch.RemoteTS,
-			Transport: ch.Transport,
-		},
+		Child:       ch.engineConfig(),
+	}
+	for i := range cn.Children {
+		ec.Children = append(ec.Children, cn.Children[i].engineConfig())
 	}
 	if cn.PSK != nil {
 		ec.PSK = slices.Clone([]byte(cn.PSK))
 	}
 	return ec
+}
+
+func (ch *Child) engineConfig() ike.ChildConfig {
+	return ike.ChildConfig{Name: ch.Name, Proposals: ch.ESPProposals, LocalTS: ch.LocalTS, RemoteTS: ch.RemoteTS, Transport: ch.Transport}
 }
 
 // String describes c in the shape of the file, without keys.

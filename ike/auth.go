@@ -21,9 +21,9 @@ func (s *SA) childProposals(spi uint32) []message.Proposal {
 	return proposal.Messages(ps, binary.BigEndian.AppendUint32(nil, spi))
 }
 
-func (s *SA) childConfigNoDH() []proposal.Proposal {
+func childConfigNoDH(cc *ChildConfig) []proposal.Proposal {
 	var ps []proposal.Proposal
-	for _, p := range s.cfg.Child.Proposals {
+	for _, p := range cc.Proposals {
 		ps = append(ps, p.WithoutDH())
 	}
 	return ps
@@ -189,19 +189,18 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	if err != nil {
 		return nil, message.InvalidSyntax, err
 	}
-	esp, err := proposal.Select(s.childConfigNoDH(), sas, true)
-	if err != nil || len(esp.SPI) != 4 {
-		return nil, message.NoProposalChosen, fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(s.childProposals(0)))
-	}
 	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
 	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
 	if err1 != nil || err2 != nil {
 		return nil, message.InvalidSyntax, fmt.Errorf("%w: bad TSi or TSr", ErrProtocol)
 	}
-	remote := narrow(tsi, prefixSelectors(s.cfg.Child.RemoteTS))
-	local := narrow(tsr, prefixSelectors(s.cfg.Child.LocalTS))
-	if len(remote) == 0 || len(local) == 0 {
-		return nil, message.TSUnacceptable, fmt.Errorf("%w: peer's TSi/TSr do not meet our remote_ts/local_ts", ErrTSUnacceptable)
+	cc, local, remote := s.selectChild(tsi, tsr)
+	if cc == nil {
+		return nil, message.TSUnacceptable, fmt.Errorf("%w: peer's TSi/TSr do not meet the remote_ts/local_ts of any child", ErrTSUnacceptable)
+	}
+	esp, err := proposal.Select(childConfigNoDH(cc), sas, true)
+	if err != nil || len(esp.SPI) != 4 {
+		return nil, message.NoProposalChosen, fmt.Errorf("%w: child %q: peer offered %s; we accept %s", ErrNoProposalChosen, cc.Name, proposal.FormatList(sas), proposal.FormatList(proposal.Messages(childConfigNoDH(cc), nil)))
 	}
 	inSPI, err := s.cfg.newSPI()
 	if err != nil {
@@ -210,7 +209,7 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	_, wantTransport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
-	return s.newChild(esp, inSPI, outSPI, local, remote, wantTransport && s.cfg.Child.Transport, nil, s.ni, s.nr, false), 0, nil
+	return s.newChild(cc, esp, inSPI, outSPI, local, remote, wantTransport && cc.Transport, nil, s.ni, s.nr, false), 0, nil
 }
 
 // handleAuthResponse is the initiator's side of IKE_AUTH. When the
@@ -238,7 +237,7 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChildFailed, err)
 	}
-	esp, err := proposal.CheckChoice(s.childConfigNoDH(), sas, true)
+	esp, err := proposal.CheckChoice(childConfigNoDH(&s.cfg.Child), sas, true)
 	if err != nil || len(esp.SPI) != 4 {
 		return fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
 	}
@@ -250,7 +249,7 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	_, transport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, s.childInSPI)
-	child := s.newChild(esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.ni, s.nr, true)
+	child := s.newChild(&s.cfg.Child, esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.ni, s.nr, true)
 	s.children = append(s.children, child)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
 	return nil

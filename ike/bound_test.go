@@ -163,7 +163,7 @@ func TestRekeyRekeyedIKERefused(t *testing.T) {
 	// Nor does the old SA take a new child: its children moved on.
 	rekeyAgain(a)
 	a.children = nil
-	req, err := a.CreateChild(t0)
+	req, err := a.CreateChild("", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

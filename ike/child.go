@@ -12,6 +12,9 @@ import (
 // inbound SA (packets from the peer, opened with In) and the outbound SA
 // (sealed with Out). Its key slices belong to the Child; Clear wipes them.
 type Child struct {
+	// Name is the name of the child config it was made from
+	// (ChildConfig.Name): a rekey keeps it.
+	Name string
 	// Suite holds the ESP algorithms: Encr (aes128gcm16, aes256gcm16,
 	// chacha20poly1305, aes128, aes256), Integ (sha256, absent for an
 	// AEAD) and ESN.
@@ -45,7 +48,14 @@ type Child struct {
 	// has no Replaces: install it, send nothing on it, and remove it when
 	// its EventChildDown comes.
 	Replaces *Child
+	// Redundant: the child our rekey made lost simultaneous rekeys
+	// (§2.8.1) to the peer's; it replaces nothing, carries none of our
+	// traffic, and the delete that this SA sends ends it.
+	Redundant bool
 
+	// cfg is the child config it was made from: its proposals serve
+	// its rekeys.
+	cfg *ChildConfig
 	// rekeyed: a child that replaces this one was made; the peer may
 	// not rekey it again (it is on its way out).
 	rekeyed bool
@@ -68,10 +78,11 @@ func (c *Child) Clear() {
 // child with the CREATE_CHILD_SA nonces and, with PFS, its g^ir.
 // weInitiated says whether we initiated the exchange that made the child:
 // its initiator's keys come first in KEYMAT.
-func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool,
+func (s *SA) newChild(cc *ChildConfig, esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool,
 	gir, ni, nr []byte, weInitiated bool) *Child {
 	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, gir, ni, nr, esp)
 	c := &Child{
+		Name: cc.Name, cfg: cc,
 		Suite: esp, InSPI: inSPI, OutSPI: outSPI, Transport: transport,
 		ESN:     esp.ESN.ID == proposal.ESN && esp.ESN.Name != "",
 		LocalTS: localTS, RemoteTS: remoteTS, Local: s.local, Remote: s.remote, Encap: s.NAT(),
@@ -83,4 +94,38 @@ func (s *SA) newChild(esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteT
 		c.Out, c.In = r2i, i2r
 	}
 	return c
+}
+
+// childConfig returns the config c was made from (the Child of the
+// connection for a Child made elsewhere).
+func (s *SA) childConfig(c *Child) *ChildConfig {
+	if c.cfg != nil {
+		return c.cfg
+	}
+	return &s.cfg.Child
+}
+
+// selectChild returns the child config a peer's offer of a new child
+// (TSi and TSr as the initiator of the exchange sent them) gets, with
+// the selectors narrowed to it: of the connection's children whose
+// remote_ts and local_ts the offer meets, the first that holds it whole,
+// else the first it meets (as strongSwan's select_child_cfg prefers the
+// best match). nil when it meets none.
+func (s *SA) selectChild(tsi, tsr []message.Selector) (cc *ChildConfig, local, remote []message.Selector) {
+	ccs := s.cfg.childConfigs()
+	for pass := 0; pass < 2; pass++ {
+		for i := range ccs {
+			c := &ccs[i]
+			if len(s.cfg.Children) == 0 {
+				c = &s.cfg.Child
+			}
+			pr, pl := prefixSelectors(c.RemoteTS), prefixSelectors(c.LocalTS)
+			r, l := narrow(tsi, pr), narrow(tsr, pl)
+			if len(r) == 0 || len(l) == 0 || pass == 0 && !(within(tsi, pr) && within(tsr, pl)) {
+				continue
+			}
+			return c, l, r
+		}
+	}
+	return nil, nil, nil
 }

@@ -51,7 +51,14 @@ type Config struct {
 	FragmentSize int
 	// Proposals are the IKE proposals in order of preference.
 	Proposals []proposal.Proposal
-	Child     ChildConfig
+	// Child is the child our IKE_AUTH request proposes as initiator.
+	Child ChildConfig
+	// Children are all the connection's children (swanctl's children
+	// section), Child among them: a peer's IKE_AUTH or CREATE_CHILD_SA
+	// for a new child gets the first whose selectors its offer meets
+	// (narrowed as usual), and CreateChild brings up any of them under
+	// the IKE SA. Empty means Child alone.
+	Children []ChildConfig
 	// ForceEncap makes NAT detection report a NAT (strongSwan's
 	// encap = yes): the source hash sent is random.
 	ForceEncap bool
@@ -92,8 +99,11 @@ func (c *Config) initialContact() bool {
 	return !c.HasContact(c.localIdentity(), c.RemoteID)
 }
 
-// ChildConfig is a connection's one child.
+// ChildConfig is one child of a connection.
 type ChildConfig struct {
+	// Name is the child's name in the config (a Child made from it
+	// carries it).
+	Name string
 	// Proposals are the ESP proposals; a group in them means PFS on
 	// rekey (the first child's keys come from IKE_SA_INIT).
 	Proposals         []proposal.Proposal
@@ -110,7 +120,7 @@ type Retransmit struct {
 }
 
 // DefaultMaxChildren is the default of Config.MaxChildren. A connection
-// has one child; while the peer rekeys it the IKE SA holds two until the
+// of one child: while the peer rekeys it the IKE SA holds two until the
 // old one is deleted, three after simultaneous rekeys (§2.8.1). One more
 // is slack for a peer whose delete is late.
 const DefaultMaxChildren = 4
@@ -120,11 +130,42 @@ const DefaultMaxChildren = 4
 // up).
 const MinMaxChildren = 2
 
+// maxChildren is the bound an IKE SA applies: MaxChildren (or its
+// default), raised for a connection of several children to their number
+// plus DefaultMaxChildren-1, the room one child needs beside itself
+// (its rekey, a simultaneous one, a late delete). Both sides rekey one
+// child at a time (a window of one), so that is enough for any number.
 func (c *Config) maxChildren() int {
-	if c.MaxChildren == 0 {
-		return DefaultMaxChildren
+	n := c.MaxChildren
+	if n == 0 {
+		n = DefaultMaxChildren
 	}
-	return c.MaxChildren
+	return max(n, len(c.childConfigs())+DefaultMaxChildren-1)
+}
+
+// childConfigs returns the connection's children: Children, or Child
+// alone.
+func (c *Config) childConfigs() []ChildConfig {
+	if len(c.Children) == 0 {
+		return []ChildConfig{c.Child}
+	}
+	return c.Children
+}
+
+// ChildConfig returns the child of the connection named name, or nil.
+func (c *Config) ChildConfig(name string) *ChildConfig {
+	if len(c.Children) == 0 {
+		if c.Child.Name == name {
+			return &c.Child
+		}
+		return nil
+	}
+	for i := range c.Children {
+		if c.Children[i].Name == name {
+			return &c.Children[i]
+		}
+	}
+	return nil
 }
 
 func (c *Config) retransmit() Retransmit {
@@ -170,14 +211,22 @@ func (c *Config) Validate() error {
 		return errors.New("ike: no IKE proposals")
 	case len(c.Child.Proposals) == 0:
 		return errors.New("ike: no ESP proposals")
+	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
+		return errors.New("ike: local_ts and remote_ts are required")
 	case len(c.PSK) == 0 && (c.localAuth() == AuthPSK || c.remoteAuth() == AuthPSK):
 		return errors.New("ike: no pre-shared key")
 	case c.LocalID.IsAny() && c.localAuth() == AuthPSK:
 		return errors.New("ike: a local id is required with auth psk")
-	case len(c.Child.LocalTS) == 0 || len(c.Child.RemoteTS) == 0:
-		return errors.New("ike: local_ts and remote_ts are required")
 	case c.MaxChildren != 0 && c.MaxChildren < MinMaxChildren:
 		return fmt.Errorf("ike: MaxChildren %d is below %d: the peer could never rekey the child", c.MaxChildren, MinMaxChildren)
+	}
+	for _, ch := range c.Children {
+		switch {
+		case len(ch.Proposals) == 0:
+			return fmt.Errorf("ike: child %q: no ESP proposals", ch.Name)
+		case len(ch.LocalTS) == 0 || len(ch.RemoteTS) == 0:
+			return fmt.Errorf("ike: child %q: local_ts and remote_ts are required", ch.Name)
+		}
 	}
 	return c.validateCerts()
 }

@@ -648,7 +648,7 @@ func TestDeleteChild(t *testing.T) {
 		}
 		// The other side brings the child up again (with PFS, as the
 		// ESP proposal names a group).
-		req, err = b.CreateChild(t0)
+		req, err = b.CreateChild("", t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -662,9 +662,9 @@ func TestDeleteChild(t *testing.T) {
 		if na.OutSPI != nb.InSPI || !bytes.Equal(na.Out.Enc, nb.In.Enc) || na.Replaces != nil || na.Suite.DH.Name != "x25519" {
 			t.Fatalf("the new child differs between the sides, replaces something, or has no PFS (%q)", na.Suite.DH.Name)
 		}
-		// A second child is refused: a connection has one.
-		if _, err := b.CreateChild(t0); err == nil {
-			t.Fatal("CreateChild with a child up succeeded")
+		// A child the connection does not have is refused.
+		if _, err := b.CreateChild("nope", t0); err == nil {
+			t.Fatal("CreateChild of a child not configured succeeded")
 		}
 	}
 }

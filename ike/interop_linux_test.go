@@ -65,7 +65,7 @@ func TestCharonInterop(t *testing.T) {
 				oneChild := func() bool { return len(d.sa.Children()) == 1 && d.sa.NextTimeout().IsZero() }
 				d.while(t, ch, noChild, "--terminate", "--child", "net", "--timeout", "10")
 				from = ch.LogSize()
-				d.ask(t, oneChild, d.sa.CreateChild)
+				d.ask(t, oneChild, func(now time.Time) ([]byte, error) { return d.sa.CreateChild("", now) })
 				checkChildKeys(t, ch, from, d.sa.Children()[0])
 				d.listed(t, ch)
 				d.ask(t, noChild, func(now time.Time) ([]byte, error) { return d.sa.DeleteChild(d.sa.Children()[0], now) })

@@ -16,16 +16,17 @@ import (
 
 // CREATE_CHILD_SA (RFC 7296 §1.3): rekeying a child (§1.3.3, with PFS
 // when the ESP proposals name a group) and rekeying the IKE SA (§1.3.2,
-// §2.18), and creating the connection's child anew when the IKE SA has
-// none. Any further child is refused with NO_ADDITIONAL_SAS: a
-// connection has one child.
+// §2.18), and creating a further child of the connection under the IKE
+// SA (§1.3.1): any of its children, the one whose selectors the peer's
+// offer meets (selectChild), up to Config.MaxChildren.
 
 // pendingCreate is our outstanding CREATE_CHILD_SA request.
 type pendingCreate struct {
-	ike    bool   // an IKE SA rekey; else a child, new or rekeyed
-	old    *Child // child rekey: the child it replaces; nil for a new one
-	inSPI  uint32 // child: our new inbound SPI
-	newSPI uint64 // IKE rekey: our SPI of the new IKE SA
+	ike    bool         // an IKE SA rekey; else a child, new or rekeyed
+	old    *Child       // child rekey: the child it replaces; nil for a new one
+	cfg    *ChildConfig // child: the config it is made from
+	inSPI  uint32       // child: our new inbound SPI
+	newSPI uint64       // IKE rekey: our SPI of the new IKE SA
 	ni     []byte
 	priv   *dh.Private // nil without PFS
 	// theirs is the child the peer's simultaneous rekey of old made
@@ -83,12 +84,12 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 	if s.pending != nil {
 		return nil, ErrBusy
 	}
-	pc := &pendingCreate{old: c}
+	pc := &pendingCreate{old: c, cfg: s.childConfig(c)}
 	var err error
 	if pc.inSPI, err = s.cfg.newSPI(); err != nil {
 		return nil, err
 	}
-	if groups := s.cfg.Child.Proposals[0].Groups(); len(groups) > 0 {
+	if groups := pc.cfg.Proposals[0].Groups(); len(groups) > 0 {
 		if pc.priv, err = dh.New(groups[0], s.cfg.rand()); err != nil {
 			return nil, err
 		}
@@ -132,11 +133,11 @@ func (s *SA) sendCreate(pc *pendingCreate, now time.Time) ([]byte, error) {
 			ps = append(ps, message.Payload{Type: message.TypeN,
 				Body: message.AppendNotify(nil, message.ProtoESP, message.RekeySA, binary.BigEndian.AppendUint32(nil, pc.old.InSPI), nil)})
 		}
-		if pc.transport(s) {
+		if pc.transport() {
 			ps = append(ps, notify(message.UseTransportMode, nil))
 		}
 		ps = append(ps, message.Payload{Type: message.TypeSA,
-			Body: message.AppendSA(nil, proposal.Messages(s.cfg.Child.Proposals, binary.BigEndian.AppendUint32(nil, pc.inSPI)))})
+			Body: message.AppendSA(nil, proposal.Messages(pc.cfg.Proposals, binary.BigEndian.AppendUint32(nil, pc.inSPI)))})
 	} else {
 		ps = append(ps, message.Payload{Type: message.TypeSA,
 			Body: message.AppendSA(nil, proposal.Messages(s.cfg.Proposals, binary.BigEndian.AppendUint64(nil, pc.newSPI)))})
@@ -171,7 +172,10 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	defer pc.priv.Clear()
 	if n, ok := notifyOf(ps, message.InvalidKEPayload); ok && pc.priv != nil && len(n.Data()) == 2 {
 		g := binary.BigEndian.Uint16(n.Data())
-		offered := s.cfg.Child.Proposals
+		var offered []proposal.Proposal
+		if pc.cfg != nil {
+			offered = pc.cfg.Proposals
+		}
 		if pc.ike {
 			offered = s.cfg.Proposals
 		}
@@ -198,7 +202,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	var esp proposal.Suite
 	needKE := pc.priv != nil
 	if !pc.ike {
-		esp, err = proposal.CheckChoice(s.cfg.Child.Proposals, sas, pc.priv == nil)
+		esp, err = proposal.CheckChoice(pc.cfg.Proposals, sas, pc.priv == nil)
 		if err != nil || len(esp.SPI) != 4 || esp.DH.Name != "" && esp.DH.ID != pc.priv.Group() {
 			return nil, fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
 		}
@@ -226,7 +230,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, pc.inSPI)
 	_, transport := notifyOf(ps, message.UseTransportMode)
-	c := s.newChild(esp, pc.inSPI, outSPI, tsi, tsr, transport && pc.transport(s), gir, pc.ni, nr, true)
+	c := s.newChild(pc.cfg, esp, pc.inSPI, outSPI, tsi, tsr, transport && pc.transport(), gir, pc.ni, nr, true)
 	clear(gir)
 	c.Replaces = pc.old
 	if pc.old != nil {
@@ -245,7 +249,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 	if pc.theirs != nil && lowest(pc.ni, nr, pc.theirNi, pc.ourNr) < 2 {
 		// Ours is redundant: it carries no traffic and goes; the peer
 		// deletes the old pair.
-		doomed, c.Replaces = c, nil
+		doomed, c.Replaces, c.Redundant = c, nil, true
 	}
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD,
 		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{doomed.InSPI})}}, now)
@@ -366,8 +370,6 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	switch {
 	case isIKE:
 		return s.answerIKERekey(sas, ni, ke)
-	case !isRekey && len(s.children) > 0:
-		return []message.Payload{notify(message.NoAdditionalSAs, nil)}, fmt.Errorf("%w: peer asked for a second child", ErrChildFailed)
 	}
 	var old *Child
 	if isRekey && len(rekey.SPI()) == 4 {
@@ -390,10 +392,29 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 		return []message.Payload{notify(message.TemporaryFailure, nil)},
 			fmt.Errorf("%w: the IKE SA holds %d children, the most it takes", ErrChildFailed, n)
 	}
-	esp, err := proposal.Select(s.cfg.Child.Proposals, sas, false)
+	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
+	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
+	if err1 != nil || err2 != nil {
+		return []message.Payload{notify(message.InvalidSyntax, nil)}, fmt.Errorf("%w: bad TSi or TSr", ErrProtocol)
+	}
+	// A rekey keeps its child's config; a new child gets the one its
+	// selectors meet (§2.9).
+	var cc *ChildConfig
+	var local, remote []message.Selector
+	if old != nil {
+		cc = s.childConfig(old)
+		remote = narrow(tsi, prefixSelectors(cc.RemoteTS))
+		local = narrow(tsr, prefixSelectors(cc.LocalTS))
+	} else {
+		cc, local, remote = s.selectChild(tsi, tsr)
+	}
+	if len(remote) == 0 || len(local) == 0 {
+		return []message.Payload{notify(message.TSUnacceptable, nil)}, fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
+	}
+	esp, err := proposal.Select(cc.Proposals, sas, false)
 	if err != nil || len(esp.SPI) != 4 {
 		return []message.Payload{notify(message.NoProposalChosen, nil)},
-			fmt.Errorf("%w: %w: peer offered %s", ErrChildFailed, ErrNoProposalChosen, proposal.FormatList(sas))
+			fmt.Errorf("%w: %w: child %q: peer offered %s", ErrChildFailed, ErrNoProposalChosen, cc.Name, proposal.FormatList(sas))
 	}
 	var priv *dh.Private
 	defer func() { priv.Clear() }() // after the answer took its public value
@@ -410,16 +431,6 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 			return []message.Payload{notify(message.InvalidSyntax, nil)}, fmt.Errorf("%w: %v", ErrProtocol, err)
 		}
 	}
-	tsi, err1 := message.TS(message.Get(ps, message.TypeTSi)).Selectors()
-	tsr, err2 := message.TS(message.Get(ps, message.TypeTSr)).Selectors()
-	if err1 != nil || err2 != nil {
-		return []message.Payload{notify(message.InvalidSyntax, nil)}, fmt.Errorf("%w: bad TSi or TSr", ErrProtocol)
-	}
-	remote := narrow(tsi, prefixSelectors(s.cfg.Child.RemoteTS))
-	local := narrow(tsr, prefixSelectors(s.cfg.Child.LocalTS))
-	if len(remote) == 0 || len(local) == 0 {
-		return []message.Payload{notify(message.TSUnacceptable, nil)}, fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
-	}
 	inSPI, err := s.cfg.newSPI()
 	if err != nil {
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, err
@@ -430,14 +441,14 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	}
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
-	transport := s.cfg.Child.Transport
+	transport := cc.Transport
 	if old != nil {
 		transport = old.Transport
 	} else {
 		_, asked := notifyOf(ps, message.UseTransportMode)
 		transport = transport && asked
 	}
-	c := s.newChild(esp, inSPI, outSPI, local, remote, transport, gir, ni, nr, false)
+	c := s.newChild(cc, esp, inSPI, outSPI, local, remote, transport, gir, ni, nr, false)
 	clear(gir)
 	c.Replaces = old
 	if old != nil {
@@ -514,11 +525,11 @@ func (s *SA) answerIKERekey(sas []message.Proposal, ni []byte, ke message.KE) ([
 
 // transport reports whether the child asks for transport mode: as the
 // child it rekeys, or as configured.
-func (pc *pendingCreate) transport(s *SA) bool {
+func (pc *pendingCreate) transport() bool {
 	if pc.old != nil {
 		return pc.old.Transport
 	}
-	return s.cfg.Child.Transport
+	return pc.cfg.Transport
 }
 
 // selectors are the TSi and TSr to send: the rekeyed child's, or the
@@ -527,25 +538,33 @@ func (pc *pendingCreate) selectors(s *SA) (local, remote []message.Selector) {
 	if pc.old != nil {
 		return pc.old.LocalTS, pc.old.RemoteTS
 	}
-	return prefixSelectors(s.cfg.Child.LocalTS), prefixSelectors(s.cfg.Child.RemoteTS)
+	return prefixSelectors(pc.cfg.LocalTS), prefixSelectors(pc.cfg.RemoteTS)
 }
 
-// CreateChild starts a CREATE_CHILD_SA that brings the connection's
-// child up again on an IKE SA that has none (after a delete, or when
-// IKE_AUTH refused it). EventChildUp reports it.
-func (s *SA) CreateChild(now time.Time) ([]byte, error) {
-	if s.state != StateEstablished || len(s.children) > 0 || !s.retiredUntil.IsZero() {
-		return nil, errors.New("ike: the IKE SA is not up, was rekeyed or has its child")
+// CreateChild starts a CREATE_CHILD_SA that brings up the connection's
+// child named name ("": Config.Child) under the IKE SA (§1.3.1): a
+// further child, or one that was deleted or refused. EventChildUp
+// reports it. Whether that child is up already is the caller's
+// business (a peer may hold two of one config, as strongSwan does).
+func (s *SA) CreateChild(name string, now time.Time) ([]byte, error) {
+	cc := &s.cfg.Child
+	if name != "" {
+		if cc = s.cfg.ChildConfig(name); cc == nil {
+			return nil, fmt.Errorf("ike: the connection has no child %q", name)
+		}
+	}
+	if s.state != StateEstablished || !s.retiredUntil.IsZero() {
+		return nil, errors.New("ike: the IKE SA is not up, or was rekeyed")
 	}
 	if s.pending != nil {
 		return nil, ErrBusy
 	}
-	pc := &pendingCreate{}
+	pc := &pendingCreate{cfg: cc}
 	var err error
 	if pc.inSPI, err = s.cfg.newSPI(); err != nil {
 		return nil, err
 	}
-	if groups := s.cfg.Child.Proposals[0].Groups(); len(groups) > 0 {
+	if groups := cc.Proposals[0].Groups(); len(groups) > 0 {
 		if pc.priv, err = dh.New(groups[0], s.cfg.rand()); err != nil {
 			return nil, err
 		}

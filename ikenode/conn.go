@@ -20,22 +20,70 @@ const (
 	retryMax   = 5 * time.Minute
 )
 
-// conn is one connection of the config with the one child the engine
-// negotiates for it.
+// conn is one connection of the config with its children (cfg.Children):
+// the first that start_action (or the command) brings up goes in
+// IKE_AUTH, the others follow with CREATE_CHILD_SA (ikeSA.todo); the
+// responder gives each child the config its selectors meet (the engine's
+// Config.Children).
 type conn struct {
-	cfg   config.Connection
-	child config.Child
-	ec    *ike.Config // PSK copied; cleared when the connection goes
+	cfg config.Connection
+	ec  *ike.Config // PSK copied; cleared when the connection goes
+	// ecFor is ec with each child as the one IKE_AUTH proposes, by name
+	// (ec itself for the first): they share ec's PSK.
+	ecFor map[string]*ike.Config
 	// fingerprint tells a changed connection from an unchanged one on
 	// reload (its settings, and digests of its PSK and certificates).
 	fingerprint [32]byte
-	// retryAt is when start_action start tries again (zero: not
+	// retryAt is when start_action start (or dpd_action restart) tries
+	// again, with the children retry (zero: not
 	// waiting); backoff the wait after the next failure.
 	retryAt time.Time
+	retry   []string
 	backoff time.Duration
-	// trapped: the trap policies are in (policies, those we added).
-	trapped  bool
+	// trapped: the children whose trap policies are in (policies,
+	// those we added).
+	trapped  map[string]bool
 	policies []sa.Policy
+}
+
+// child returns c's child named name, or nil.
+func (c *conn) child(name string) *config.Child {
+	for i := range c.cfg.Children {
+		if c.cfg.Children[i].Name == name {
+			return &c.cfg.Children[i]
+		}
+	}
+	return nil
+}
+
+// childOf returns the config of negotiated child ch: the child of its
+// name, or (for a child made without one) the first.
+func (c *conn) childOf(ch *ike.Child) *config.Child {
+	if cc := c.child(ch.Name); cc != nil {
+		return cc
+	}
+	return &c.cfg.Children[0]
+}
+
+// childrenWith returns the names of c's children whose start_action
+// (start) or dpd_action (dpd) is action, in file order.
+func (c *conn) childrenWith(start bool, action string) []string {
+	var names []string
+	for _, ch := range c.cfg.Children {
+		if a := ch.DPDAction; start && ch.StartAction == action || !start && a == action {
+			names = append(names, ch.Name)
+		}
+	}
+	return names
+}
+
+// childNames returns the names of all c's children.
+func (c *conn) childNames() []string {
+	var names []string
+	for _, ch := range c.cfg.Children {
+		names = append(names, ch.Name)
+	}
+	return names
 }
 
 // setConnections makes m's connections from ic (New, Reload).
@@ -46,17 +94,13 @@ func (m *Manager) setConnections(ic *config.IKEConfig, now time.Time) {
 	}
 }
 
-// connsFrom builds the connections of ic, in file order. The engine
-// negotiates one child per IKE SA: a connection's first child.
+// connsFrom builds the connections of ic, in file order.
 func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
 	var out []*conn
 	for i := range ic.Connections {
 		cn := ic.Connections[i]
 		if len(cn.Children) == 0 {
 			continue
-		}
-		if len(cn.Children) > 1 {
-			m.log.WithField("connection", cn.Name).Warnf("ike: %d children configured; only the first, %q, is negotiated (one child per connection is supported yet)", len(cn.Children), cn.Children[0].Name)
 		}
 		ch := cn.Children[0]
 		ec, err := ic.EngineConfig(cn.Name, ch.Name)
@@ -71,10 +115,18 @@ func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
 		}
 		ec.AllocSPI = m.allocSPI
 		ec.HasContact = m.hasContact
-		if !m.cfg.Trap && (ch.StartAction == "trap" || ch.DPDAction == "trap") {
-			m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
+		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
+		for _, ch := range cn.Children {
+			if !m.cfg.Trap && (ch.StartAction == "trap" || ch.DPDAction == "trap") {
+				m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
+			}
+			if c.ecFor[ch.Name] == nil {
+				other := *ec
+				other.Child = *ec.ChildConfig(ch.Name)
+				c.ecFor[ch.Name] = &other
+			}
 		}
-		out = append(out, &conn{cfg: cn, child: ch, ec: ec, fingerprint: fingerprint(ic, &cn)})
+		out = append(out, c)
 	}
 	return out
 }
@@ -107,30 +159,34 @@ func (c *conn) admits(local, remote netip.Addr) bool {
 	return c.cfg.RemoteAny || len(c.cfg.RemoteAddrs) == 0 || slices.Contains(c.cfg.RemoteAddrs, remote)
 }
 
-// startConn initiates c at start-up or reload when its child says
-// start_action start.
+// startConn traps c's children of start_action trap and initiates those
+// of start_action start, at start-up or reload.
 func (m *Manager) startConn(c *conn, now time.Time) {
-	if c.child.StartAction == "trap" {
-		m.trap(c)
+	for _, name := range c.childrenWith(true, "trap") {
+		m.trap(c, name)
 	}
-	if c.child.StartAction != "start" {
+	start := c.childrenWith(true, "start")
+	if len(start) == 0 {
 		return
 	}
-	if err := m.initiate(c, now); err != nil {
+	if err := m.initiate(c, start, now); err != nil {
 		m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
-		m.retryLater(c, now)
+		m.retryLater(c, start, now)
 	}
 }
 
-// retryLater schedules c's next attempt, with backoff.
-func (m *Manager) retryLater(c *conn, now time.Time) {
+// retryLater schedules c's next attempt with children, with backoff.
+func (m *Manager) retryLater(c *conn, children []string, now time.Time) {
+	c.retry = children
 	c.backoff = min(max(2*c.backoff, retryFirst), retryMax)
 	c.retryAt = now.Add(c.backoff)
 	m.log.WithField("connection", c.cfg.Name).Infof("ike: retrying in %v", c.backoff)
 }
 
-// initiate starts an IKE SA for c towards the first of its remote_addrs.
-func (m *Manager) initiate(c *conn, now time.Time) error {
+// initiate starts an IKE SA for c towards the first of its remote_addrs,
+// with children (names of c's): the first in IKE_AUTH, the others by
+// CREATE_CHILD_SA once the IKE SA is up, one at a time.
+func (m *Manager) initiate(c *conn, children []string, now time.Time) error {
 	if len(c.cfg.RemoteAddrs) == 0 {
 		return fmt.Errorf("remote_addrs has no address to initiate to")
 	}
@@ -148,12 +204,20 @@ func (m *Manager) initiate(c *conn, now time.Time) error {
 			return err
 		}
 	}
-	s, msg, err := ike.Initiate(c.ec, netip.AddrPortFrom(local, m.Port()), remote, now)
+	ec := c.ec
+	if len(children) > 0 && c.ecFor[children[0]] != nil {
+		ec = c.ecFor[children[0]]
+	}
+	s, msg, err := ike.Initiate(ec, netip.AddrPortFrom(local, m.Port()), remote, now)
 	if err != nil {
 		return err
 	}
 	c.retryAt = time.Time{}
 	x := m.add(s, c, now)
+	x.first = ec.Child.Name
+	for _, name := range children[min(1, len(children)):] {
+		x.todo = append(x.todo, childOp{name: name})
+	}
 	m.log.WithFields(x.fields()).Info("ike: initiating")
 	m.request(x, msg)
 	return nil

@@ -3,6 +3,7 @@ package ikenode
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -71,7 +72,7 @@ func (m *Manager) info(x *ikeSA, now time.Time) control.IKESAInfo {
 		if rec == nil {
 			continue
 		}
-		ci := control.IKEChildInfo{Name: x.conn.child.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.child.IfID, Encap: c.Encap,
+		ci := control.IKEChildInfo{Name: c.Name, State: "INSTALLED", Mode: "TUNNEL", IfID: x.conn.childOf(c).IfID, Encap: c.Encap,
 			SPIIn: fmt.Sprintf("%#x", c.InSPI), SPIOut: fmt.Sprintf("%#x", c.OutSPI), Algorithms: c.Suite.String(),
 			LocalTS: tsStrings(c.LocalTS), RemoteTS: tsStrings(c.RemoteTS), Installed: rec.at,
 			RekeyIn: secondsUntil(rec.rekeyAt, now), ExpiresIn: secondsUntil(rec.lifeAt, now)}
@@ -114,7 +115,7 @@ type Target struct {
 func (m *Manager) lookup(t Target) (*conn, error) {
 	for _, name := range m.connOrder {
 		c := m.conns[name]
-		if (t.IKE != "" && c.cfg.Name == t.IKE) || (t.Child != "" && c.child.Name == t.Child) {
+		if (t.IKE != "" && c.cfg.Name == t.IKE) || (t.Child != "" && c.child(t.Child) != nil) {
 			return c, nil
 		}
 	}
@@ -140,33 +141,41 @@ func (m *Manager) act(t Target, f func(c *conn, now time.Time) error) error {
 	return err
 }
 
-// Initiate brings t up: a new IKE SA, or for a child whose IKE SA is up
-// without it, a CREATE_CHILD_SA. It returns once the first request is
-// sent; List shows the outcome.
+// Initiate brings t up: a connection's children (all of them), or one
+// child; under the connection's IKE SA when it is up or on its way (a
+// CREATE_CHILD_SA each, one at a time), else with a new IKE SA whose
+// IKE_AUTH carries the first. It returns once the first request is sent
+// or queued; List shows the outcome.
 func (m *Manager) Initiate(t Target) error {
 	return m.act(t, func(c *conn, now time.Time) error {
+		names := c.childNames()
+		if t.Child != "" {
+			names = []string{t.Child}
+		}
 		x := m.liveSA(c)
-		if x == nil {
-			return m.initiate(c, now)
+		if x != nil {
+			var missing []string
+			for _, name := range names {
+				if !m.hasChild(x, name) && !x.queued(name) {
+					missing = append(missing, name)
+				}
+			}
+			if len(missing) == 0 {
+				what := c.cfg.Name
+				if t.Child != "" {
+					what = "child " + t.Child
+				}
+				return fmt.Errorf("%w: %s is already up or on its way", ErrState, what)
+			}
+			names = missing
 		}
-		if x.sa.State() != ike.StateEstablished {
-			return fmt.Errorf("%w: %s is already being established", ErrState, c.cfg.Name)
-		}
-		if len(x.sa.Children()) > 0 {
-			return fmt.Errorf("%w: %s is already up", ErrState, c.cfg.Name)
-		}
-		out, err := x.sa.CreateChild(now)
-		if err != nil {
-			return err
-		}
-		m.request(x, out)
-		return nil
+		return m.bringUp(c, x, names, now)
 	})
 }
 
 // Terminate deletes t: the IKE SAs of a connection (with their children),
-// or a child. start_action start does not bring it back (until a reload
-// or restart).
+// or one child, whose siblings stay. start_action start does not bring
+// it back (until a reload or restart).
 func (m *Manager) Terminate(t Target) error {
 	return m.act(t, func(c *conn, now time.Time) error {
 		c.retryAt = time.Time{}
@@ -175,22 +184,38 @@ func (m *Manager) Terminate(t Target) error {
 			if x.conn != c || x.ended {
 				continue
 			}
-			found = true
-			if t.IKE != "" || x.sa.State() != ike.StateEstablished {
+			if t.IKE != "" {
+				found = true
 				x.terminated = true
 				m.deleteSA(x, now)
 				continue
 			}
-			for _, ch := range x.sa.Children() {
-				out, err := x.sa.DeleteChild(ch, now)
-				if err != nil {
-					return err
+			// One child: its creation waiting goes; under way in
+			// IKE_AUTH, the IKE SA goes (it has nothing else yet).
+			x.todo = slices.DeleteFunc(x.todo, func(op childOp) bool { return op.del == nil && op.name == t.Child })
+			if x.sa.State() != ike.StateEstablished {
+				if x.first == t.Child {
+					found = true
+					x.terminated = true
+					m.deleteSA(x, now)
 				}
-				m.request(x, out)
+				continue
 			}
+			for _, ch := range x.sa.Children() {
+				if ch.Name != t.Child || slices.ContainsFunc(x.todo, func(op childOp) bool { return op.del == ch }) {
+					continue
+				}
+				found = true
+				x.todo = append(x.todo, childOp{name: ch.Name, del: ch})
+			}
+			m.runTodo(x, now)
 		}
 		if !found {
-			return fmt.Errorf("%w: %s is not up", ErrState, c.cfg.Name)
+			what := c.cfg.Name
+			if t.Child != "" {
+				what = "child " + t.Child
+			}
+			return fmt.Errorf("%w: %s is not up", ErrState, what)
 		}
 		return nil
 	})
@@ -218,11 +243,17 @@ func (m *Manager) Rekey(t Target) error {
 			m.request(x, out)
 			return nil
 		}
-		children := x.sa.Children()
-		if len(children) == 0 {
-			return fmt.Errorf("%w: child %s is not up", ErrState, c.child.Name)
+		// The newest child of the name (a rekey in progress leaves the
+		// old one until its delete).
+		var ch *ike.Child
+		for _, cc := range x.sa.Children() {
+			if cc.Name == t.Child && !cc.Redundant {
+				ch = cc
+			}
 		}
-		ch := children[len(children)-1]
+		if ch == nil {
+			return fmt.Errorf("%w: child %s is not up", ErrState, t.Child)
+		}
 		out, err := x.sa.RekeyChild(ch, now)
 		if rec := m.children[ch]; errors.Is(err, ike.ErrBusy) && rec != nil {
 			rec.rekeyAt = now

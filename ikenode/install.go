@@ -34,7 +34,7 @@ type installed struct {
 
 // childUp installs child c of x (make-before-break: see the package doc).
 func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
-	log := m.log.WithFields(x.fields()).WithField("child", x.conn.child.Name)
+	log := m.log.WithFields(x.fields()).WithField("child", c.Name)
 	m.keylog.logESP(c)
 	in, out, err := saConfigs(c, x.conn)
 	if err != nil {
@@ -50,11 +50,10 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	}
 	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
 	rec.peer = peerOf(&out)
-	// A child that replaces none while x holds one is the redundant
-	// child of simultaneous rekeys (§2.8.1), which the engine deletes:
-	// it takes the peer's packets until then, and carries none of ours.
-	redundant := c.Replaces == nil && m.holdsChild(x)
-	if (c.Replaces != nil && !ours && m.children[c.Replaces] != nil) || redundant {
+	// The redundant child of simultaneous rekeys (§2.8.1), which the
+	// engine deletes, takes the peer's packets until then, and carries
+	// none of ours.
+	if (c.Replaces != nil && !ours && m.children[c.Replaces] != nil) || c.Redundant {
 		// The peer rekeys: our answer may not have reached it, so its
 		// new inbound SA may not exist yet. Inbound now; outbound when
 		// it deletes the old child.
@@ -75,26 +74,16 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		x.failed = append(x.failed, c)
 		return
 	}
-	if rt := x.conn.child.RekeyTime; rt > 0 {
+	if rt := x.conn.childOf(c).RekeyTime; rt > 0 {
 		rec.rekeyAt = now.Add(jitter(rt))
 	}
-	if lt := x.conn.child.LifeTime; lt > 0 {
+	if lt := x.conn.childOf(c).LifeTime; lt > 0 {
 		rec.lifeAt = now.Add(lt)
 	}
 	m.children[c] = rec
 	m.ctr.childrenInstalled.Add(1)
 	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
 		"suite": c.Suite.String(), "local_ts": c.LocalTS, "remote_ts": c.RemoteTS, "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
-}
-
-// holdsChild reports whether x holds an installed child.
-func (m *Manager) holdsChild(x *ikeSA) bool {
-	for _, rec := range m.children {
-		if rec.owner == x {
-			return true
-		}
-	}
-	return false
 }
 
 // childDown removes child c, which the peer or we deleted. A child whose
@@ -186,6 +175,7 @@ func idOf(c *sa.Config) node.StateID { return node.StateID{Dir: c.Dir, SPI: c.SP
 // saConfigs returns the inbound and outbound SAs of c, with copies of its
 // keys.
 func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
+	ch := cn.childOf(c)
 	mode := sa.ModeTunnel
 	if c.Transport {
 		mode = sa.ModeTransport
@@ -195,11 +185,11 @@ func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
 	if err != nil {
 		return in, out, err
 	}
-	in = sa.Config{Src: remote.Addr(), Dst: local.Addr(), SPI: c.InSPI, Dir: sa.DirIn, Mode: mode, IfID: cn.child.IfID,
-		ReplayWindow: cn.child.ReplayWindow, ESN: c.ESN, Selector: selIn}
-	out = sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: sa.DirOut, Mode: mode, IfID: cn.child.IfID,
+	in = sa.Config{Src: remote.Addr(), Dst: local.Addr(), SPI: c.InSPI, Dir: sa.DirIn, Mode: mode, IfID: ch.IfID,
+		ReplayWindow: ch.ReplayWindow, ESN: c.ESN, Selector: selIn}
+	out = sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: sa.DirOut, Mode: mode, IfID: ch.IfID,
 		ESN: c.ESN, Selector: selOut}
-	if lt := cn.child.LifeTime; lt > 0 {
+	if lt := ch.LifeTime; lt > 0 {
 		// The data path stops the pair at life_time even if IKE could
 		// not delete it; a little later than our own delete.
 		in.Lifetime.HardAdd = lt + 10*time.Second

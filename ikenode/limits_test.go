@@ -193,7 +193,7 @@ func TestIKESAsPerPeer(t *testing.T) {
 	const made = 8
 	for i := range made {
 		if err := a.m.do(func() {
-			if err := a.m.initiate(a.m.conns["peer"], a.m.clock.Now()); err != nil {
+			if err := a.m.initiate(a.m.conns["peer"], nil, a.m.clock.Now()); err != nil {
 				t.Error(err)
 			}
 		}); err != nil {

@@ -951,9 +951,9 @@ func TestLinger(t *testing.T) {
 	}
 }
 
-// TestRedundantChild: a child that replaces none while the IKE SA holds
-// one (the redundant child of simultaneous rekeys, which the engine then
-// deletes) gets its inbound SA and no outbound SA: nothing is sent on it.
+// TestRedundantChild: the redundant child of simultaneous rekeys (the
+// engine says so, and then deletes it) gets its inbound SA and no
+// outbound SA: nothing is sent on it.
 func TestRedundantChild(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
 	f := newFakeNode(0)
@@ -980,7 +980,9 @@ func TestRedundantChild(t *testing.T) {
 			LocalTS: ts("10.1.0.0", "10.1.0.255"), RemoteTS: ts("10.2.0.0", "10.2.0.255")}
 	}
 	m.childUp(x, child(0x100, 0x200), now)
-	m.childUp(x, child(0x101, 0x201), now)
+	redundant := child(0x101, 0x201)
+	redundant.Redundant = true
+	m.childUp(x, redundant, now)
 	if ev := f.events(); !slices.Equal(ev, []change{{op: opInstall, spi: 0x100, out: 0x200}, {op: opAdd, dir: sa.DirIn, spi: 0x101}}) {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}

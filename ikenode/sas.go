@@ -55,6 +55,11 @@ type ikeSA struct {
 	// believes up: deleteFailed deletes them with the peer, one at a
 	// time, once no exchange of ours is outstanding.
 	failed []*ike.Child
+	// first is the child our IKE_AUTH proposed (initiator); todo the
+	// child exchanges that wait for their turn (runTodo), creating the
+	// child whose CREATE_CHILD_SA of ours is outstanding.
+	first, creating string
+	todo            []childOp
 }
 
 // deleting reports whether x's engine still retransmits the delete of
@@ -169,8 +174,9 @@ func (m *Manager) handle(p packet, now time.Time) {
 	}
 	// A child that could not be installed is deleted after the answer
 	// that brought it, so that the peer knows its SPI when the delete
-	// comes.
+	// comes. Then the next child exchange waiting, if any.
 	m.deleteFailed(x, now)
+	m.runTodo(x, now)
 }
 
 // deleteFailed starts deleting x's first child that the node refused to
@@ -240,6 +246,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
 		n.failed, x.failed = x.failed, nil // they moved with the other children
+		n.todo, x.todo = x.todo, nil
 		if x.terminated {
 			n.terminated, n.deleteQueued = true, true
 		}
@@ -327,28 +334,32 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 	}
 	err := x.sa.Err()
 	if !x.up.IsZero() && errors.Is(err, ike.ErrTimeout) {
-		switch c.child.DPDAction {
-		case "trap":
+		// dpd_action is each child's: restart brings those up again
+		// under one new IKE SA, trap traps them, clear does nothing.
+		l := m.log.WithFields(x.fields())
+		if trap := c.childrenWith(false, "trap"); len(trap) > 0 {
 			if !m.cfg.Trap {
-				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap (not supported by this build): cleared")
-				break
-			}
-			m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action trap: cleared; traffic brings it up again")
-			m.trap(c)
-		case "restart":
-			if m.liveSA(c) == nil {
-				m.log.WithFields(x.fields()).Info("ike: peer dead, dpd_action restart: initiating again")
-				if err := m.initiate(c, now); err != nil {
-					m.retryLater(c, now)
+				l.WithField("children", trap).Info("ike: peer dead, dpd_action trap (not supported by this build): cleared")
+			} else {
+				l.WithField("children", trap).Info("ike: peer dead, dpd_action trap: cleared; traffic brings them up again")
+				for _, name := range trap {
+					m.trap(c, name)
 				}
 			}
-		default:
-			m.log.WithFields(x.fields()).Infof("ike: peer dead, dpd_action %s: cleared", c.child.DPDAction)
+		}
+		if restart := c.childrenWith(false, "restart"); len(restart) > 0 && m.liveSA(c) == nil {
+			l.WithField("children", restart).Info("ike: peer dead, dpd_action restart: initiating again")
+			if err := m.initiate(c, restart, now); err != nil {
+				m.retryLater(c, restart, now)
+			}
+		}
+		if clr := c.childrenWith(false, "clear"); len(clr) > 0 {
+			l.WithField("children", clr).Info("ike: peer dead, dpd_action clear: cleared")
 		}
 		return
 	}
-	if x.up.IsZero() && x.sa.IsInitiator() && c.child.StartAction == "start" && m.liveSA(c) == nil {
-		m.retryLater(c, now)
+	if start := c.childrenWith(true, "start"); x.up.IsZero() && x.sa.IsInitiator() && len(start) > 0 && m.liveSA(c) == nil {
+		m.retryLater(c, start, now)
 	}
 }
 
@@ -396,9 +407,9 @@ func (m *Manager) tick(now time.Time) {
 		if !c.retryAt.IsZero() && !now.Before(c.retryAt) {
 			c.retryAt = time.Time{}
 			if m.liveSA(c) == nil {
-				if err := m.initiate(c, now); err != nil {
+				if err := m.initiate(c, c.retry, now); err != nil {
 					m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
-					m.retryLater(c, now)
+					m.retryLater(c, c.retry, now)
 				}
 			}
 		}
@@ -461,6 +472,7 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 	if !busy && !x.rekeyed {
 		m.tickChildren(x, now)
 	}
+	m.runTodo(x, now)
 	busy = !x.sa.NextTimeout().IsZero()
 	if d := x.conn.cfg.DPDDelay; d > 0 && !busy && now.Sub(x.sa.LastHeard()) >= d {
 		if out, err := x.sa.Ping(now); err == nil {
@@ -506,7 +518,7 @@ func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
 		case !in.lifeAt.IsZero() && !now.Before(in.lifeAt):
 			if out, err := x.sa.DeleteChild(c, now); err == nil {
 				in.lifeAt = time.Time{}
-				m.log.WithFields(x.fields()).WithField("child", x.conn.child.Name).Warn("ike: child not rekeyed within life_time: deleting it")
+				m.log.WithFields(x.fields()).WithField("child", c.Name).Warn("ike: child not rekeyed within life_time: deleting it")
 				m.request(x, out)
 				return
 			}

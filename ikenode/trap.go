@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -40,52 +41,61 @@ func (m *Manager) Acquire(ifID uint32, src, dst netip.Addr) {
 	}
 }
 
-// onAcquire initiates the trap connection whose policy the packet
-// matched, unless it is up or on its way.
+// onAcquire brings up the trapped child whose policy the packet matched:
+// under its connection's IKE SA when that is up or on its way, else with
+// a new one; nothing when the child is up or on its way.
 func (m *Manager) onAcquire(a acquire, now time.Time) {
 	for _, name := range m.connOrder {
 		c := m.conns[name]
-		if !c.trapped || c.child.IfID != a.ifID || !c.coversTraffic(a.src, a.dst) || m.liveSA(c) != nil {
-			continue
+		for i := range c.cfg.Children {
+			ch := &c.cfg.Children[i]
+			if !c.trapped[ch.Name] || ch.IfID != a.ifID || !coversTraffic(ch, a.src, a.dst) {
+				continue
+			}
+			x := m.liveSA(c)
+			if x != nil && (m.hasChild(x, ch.Name) || x.queued(ch.Name)) {
+				return
+			}
+			m.log.WithFields(map[string]any{"connection": c.cfg.Name, "child": ch.Name, "src": a.src, "dst": a.dst}).Info("ike: traffic for a trapped child: initiating")
+			if err := m.bringUp(c, x, []string{ch.Name}, now); err != nil {
+				m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
+			}
+			return
 		}
-		m.log.WithField("connection", c.cfg.Name).WithField("src", a.src).WithField("dst", a.dst).Info("ike: traffic for a trapped child: initiating")
-		if err := m.initiate(c, now); err != nil {
-			m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
-		}
-		return
 	}
 }
 
-// coversTraffic reports whether c's child selectors hold a packet from
-// src to dst.
-func (c *conn) coversTraffic(src, dst netip.Addr) bool {
-	return slices.ContainsFunc(c.child.LocalTS, func(p netip.Prefix) bool { return p.Contains(src) }) &&
-		slices.ContainsFunc(c.child.RemoteTS, func(p netip.Prefix) bool { return p.Contains(dst) })
+// coversTraffic reports whether ch's selectors hold a packet from src to
+// dst.
+func coversTraffic(ch *config.Child, src, dst netip.Addr) bool {
+	return slices.ContainsFunc(ch.LocalTS, func(p netip.Prefix) bool { return p.Contains(src) }) &&
+		slices.ContainsFunc(ch.RemoteTS, func(p netip.Prefix) bool { return p.Contains(dst) })
 }
 
-// trapPolicies are c's allow out policies: one per pair of its local and
-// remote selectors of one family.
-func (c *conn) trapPolicies() []sa.Policy {
+// trapPolicies are ch's allow out policies: one per pair of its local
+// and remote selectors of one family.
+func trapPolicies(ch *config.Child) []sa.Policy {
 	var ps []sa.Policy
-	for _, l := range c.child.LocalTS {
-		for _, r := range c.child.RemoteTS {
+	for _, l := range ch.LocalTS {
+		for _, r := range ch.RemoteTS {
 			if l.Addr().Is4() == r.Addr().Is4() {
-				ps = append(ps, sa.Policy{Dir: sa.DirOut, IfID: c.child.IfID, Selector: sa.Selector{Src: l, Dst: r}, Action: sa.ActionAllow})
+				ps = append(ps, sa.Policy{Dir: sa.DirOut, IfID: ch.IfID, Selector: sa.Selector{Src: l, Dst: r}, Action: sa.ActionAllow})
 			}
 		}
 	}
 	return ps
 }
 
-// trap installs c's trap policies (start_action trap at load, dpd_action
-// trap after a dead peer). A policy that exists already (another
-// connection's, or the file's) is left as it is.
-func (m *Manager) trap(c *conn) {
-	if !m.cfg.Trap || c.trapped {
+// trap installs the trap policies of c's child named name (start_action
+// trap at load, dpd_action trap after a dead peer). A policy that exists
+// already (another child's, or the file's) is left as it is.
+func (m *Manager) trap(c *conn, name string) {
+	ch := c.child(name)
+	if !m.cfg.Trap || ch == nil || c.trapped[name] {
 		return
 	}
-	c.trapped = true
-	for _, p := range c.trapPolicies() {
+	c.trapped[name] = true
+	for _, p := range trapPolicies(ch) {
 		err := m.cfg.Node.AddPolicy(node.OwnerIKE, p)
 		switch {
 		case err == nil:
@@ -97,12 +107,14 @@ func (m *Manager) trap(c *conn) {
 	}
 }
 
-// untrap removes the trap policies of c (it goes, or changed).
+// untrap removes the trap policies of c's children (it goes, or
+// changed).
 func (m *Manager) untrap(c *conn) {
 	for _, p := range c.policies {
 		if err := m.cfg.Node.DeletePolicy(p); err != nil && !errors.Is(err, sa.ErrNotFound) {
 			m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: removing the trap policy")
 		}
 	}
-	c.policies, c.trapped = nil, false
+	c.policies = nil
+	clear(c.trapped)
 }
