@@ -18,8 +18,8 @@ type Peer struct {
 	CACerts string // remote pubkey: trust anchor file
 }
 
-// Conn is one connection of swanctl.conf with one child, named as
-// swanctl.conf names its keys. Empty fields are left out (charon's
+// Conn is one connection of swanctl.conf with one child (or Children),
+// named as swanctl.conf names its keys. Empty fields are left out (charon's
 // defaults) unless the field says otherwise.
 type Conn struct {
 	Name        string // default "test"
@@ -42,6 +42,16 @@ type Conn struct {
 	// Secret is the PSK for Local.ID and Remote.ID; default PSK. It is
 	// written only when both sides authenticate with psk.
 	Secret string
+	// Children, when set, are the connection's children instead of the
+	// one that Child and the fields after LocalTS describe.
+	Children []Child
+}
+
+// Child is one child of a Conn with several: swanctl.conf's children
+// section. Empty fields are left out (start_action: none).
+type Child struct {
+	Name, LocalTS, RemoteTS, ESP, StartAction string
+	Transport                                 bool
 }
 
 // String is the swanctl.conf text of c, with its secret.
@@ -82,14 +92,30 @@ func (c Conn) String() string {
 		line("      ", "cacerts", p.peer.CACerts)
 		b.WriteString("    }\n")
 	}
-	fmt.Fprintf(&b, "    children {\n      %s {\n        mode = tunnel\n", or(c.Child, "net"))
-	line("        ", "local_ts", c.LocalTS)
-	line("        ", "remote_ts", c.RemoteTS)
-	line("        ", "esp_proposals", c.ESP)
-	line("        ", "rekey_time", c.ChildRekey)
-	line("        ", "start_action", or(c.StartAction, "none"))
-	line("        ", "dpd_action", c.DPDAction)
-	b.WriteString("      }\n    }\n  }\n}\n")
+	b.WriteString("    children {\n")
+	if len(c.Children) == 0 {
+		fmt.Fprintf(&b, "      %s {\n        mode = tunnel\n", or(c.Child, "net"))
+		line("        ", "local_ts", c.LocalTS)
+		line("        ", "remote_ts", c.RemoteTS)
+		line("        ", "esp_proposals", c.ESP)
+		line("        ", "rekey_time", c.ChildRekey)
+		line("        ", "start_action", or(c.StartAction, "none"))
+		line("        ", "dpd_action", c.DPDAction)
+		b.WriteString("      }\n")
+	}
+	for _, ch := range c.Children {
+		mode := "tunnel"
+		if ch.Transport {
+			mode = "transport"
+		}
+		fmt.Fprintf(&b, "      %s {\n        mode = %s\n", ch.Name, mode)
+		line("        ", "local_ts", ch.LocalTS)
+		line("        ", "remote_ts", ch.RemoteTS)
+		line("        ", "esp_proposals", ch.ESP)
+		line("        ", "start_action", or(ch.StartAction, "none"))
+		b.WriteString("      }\n")
+	}
+	b.WriteString("    }\n  }\n}\n")
 	if or(c.Local.Auth, "psk") == "psk" && or(c.Remote.Auth, "psk") == "psk" {
 		fmt.Fprintf(&b, "secrets {\n  ike-test {\n    id-a = %s\n    id-b = %s\n    secret = %q\n  }\n}\n",
 			c.Local.ID, c.Remote.ID, or(c.Secret, PSK))
