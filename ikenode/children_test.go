@@ -2,11 +2,14 @@ package ikenode
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // childrenYAML is a connection with three children of different traffic
@@ -22,15 +25,20 @@ connections:
     remote: {auth: psk, id: %[4]s}
     children:
       - {name: one, if_id: 1, local_ts: [%[5]s.1.0/24], remote_ts: [%[6]s.1.0/24], esp_proposals: [aes128gcm16], start_action: %[7]s}
-      - {name: two, if_id: 1, local_ts: [%[5]s.2.0/24], remote_ts: [%[6]s.2.0/24], esp_proposals: [aes256gcm16], start_action: %[7]s}
-      - {name: three, if_id: 1, local_ts: [%[5]s.3.0/24], remote_ts: [%[6]s.3.0/24], esp_proposals: [aes128gcm16-x25519], start_action: %[7]s, mode: transport}
+      - {name: two, if_id: 1, local_ts: [%[5]s.2.0/24], remote_ts: [%[6]s.2.0/24], esp_proposals: [aes256gcm16], start_action: %[8]s}
+      - {name: three, if_id: 1, local_ts: [%[5]s.3.0/24], remote_ts: [%[6]s.3.0/24], esp_proposals: [aes128gcm16-x25519], start_action: %[9]s, mode: transport}
 secrets:
   - {ids: [a.test, b.test], secret: "0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"}
 `
 
-func childrenSide(t *testing.T, local, remote, lid, rid, net, rnet, start string) *config.Config {
+// childrenSide is one side of childrenYAML; start are the children's
+// start_action, one for all or one each.
+func childrenSide(t *testing.T, local, remote, lid, rid, net, rnet string, start ...string) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(childrenYAML, local, remote, lid, rid, net, rnet, start)))
+	if len(start) == 1 {
+		start = []string{start[0], start[0], start[0]}
+	}
+	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(childrenYAML, local, remote, lid, rid, net, rnet, start[0], start[1], start[2])))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +147,35 @@ func TestSeveralChildren(t *testing.T) {
 		l, _ := a.m.List()
 		return len(l) == 1 && l[0].SPIInitiator != spi && l[0].State == "ESTABLISHED" && up(all)()
 	})
+}
+
+// TestTrapChildUnderIKESA: start_action is each child's. Of three
+// children, the first (start) comes up alone; traffic for the second
+// (trap) brings it up under the same IKE SA by CREATE_CHILD_SA, once;
+// the third (none) stays down.
+func TestTrapChildUnderIKESA(t *testing.T) {
+	n := newTestNet()
+	b := startEndpoint(t, n, childrenSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2", "10.1", "none"), "127.0.0.2", 0, 0x2000)
+	cfgA := childrenSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1", "10.2", "start", "trap", "none")
+	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
+	one := func() bool { return slices.Equal(names(childSPIs(a)), []string{"one"}) && matched(a.node, b.node, 1) }
+	n.waitFor(t, "child one", one)
+	a.node.mu.Lock()
+	pol := slices.Clone(a.node.policies)
+	a.node.mu.Unlock()
+	want := sa.Policy{Dir: sa.DirOut, IfID: 1, Selector: sa.Selector{Src: netip.MustParsePrefix("10.1.2.0/24"), Dst: netip.MustParsePrefix("10.2.2.0/24")}, Action: sa.ActionAllow}
+	if len(pol) != 1 || pol[0] != want {
+		t.Fatalf("trap policies %+v, want only child two's %+v", pol, want)
+	}
+	for range 3 {
+		a.m.Acquire(1, netip.MustParseAddr("10.1.2.5"), netip.MustParseAddr("10.2.2.7"))
+	}
+	n.waitFor(t, "child two", func() bool {
+		return slices.Equal(names(childSPIs(a)), []string{"one", "two"}) && slices.Equal(names(childSPIs(b)), []string{"one", "two"}) && matched(a.node, b.node, 2)
+	})
+	n.advance(t, 5*time.Second)
+	if got := names(childSPIs(a)); !slices.Equal(got, []string{"one", "two"}) || len(list(t, a)) != 1 {
+		t.Errorf("after three acquires: children %v under %d IKE SAs; want one and two under one", got, len(list(t, a)))
+	}
 }

@@ -222,6 +222,9 @@ func (m *Manager) afterCall(x *ikeSA, now time.Time) {
 		m.event(x, e, now)
 	}
 	m.followPeer(x)
+	if !x.sa.Busy() {
+		x.creating = "" // our CREATE_CHILD_SA, if any, is over
+	}
 	switch x.sa.State() {
 	case ike.StateFailed, ike.StateDeleted:
 		if !x.ended {
