@@ -10,7 +10,7 @@ import (
 // threeChildren returns the configs of two peers whose connection has
 // three children of different selectors, ESP proposals and modes; the
 // initiator's IKE_AUTH proposes the child named first.
-func threeChildren(t *testing.T, first string) (a, b *Config) {
+func threeChildren(t testing.TB, first string) (a, b *Config) {
 	a, b = pairConfigs(t, []string{"aes128gcm16-prfsha256-x25519"}, []string{"aes128gcm16"})
 	kids := []struct {
 		name, esp string
@@ -159,4 +159,55 @@ func TestMaxChildrenCountsConfigured(t *testing.T) {
 	if got := one.maxChildren(); got != DefaultMaxChildren {
 		t.Errorf("one child: bound %d, want %d", got, DefaultMaxChildren)
 	}
+}
+
+// FuzzCreateChild is an authenticated peer asking for new children of a
+// connection of three with whatever CREATE_CHILD_SA it likes (any
+// payloads after the SK header, sealed so that they authenticate): the
+// responder must answer without panicking, and every child it makes is
+// of a configured child, within that child's selectors, and no more
+// than the bound.
+func FuzzCreateChild(f *testing.F) {
+	ci, cr := threeChildren(f, "one")
+	ts := func(p string) []byte {
+		return message.AppendTS(nil, prefixSelectors([]netip.Prefix{netip.MustParsePrefix(p)}))
+	}
+	for _, kid := range []struct{ esp, l, r string }{{"aes256gcm16", "198.51.2.0/24", "203.0.2.0/24"}, {"aes128gcm16-x25519", "198.51.3.0/25", "203.0.3.0/24"}, {"aes128gcm16", "198.51.0.0/16", "203.0.1.0/24"}} {
+		sa := message.AppendSA(nil, []message.Proposal{mustProposals(f, message.ProtoESP, kid.esp)[0].Message(1, []byte{1, 2, 3, 4})})
+		seed, _ := message.AppendPayloads(nil, []message.Payload{
+			{Type: message.TypeSA, Body: sa},
+			{Type: message.TypeNONC, Body: make([]byte, 32)},
+			{Type: message.TypeKE, Body: message.AppendKE(nil, 31, make([]byte, 32))},
+			{Type: message.TypeTSi, Body: ts(kid.l)},
+			{Type: message.TypeTSr, Body: ts(kid.r)},
+		})
+		f.Add(uint8(message.TypeSA), seed)
+	}
+	f.Fuzz(func(t *testing.T, first uint8, chain []byte) {
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		for range 3 {
+			h := ini.header(message.CreateChildSA, ini.nextID, false)
+			msg, err := ini.seal.Seal(h, message.PayloadType(first), chain)
+			if err != nil {
+				return
+			}
+			ini.nextID++
+			res.Handle(msg, t0)
+		}
+		if n := len(res.Children()); n > res.cfg.maxChildren() {
+			t.Fatalf("%d children, bound %d", n, res.cfg.maxChildren())
+		}
+		for _, c := range res.Children() {
+			cc := res.cfg.ChildConfig(c.Name)
+			if cc == nil || c.cfg != cc && c.cfg != &res.cfg.Child {
+				t.Fatalf("child %q of no configured child", c.Name)
+			}
+			if !within(c.LocalTS, prefixSelectors(cc.LocalTS)) || !within(c.RemoteTS, prefixSelectors(cc.RemoteTS)) {
+				t.Fatalf("child %q with selectors %v/%v outside its config's %v/%v", c.Name, c.LocalTS, c.RemoteTS, cc.LocalTS, cc.RemoteTS)
+			}
+		}
+	})
 }
