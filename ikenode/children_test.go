@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -177,5 +178,45 @@ func TestTrapChildUnderIKESA(t *testing.T) {
 	n.advance(t, 5*time.Second)
 	if got := names(childSPIs(a)); !slices.Equal(got, []string{"one", "two"}) || len(list(t, a)) != 1 {
 		t.Errorf("after three acquires: children %v under %d IKE SAs; want one and two under one", got, len(list(t, a)))
+	}
+}
+
+// TestDPDActionPerChild: dpd_action is each child's. Of three children
+// up, the peer dies; one and three (restart) come up again together under
+// one new IKE SA with the restarted peer, two (clear) does not.
+func TestDPDActionPerChild(t *testing.T) {
+	n := newTestNet()
+	side := func(local, remote, lid, rid, net, rnet, start string, dpd bool) *config.Config {
+		y := fmt.Sprintf(childrenYAML, local, remote, lid, rid, net, rnet, start, start, start)
+		if dpd {
+			y = strings.Replace(y, "    proposals:", "    dpd_delay: 1s\n    proposals:", 1)
+			for name, action := range map[string]string{"one": "restart", "two": "clear", "three": "restart"} {
+				y = strings.Replace(y, "{name: "+name+",", "{name: "+name+", dpd_action: "+action+",", 1)
+			}
+		}
+		cfg, err := config.Parse("test.yaml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.IKE.Port = 0
+		cfg.IKE.Retransmit = ike.Retransmit{Timeout: 200 * time.Millisecond, Base: 1, Tries: 2}
+		return cfg
+	}
+	b := startEndpoint(t, n, side("127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2", "10.1", "none", false), "127.0.0.2", 0, 0x2000)
+	a := startEndpoint(t, n, side("127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1", "10.2", "start", true), "127.0.0.1", b.m.Port(), 0x1000)
+	n.waitFor(t, "three children", func() bool { return len(childSPIs(a)) == 3 && matched(a.node, b.node, 3) })
+	first := list(t, a)[0]
+	b.m.Close() // dead: its sockets are gone, it sends no delete
+	n.waitFor(t, "A to notice", func() bool { return strings.Contains(a.log.String(), "dpd_action restart") })
+	cfg := side("127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2", "10.1", "none", false)
+	cfg.IKE.Port = b.m.Port()
+	b2 := startEndpoint(t, n, cfg, "127.0.0.2", 0, 0x3000)
+	n.waitFor(t, "one and three again under a new IKE SA", func() bool {
+		l, _ := a.m.List()
+		return len(l) == 1 && l[0].SPIInitiator != first.SPIInitiator && slices.Equal(names(childSPIs(a)), []string{"one", "three"}) && matched(a.node, b2.node, 2)
+	})
+	n.advance(t, 5*time.Second)
+	if got := names(childSPIs(a)); !slices.Equal(got, []string{"one", "three"}) {
+		t.Errorf("children %v after the restart, want one and three (two's dpd_action is clear)", got)
 	}
 }
