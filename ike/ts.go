@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/sa"
 )
 
 // Traffic selectors (RFC 7296 §2.9). Configured selectors are prefixes of
@@ -12,19 +13,10 @@ import (
 func prefixSelectors(ps []netip.Prefix) []message.Selector {
 	out := make([]message.Selector, 0, len(ps))
 	for _, p := range ps {
-		p = p.Masked()
-		out = append(out, message.Selector{EndPort: 65535, Start: p.Addr(), End: lastAddr(p)})
+		t := sa.PrefixTS(p)
+		out = append(out, message.Selector{Start: t.Start, End: t.End, StartPort: t.StartPort, EndPort: t.EndPort})
 	}
 	return out
-}
-
-func lastAddr(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 // intersect returns the selector both a and b allow, and false when they

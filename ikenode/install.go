@@ -83,7 +83,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	m.children[c] = rec
 	m.ctr.childrenInstalled.Add(1)
 	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
-		"suite": c.Suite.String(), "local_ts": c.LocalTS, "remote_ts": c.RemoteTS, "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
+		"suite": c.Suite.String(), "local_ts": tsStrings(c.LocalTS), "remote_ts": tsStrings(c.RemoteTS), "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
 }
 
 // childDown removes child c, which the peer or we deleted. A child whose
