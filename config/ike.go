@@ -37,10 +37,6 @@ const (
 	maxPEMFile = 1 << 20
 )
 
-// DefaultRetransmit is strongSwan's retransmission schedule (4 s, base
-// 1.8, 5 tries).
-var DefaultRetransmit = ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
-
 // IKEConfig is what the ike:, connections: and secrets: sections of the
 // file say, in swanctl.conf's vocabulary. It holds pre-shared keys and
 // private keys: print it with String, never with its fields. Config

@@ -27,7 +27,7 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 		return
 	}
 	ic := &c.IKEConfig
-	ic.IKE = IKE{Port: DefaultIKEPort, Retransmit: DefaultRetransmit, CookieThreshold: DefaultCookieThreshold,
+	ic.IKE = IKE{Port: DefaultIKEPort, Retransmit: ike.DefaultRetransmit, CookieThreshold: DefaultCookieThreshold,
 		BlockThreshold: DefaultBlockThreshold, InitLimitHalfOpen: DefaultInitLimitHalfOpen,
 		MaxChildren: DefaultMaxChildren, MaxIKESAsPerPeer: DefaultMaxIKESAsPerPeer}
 	if v := m["ike"]; v != nil {

@@ -55,7 +55,7 @@ func TestIKEParseGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.IKE, (IKE{Port: 500, Retransmit: ike.Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}, CookieThreshold: 10,
+	if got, want := c.IKE, (IKE{Port: 500, Retransmit: ike.DefaultRetransmit, CookieThreshold: 10,
 		BlockThreshold: 5, InitLimitHalfOpen: 1000, MaxChildren: 4, MaxIKESAsPerPeer: 5}); got != want {
 		t.Errorf("ike: got %+v, want %+v", got, want)
 	}
@@ -91,7 +91,7 @@ func TestIKEParseGood(t *testing.T) {
 		t.Errorf("EngineConfig: Validate: %v", err)
 	}
 	if fmt.Sprintf("%x", ec.PSK) != ikeSecret || ec.LocalID.String() != "a.example.net" || ec.RemoteID.String() != "b.example.net" ||
-		!ec.ForceEncap || ec.Retransmit != DefaultRetransmit || len(ec.Proposals) != 2 || len(ec.Child.Proposals) != 2 ||
+		!ec.ForceEncap || ec.Retransmit != ike.DefaultRetransmit || len(ec.Proposals) != 2 || len(ec.Child.Proposals) != 2 ||
 		ec.Child.Transport || ec.Child.LocalTS[0] != ch.LocalTS[0] {
 		t.Errorf("EngineConfig: got %+v", ec)
 	}
@@ -142,7 +142,7 @@ secrets:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.IKE.Port != 500 || c.IKE.Retransmit != DefaultRetransmit || c.IKE.CookieThreshold != 10 || c.IKE.BlockThreshold != 5 ||
+	if c.IKE.Port != 500 || c.IKE.Retransmit != ike.DefaultRetransmit || c.IKE.CookieThreshold != 10 || c.IKE.BlockThreshold != 5 ||
 		c.IKE.InitLimitHalfOpen != 1000 || c.IKE.MaxChildren != ike.DefaultMaxChildren || c.IKE.MaxIKESAsPerPeer != 5 {
 		t.Errorf("ike defaults: got %+v", c.IKE)
 	}

@@ -62,8 +62,8 @@ type Config struct {
 	// ForceEncap makes NAT detection report a NAT (strongSwan's
 	// encap = yes): the source hash sent is random.
 	ForceEncap bool
-	// Retransmit is the request retransmission schedule; zero means
-	// strongSwan's defaults (4 s, base 1.8, 5 tries).
+	// Retransmit is the request retransmission schedule; a zero Timeout
+	// means DefaultRetransmit.
 	Retransmit Retransmit
 	// MaxChildren bounds the CHILD_SAs one IKE SA holds, counting those
 	// a rekey replaced and that are not deleted yet: a peer's
@@ -119,6 +119,12 @@ type Retransmit struct {
 	Tries   int
 }
 
+// DefaultRetransmit is strongSwan's retransmission schedule
+// (retransmit_timeout 4 s, retransmit_base 1.8, retransmit_tries 5): the
+// schedule of a Config whose Retransmit is zero, and the config file's
+// default.
+var DefaultRetransmit = Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
+
 // DefaultMaxChildren is the default of Config.MaxChildren. A connection
 // of one child: while the peer rekeys it the IKE SA holds two until the
 // old one is deleted, three after simultaneous rekeys (§2.8.1). One more
@@ -171,7 +177,7 @@ func (c *Config) ChildConfig(name string) *ChildConfig {
 func (c *Config) retransmit() Retransmit {
 	r := c.Retransmit
 	if r.Timeout == 0 {
-		r = Retransmit{Timeout: 4 * time.Second, Base: 1.8, Tries: 5}
+		r = DefaultRetransmit
 	}
 	return r
 }
