@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipsecd/ipsecd/ike/dh"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
 )
@@ -69,7 +70,7 @@ func TestCharonPresets(t *testing.T) {
 				d.establishChecked(t, ch, cfg, role)
 				s, c := d.sa.Suite(), d.sa.Children()[0].Suite
 				t.Logf("IKE %s-%s-%s-%s, ESP %s-%s", s.Encr.Name, s.Integ.Name, s.PRF.Name, s.DH.Name, c.Encr.Name, c.Integ.Name)
-				if (s.DH.ID == proposal.GroupMODP1024) != (tc.preset == "azure") {
+				if (s.DH.ID == dh.MODP1024) != (tc.preset == "azure") {
 					t.Errorf("IKE group %s with preset %s", s.DH.Name, tc.preset)
 				}
 

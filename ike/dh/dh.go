@@ -29,8 +29,12 @@ import (
 	"math/big"
 )
 
-// Group numbers (IANA Transform Type 4).
+// Group numbers (IANA Transform Type 4), the one place ipsecd writes
+// them: package proposal names these groups by them.
 const (
+	// None is no key exchange: a Transform Type 4 of ID 0 in an ESP
+	// proposal offers a child without PFS. New refuses it.
+	None     = 0
 	MODP1024 = 2
 	MODP2048 = 14
 	ECP256   = 19

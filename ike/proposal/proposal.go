@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ipsecd/ipsecd/ike/dh"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
@@ -119,7 +120,7 @@ func (p Proposal) Legacy() []string {
 // HasDH reports whether p names a key exchange group (for ESP: PFS).
 func (p Proposal) HasDH() bool {
 	for _, a := range p.Algs {
-		if a.Type == message.TransDH && a.ID != GroupNone {
+		if a.Type == message.TransDH && a.ID != dh.None {
 			return true
 		}
 	}
@@ -130,7 +131,7 @@ func (p Proposal) HasDH() bool {
 func (p Proposal) Groups() []uint16 {
 	var g []uint16
 	for _, a := range p.Algs {
-		if a.Type == message.TransDH && a.ID != GroupNone {
+		if a.Type == message.TransDH && a.ID != dh.None {
 			g = append(g, a.ID)
 		}
 	}

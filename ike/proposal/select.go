@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ipsecd/ipsecd/ike/dh"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
@@ -66,7 +67,7 @@ func match(o Proposal, t message.Proposal, ignoreDH bool) (Suite, bool) {
 		var got Alg
 		found := false
 		for _, tr := range t.Transforms {
-			if tr.Type != typ || typ == message.TransDH && tr.ID == GroupNone {
+			if tr.Type != typ || typ == message.TransDH && tr.ID == dh.None {
 				continue
 			}
 			offered = true

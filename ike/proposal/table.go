@@ -6,6 +6,7 @@ import (
 	"hash"
 	"strings"
 
+	"github.com/ipsecd/ipsecd/ike/dh"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -23,13 +24,6 @@ const (
 	IntegSHA256 = 12 // AUTH_HMAC_SHA2_256_128
 	IntegSHA384 = 13 // AUTH_HMAC_SHA2_384_192
 	IntegSHA512 = 14 // AUTH_HMAC_SHA2_512_256
-
-	GroupNone     = 0
-	GroupMODP1024 = 2
-	GroupMODP2048 = 14
-	GroupECP256   = 19
-	GroupECP384   = 20
-	GroupX25519   = 31
 
 	NoESN = 0
 	ESN   = 1
@@ -63,11 +57,11 @@ var (
 	Integ256   = Alg{"sha256", message.TransINTEG, IntegSHA256, 0}
 	Integ384   = Alg{"sha384", message.TransINTEG, IntegSHA384, 0}
 	Integ512   = Alg{"sha512", message.TransINTEG, IntegSHA512, 0}
-	MODP1024   = Alg{"modp1024", message.TransDH, GroupMODP1024, 0}
-	MODP2048   = Alg{"modp2048", message.TransDH, GroupMODP2048, 0}
-	ECP256     = Alg{"ecp256", message.TransDH, GroupECP256, 0}
-	ECP384     = Alg{"ecp384", message.TransDH, GroupECP384, 0}
-	X25519     = Alg{"x25519", message.TransDH, GroupX25519, 0}
+	MODP1024   = Alg{"modp1024", message.TransDH, dh.MODP1024, 0}
+	MODP2048   = Alg{"modp2048", message.TransDH, dh.MODP2048, 0}
+	ECP256     = Alg{"ecp256", message.TransDH, dh.ECP256, 0}
+	ECP384     = Alg{"ecp384", message.TransDH, dh.ECP384, 0}
+	X25519     = Alg{"x25519", message.TransDH, dh.X25519, 0}
 	ESNOn      = Alg{"esn", message.TransESN, ESN, 0}
 	ESNOff     = Alg{"noesn", message.TransESN, NoESN, 0}
 	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, ESNOn, ESNOff}
@@ -129,7 +123,7 @@ func espNames() string {
 // peers that still ask for it: modp1024 (RFC 2409's group 2, about 80-bit
 // strength; RFC 8247 §2.4: SHOULD NOT). The config offers one only when a
 // preset or an explicit option asks for it, and warns.
-func (a Alg) IsLegacy() bool { return a.Type == message.TransDH && a.ID == GroupMODP1024 }
+func (a Alg) IsLegacy() bool { return a.Type == message.TransDH && a.ID == dh.MODP1024 }
 
 // IsAEAD reports whether an encryption algorithm also authenticates (no
 // integrity transform goes with it).
