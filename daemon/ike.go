@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -126,8 +125,7 @@ func (b *backend) IKEList() ([]control.IKESAInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := m.List()
-	return l, ikeError(err)
+	return m.List()
 }
 
 func (b *backend) IKEInitiate(t control.IKETarget) error {
@@ -143,18 +141,5 @@ func (b *backend) ikeAct(t control.IKETarget, f func(*ikenode.Manager, ikenode.T
 	if err != nil {
 		return err
 	}
-	return ikeError(f(m, ikenode.Target(t)))
-}
-
-// ikeError gives the manager's errors the codes the client tells apart.
-func ikeError(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ikenode.ErrNotFound):
-		return fmt.Errorf("%w: %v", control.ErrNotFound, err)
-	case errors.Is(err, ikenode.ErrState):
-		return fmt.Errorf("%w: %v", control.ErrInvalid, err)
-	}
-	return err
+	return f(m, ikenode.Target(t))
 }

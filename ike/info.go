@@ -1,7 +1,6 @@
 package ike
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -70,7 +69,7 @@ func (s *SA) dropPending() {
 // peer may still send on it.
 func (s *SA) DeleteChild(c *Child, now time.Time) ([]byte, error) {
 	if s.state != StateEstablished || !slices.Contains(s.children, c) {
-		return nil, errors.New("ike: no such child on an established IKE SA")
+		return nil, ErrNoChild
 	}
 	if s.pending != nil {
 		return nil, ErrBusy

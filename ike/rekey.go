@@ -42,6 +42,21 @@ type pendingCreate struct {
 // A peer's request refused with TEMPORARY_FAILURE (§2.25) wraps it too.
 var ErrBusy = errors.New("ike: an exchange is outstanding")
 
+// Errors of the calls that start an exchange (RekeyIKE, RekeyChild,
+// CreateChild, DeleteChild, Delete, Ping) on an SA that cannot take it:
+// nothing was sent, and the SA is unchanged.
+var (
+	// ErrNotEstablished: the IKE SA is not up (yet, or any more). Wait
+	// for EventIKEUp, or start again with a new SA.
+	ErrNotEstablished = errors.New("ike: IKE SA is not established")
+	// ErrRekeyed: the IKE SA was rekeyed; ask the new one (the
+	// EventIKERekeyed's SA), which holds the children now.
+	ErrRekeyed = errors.New("ike: IKE SA was rekeyed")
+	// ErrNoChild: the child is not one of the IKE SA's (any more), or
+	// the IKE SA is not up. Look it up again in Children.
+	ErrNoChild = errors.New("ike: no such child on an established IKE SA")
+)
+
 // ReplacedTimeout is how long an IKE SA that the peer is to delete waits
 // for that delete before it deletes itself: the old SA after the peer
 // rekeyed it, and the redundant one of simultaneous rekeys (§2.8.2). A
@@ -79,7 +94,7 @@ func (s *SA) retiredExpired(now time.Time) bool {
 // child (Replaces c), then EventChildDown for c once the peer confirmed.
 func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 	if s.state != StateEstablished || !slices.Contains(s.children, c) {
-		return nil, errors.New("ike: no such child on an established IKE SA")
+		return nil, ErrNoChild
 	}
 	if s.pending != nil {
 		return nil, ErrBusy
@@ -102,10 +117,10 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 // request that deletes this one.
 func (s *SA) RekeyIKE(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
-		return nil, errors.New("ike: IKE SA is not established")
+		return nil, ErrNotEstablished
 	}
 	if !s.retiredUntil.IsZero() {
-		return nil, errors.New("ike: IKE SA was rekeyed")
+		return nil, ErrRekeyed
 	}
 	if s.pending != nil {
 		return nil, ErrBusy
@@ -553,8 +568,11 @@ func (s *SA) CreateChild(name string, now time.Time) ([]byte, error) {
 			return nil, fmt.Errorf("ike: the connection has no child %q", name)
 		}
 	}
-	if s.state != StateEstablished || !s.retiredUntil.IsZero() {
-		return nil, errors.New("ike: the IKE SA is not up, or was rekeyed")
+	if s.state != StateEstablished {
+		return nil, ErrNotEstablished
+	}
+	if !s.retiredUntil.IsZero() {
+		return nil, ErrRekeyed
 	}
 	if s.pending != nil {
 		return nil, ErrBusy

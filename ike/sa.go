@@ -584,7 +584,7 @@ func firstError(ps []message.Payload) (message.NotifyType, bool) {
 // but the SK ciphers at once.
 func (s *SA) Delete(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
-		return nil, errors.New("ike: IKE SA is not established")
+		return nil, ErrNotEstablished
 	}
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
 	if err != nil {
@@ -598,7 +598,7 @@ func (s *SA) Delete(now time.Time) ([]byte, error) {
 // Ping starts a liveness check (an empty INFORMATIONAL request, §1.4).
 func (s *SA) Ping(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
-		return nil, errors.New("ike: IKE SA is not established")
+		return nil, ErrNotEstablished
 	}
 	return s.request(message.Informational, nil, now)
 }

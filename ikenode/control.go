@@ -14,10 +14,16 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 )
 
-// Errors of the control requests.
+// Errors of the control requests. Each wraps the control socket's code
+// for it (control.ErrNotFound, control.ErrInvalid), so that the daemon
+// hands them to the client as they are.
 var (
-	ErrNotFound = errors.New("no such connection or child")
-	ErrState    = errors.New("not possible in this state")
+	// ErrNotFound: the request names a connection or child the config
+	// does not have; ike list shows what there is.
+	ErrNotFound = fmt.Errorf("%w: no such connection or child", control.ErrNotFound)
+	// ErrState: the state refuses the action (initiate of what is up,
+	// terminate or rekey of what is not).
+	ErrState = fmt.Errorf("%w: not possible in this state", control.ErrInvalid)
 )
 
 // List returns the IKE SAs with their children.
