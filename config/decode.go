@@ -256,6 +256,16 @@ func (d *decoder) oneOf(n *yaml.Node, field string, choices ...string) (string, 
 	return s, true
 }
 
+// oneOfTyped is oneOf for a string type's constants.
+func oneOfTyped[T ~string](d *decoder, n *yaml.Node, field string, choices ...T) (T, bool) {
+	ss := make([]string, len(choices))
+	for i, c := range choices {
+		ss[i] = string(c)
+	}
+	s, ok := d.oneOf(n, field, ss...)
+	return T(s), ok
+}
+
 func (d *decoder) addr(n *yaml.Node, field string) (netip.Addr, bool) {
 	s, ok := d.scalar(n, field, "an IP address")
 	if !ok {

@@ -151,10 +151,32 @@ type Child struct {
 	RekeyTime         time.Duration
 	LifeTime          time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
 	ReplayWindow      uint32
-	StartAction       string // start, trap or none
-	DPDAction         string // clear, restart or trap
+	StartAction       StartAction
+	DPDAction         DPDAction
 	Line              int
 }
+
+// StartAction is a child's start_action (swanctl's): what the daemon
+// does with the child when the config is loaded.
+type StartAction string
+
+// The values of start_action.
+const (
+	StartActionNone  StartAction = "none"  // nothing: the peer initiates (the default)
+	StartActionStart StartAction = "start" // initiate it, and again after a failed attempt
+	StartActionTrap  StartAction = "trap"  // install its trap policy: traffic initiates it
+)
+
+// DPDAction is a child's dpd_action (swanctl's): what the daemon does
+// with the child when the peer stopped answering.
+type DPDAction string
+
+// The values of dpd_action.
+const (
+	DPDActionClear   DPDAction = "clear"   // nothing: the child is gone (the default)
+	DPDActionRestart DPDAction = "restart" // initiate it again
+	DPDActionTrap    DPDAction = "trap"    // install its trap policy: traffic initiates it again
+)
 
 // Secret is one item of secrets: (swanctl's secrets.ike<suffix>).
 type Secret struct {

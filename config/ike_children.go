@@ -30,7 +30,7 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 			continue
 		}
 		ch := Child{RekeyTime: DefaultChildRekeyTime, ReplayWindow: DefaultReplayWindow,
-			StartAction: "none", DPDAction: "clear", Line: it.Line}
+			StartAction: StartActionNone, DPDAction: DPDActionClear, Line: it.Line}
 		ch.Name = d.uniqueName(it, m["name"], f, names, " (children are named by name alone, as in swanctl)")
 		if v := m["if_id"]; v == nil {
 			d.errorf(it, join(f, "if_id"), "missing; want the if_id of the interface whose traffic the child carries")
@@ -95,13 +95,13 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 		}
 		if v := m["start_action"]; v != nil {
 			var ok bool
-			ch.StartAction, ok = d.oneOf(v, join(f, "start_action"), "start", "trap", "none")
-			if ok && ch.StartAction != "none" && len(cn.RemoteAddrs) == 0 {
+			ch.StartAction, ok = oneOfTyped(d, v, join(f, "start_action"), StartActionStart, StartActionTrap, StartActionNone)
+			if ok && ch.StartAction != StartActionNone && len(cn.RemoteAddrs) == 0 {
 				d.errorf(v, join(f, "start_action"), "%s initiates, and remote_addrs has no address to initiate to (only %%any: the connection can only respond); want none, or give the peer's address", ch.StartAction)
 			}
 		}
 		if v := m["dpd_action"]; v != nil {
-			ch.DPDAction, _ = d.oneOf(v, join(f, "dpd_action"), "clear", "restart", "trap")
+			ch.DPDAction, _ = oneOfTyped(d, v, join(f, "dpd_action"), DPDActionClear, DPDActionRestart, DPDActionTrap)
 		}
 		cn.Children = append(cn.Children, ch)
 	}

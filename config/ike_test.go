@@ -73,7 +73,7 @@ func TestIKEParseGood(t *testing.T) {
 	if ch.Name != "net" || ch.IfID != 1 || ch.Transport || fmt.Sprint(ch.LocalTS, ch.RemoteTS) != "[10.10.0.0/24] [10.20.0.0/24]" ||
 		fmt.Sprint(ch.ESPProposals) != "[aes128gcm16-x25519-noesn chacha20poly1305-noesn]" ||
 		ch.RekeyTime != time.Hour || ch.LifeTime != 66*time.Minute || ch.ReplayWindow != 1024 ||
-		ch.StartAction != "start" || ch.DPDAction != "restart" || ch.Line != 21 {
+		ch.StartAction != StartActionStart || ch.DPDAction != DPDActionRestart || ch.Line != 21 {
 		t.Errorf("child: got %+v", ch)
 	}
 	if got, want := c.Summary(), "1 interfaces, 0 states, 0 policies, 1 connections, 1 children, 1 secrets"; got != want {
@@ -152,7 +152,7 @@ secrets:
 	}
 	ch := cn.Children[0]
 	if ch.RekeyTime != time.Hour || ch.LifeTime != 66*time.Minute || ch.ReplayWindow != DefaultReplayWindow ||
-		ch.Transport || ch.StartAction != "none" || ch.DPDAction != "clear" {
+		ch.Transport || ch.StartAction != StartActionNone || ch.DPDAction != DPDActionClear {
 		t.Errorf("child defaults: got %+v", ch)
 	}
 	if string(cn.PSK) != "correct horse battery staple" {

@@ -65,12 +65,24 @@ func (c *conn) childOf(ch *ike.Child) *config.Child {
 	return &c.cfg.Children[0]
 }
 
-// childrenWith returns the names of c's children whose start_action
-// (start) or dpd_action (dpd) is action, in file order.
-func (c *conn) childrenWith(start bool, action string) []string {
+// childrenStarting returns the names of c's children whose start_action
+// is a, in file order.
+func (c *conn) childrenStarting(a config.StartAction) []string {
 	var names []string
 	for _, ch := range c.cfg.Children {
-		if a := ch.DPDAction; start && ch.StartAction == action || !start && a == action {
+		if ch.StartAction == a {
+			names = append(names, ch.Name)
+		}
+	}
+	return names
+}
+
+// childrenOnDPD returns the names of c's children whose dpd_action is a,
+// in file order.
+func (c *conn) childrenOnDPD(a config.DPDAction) []string {
+	var names []string
+	for _, ch := range c.cfg.Children {
+		if ch.DPDAction == a {
 			names = append(names, ch.Name)
 		}
 	}
@@ -117,7 +129,7 @@ func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
 		ec.HasContact = m.hasContact
 		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
 		for _, ch := range cn.Children {
-			if !m.cfg.Trap && (ch.StartAction == "trap" || ch.DPDAction == "trap") {
+			if !m.cfg.Trap && (ch.StartAction == config.StartActionTrap || ch.DPDAction == config.DPDActionTrap) {
 				m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
 			}
 			if c.ecFor[ch.Name] == nil {
@@ -162,10 +174,10 @@ func (c *conn) admits(local, remote netip.Addr) bool {
 // startConn traps c's children of start_action trap and initiates those
 // of start_action start, at start-up or reload.
 func (m *Manager) startConn(c *conn, now time.Time) {
-	for _, name := range c.childrenWith(true, "trap") {
+	for _, name := range c.childrenStarting(config.StartActionTrap) {
 		m.trap(c, name)
 	}
-	start := c.childrenWith(true, "start")
+	start := c.childrenStarting(config.StartActionStart)
 	if len(start) == 0 {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
@@ -340,7 +341,7 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 		// dpd_action is each child's: restart brings those up again
 		// under one new IKE SA, trap traps them, clear does nothing.
 		l := m.log.WithFields(x.fields())
-		if trap := c.childrenWith(false, "trap"); len(trap) > 0 {
+		if trap := c.childrenOnDPD(config.DPDActionTrap); len(trap) > 0 {
 			if !m.cfg.Trap {
 				l.WithField("children", trap).Info("ike: peer dead, dpd_action trap (not supported by this build): cleared")
 			} else {
@@ -350,18 +351,18 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 				}
 			}
 		}
-		if restart := c.childrenWith(false, "restart"); len(restart) > 0 && m.liveSA(c) == nil {
+		if restart := c.childrenOnDPD(config.DPDActionRestart); len(restart) > 0 && m.liveSA(c) == nil {
 			l.WithField("children", restart).Info("ike: peer dead, dpd_action restart: initiating again")
 			if err := m.initiate(c, restart, now); err != nil {
 				m.retryLater(c, restart, now)
 			}
 		}
-		if clr := c.childrenWith(false, "clear"); len(clr) > 0 {
+		if clr := c.childrenOnDPD(config.DPDActionClear); len(clr) > 0 {
 			l.WithField("children", clr).Info("ike: peer dead, dpd_action clear: cleared")
 		}
 		return
 	}
-	if start := c.childrenWith(true, "start"); x.up.IsZero() && x.sa.IsInitiator() && len(start) > 0 && m.liveSA(c) == nil {
+	if start := c.childrenStarting(config.StartActionStart); x.up.IsZero() && x.sa.IsInitiator() && len(start) > 0 && m.liveSA(c) == nil {
 		m.retryLater(c, start, now)
 	}
 }
