@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/ipsecd/ipsecd/ike/message"
 )
@@ -88,16 +87,17 @@ func (c *Config) localIdentity() Identity {
 
 // certProves reports whether cert certifies identity id: a DN equal to
 // its subject, or a name, address or e-mail address among its
-// subjectAltNames.
+// subjectAltNames. Names ignore ASCII case only, as Identity.Equal: the
+// long s (U+017F) is not the "s" of a certificate's name.
 func certProves(cert *x509.Certificate, id Identity) bool {
 	d := id.Data()
 	switch id.Type() {
 	case message.IDDN:
 		return dnEqual(d, cert.RawSubject)
 	case message.IDFQDN:
-		return slices.ContainsFunc(cert.DNSNames, func(n string) bool { return strings.EqualFold(n, string(d)) })
+		return slices.ContainsFunc(cert.DNSNames, func(n string) bool { return asciiEqualFold(n, string(d)) })
 	case message.IDRFC822:
-		return slices.ContainsFunc(cert.EmailAddresses, func(n string) bool { return strings.EqualFold(n, string(d)) })
+		return slices.ContainsFunc(cert.EmailAddresses, func(n string) bool { return asciiEqualFold(n, string(d)) })
 	case message.IDIPv4, message.IDIPv6:
 		a, ok := netip.AddrFromSlice(d)
 		return ok && slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool {

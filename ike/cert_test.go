@@ -279,3 +279,36 @@ func TestParsePrivateKeyPEM(t *testing.T) {
 		t.Fatal("no key: no error")
 	}
 }
+
+// TestCertIdentityFoldsASCIIOnly: a certificate proves its own names and
+// those that differ from them in ASCII case only. Unicode case folding
+// would make the Kelvin sign (U+212A) a "k" and the long s (U+017F) an
+// "s": a certificate the CA issued for "CN=\u212Aarl" authenticated as
+// the configured "CN=karl", and one for "a.test" proved "a.te\u017Ft".
+func TestCertIdentityFoldsASCIIOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		opts                 certOpts
+		ownID, claim, remote string
+		want                 string
+	}{
+		{"a DN with the Kelvin sign for the configured k", certOpts{CN: "\u212Aarl"}, "", "", "C=CH, O=ipsecd test, CN=karl", `want "C=CH, O=ipsecd test, CN=karl"`},
+		{"a name with the long s for the certificate's s", certOpts{CN: "a", DNS: []string{"a.test"}}, "a.test", "a.te\u017Ft", "%any", "does not contain"},
+		{"an e-mail address with the Kelvin sign", certOpts{CN: "a", Email: []string{"k@example.test"}}, "k@example.test", "\u212A@example.test", "%any", "does not contain"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ci, cr, ca := certPairConfigs(t, "p256")
+			c := makeCert(t, testKey(t, "p256", "a"), tt.opts, ca)
+			ci.LocalCerts, ci.LocalID = []*x509.Certificate{c.Cert}, MustParseIdentity(tt.ownID)
+			cr.RemoteID = MustParseIdentity(tt.remote)
+			_, res, _, errR := runUnchecked(t, ci, cr, func(ini *SA) {
+				if tt.claim != "" {
+					ini.localID = MustParseIdentity(tt.claim) // Validate refuses it locally
+				}
+			})
+			if !errors.Is(errR, ErrAuthFailed) || !strings.Contains(errR.Error(), tt.want) {
+				t.Fatalf("responder: %v (peer %s, state %v); want ErrAuthFailed saying %q", errR, res.PeerID(), res.State(), tt.want)
+			}
+		})
+	}
+}

@@ -287,7 +287,9 @@ func parseDN(s string) ([]byte, error) {
 
 // dnEqual compares two DER DNs by their attributes, so that one written
 // as PrintableString equals one written as UTF8String; strings compare
-// without case, as strongSwan does.
+// without ASCII case (asciiEqualFold), as strongSwan's strncasecmp: with
+// Unicode folding, a certificate for "CN=\u212Aarl" (the Kelvin sign)
+// would prove "CN=karl".
 func dnEqual(a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
@@ -307,7 +309,7 @@ func dnEqual(a, b []byte) bool {
 			x, y := ra[i][j], rb[i][j]
 			xs, ok1 := x.Value.(string)
 			ys, ok2 := y.Value.(string)
-			if !x.Type.Equal(y.Type) || !ok1 || !ok2 || !strings.EqualFold(xs, ys) {
+			if !x.Type.Equal(y.Type) || !ok1 || !ok2 || !asciiEqualFold(xs, ys) {
 				return false
 			}
 		}

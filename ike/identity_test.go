@@ -159,3 +159,21 @@ func TestInitialContactCertificateIdentity(t *testing.T) {
 		t.Errorf("HasContact asked about the peer as %s (type %d), want %s as the peer authenticated", remote, remote.Type(), ini.PeerID())
 	}
 }
+
+// TestIdentityEqualFoldsASCIIOnly: names and DN values ignore ASCII case
+// only, as strongSwan's strcasecmp: the Kelvin sign is not a "k", the
+// long s not an "s" (Unicode folding made "CN=\u212Aarl" the DN "CN=karl").
+func TestIdentityEqualFoldsASCIIOnly(t *testing.T) {
+	kelvinDN, _ := asn1.Marshal(pkix.RDNSequence{{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "\u212Aarl"}}})
+	for _, tt := range []struct {
+		name string
+		a, b Identity
+	}{
+		{"DN", MustParseIdentity("CN=karl"), NewIdentity(message.IDDN, kelvinDN)},
+		{"FQDN", MustParseIdentity("fqdn:staff.test"), NewIdentity(message.IDFQDN, []byte("\u017Ftaff.test"))},
+	} {
+		if tt.a.Equal(tt.b) || tt.b.Equal(tt.a) {
+			t.Errorf("%s: %s Equal %s", tt.name, tt.a, tt.b)
+		}
+	}
+}
