@@ -2,6 +2,7 @@ package ike
 
 import (
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -213,4 +214,81 @@ func exchangeAnswer(t *testing.T, b *SA, req []byte) []byte {
 		t.Fatalf("answering: %v", err)
 	}
 	return resp
+}
+
+// TestNarrowedSelectorsFitThePayload: a TS payload counts its selectors
+// in one byte. A peer offering 200 copies of a range that meets both of
+// our two remote_ts prefixes narrowed to 400 selectors, which the answer
+// carried under a count of 144 (400 mod 256), a payload no peer parses,
+// and the child was made with all 400. Duplicates go; more than 255
+// after that is TS_UNACCEPTABLE, and no child is made.
+func TestNarrowedSelectorsFitThePayload(t *testing.T) {
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	cr.Child.RemoteTS = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/25"), netip.MustParsePrefix("198.51.100.128/25")}
+	whole := message.Selector{Start: netip.MustParseAddr("198.51.100.0"), End: netip.MustParseAddr("198.51.100.255"), EndPort: 0xffff}
+	// The same range twice, then as 200 distinct ranges: 2 selectors
+	// once duplicates go, then 400.
+	distinct := make([]message.Selector, 200)
+	for i := range distinct {
+		distinct[i] = whole
+		distinct[i].EndPort = 0xffff - uint16(i)
+	}
+	for _, tt := range []struct {
+		name    string
+		offer   []message.Selector
+		want    message.NotifyType
+		wantTSi int
+	}{
+		{"duplicates", []message.Selector{whole, whole, whole}, 0, 2},
+		{"400 after narrowing", distinct, message.TSUnacceptable, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := establishedSides(t, ci, cr, false)
+			before := len(b.Children())
+			sa := message.AppendSA(nil, []message.Proposal{mustProposals(t, message.ProtoESP, "aes128gcm16")[0].Message(1, []byte{1, 2, 3, 4})})
+			ps := []message.Payload{
+				{Type: message.TypeSA, Body: sa},
+				{Type: message.TypeNONC, Body: make([]byte, 32)},
+				{Type: message.TypeTSi, Body: message.AppendTS(nil, tt.offer)},
+				{Type: message.TypeTSr, Body: message.AppendTS(nil, prefixSelectors(ci.Child.RemoteTS))},
+			}
+			req, err := a.request(message.CreateChildSA, ps, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp []byte
+			for _, p := range a.Packets(req) { // 200 selectors take fragments
+				resp, err = b.Handle(p, t0)
+			}
+			if resp == nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			var got []message.Payload
+			for _, p := range b.Packets(resp) { // 400 selectors took fragments
+				m, err := message.Parse(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err = a.decrypt(m, p); err != nil && err != errFragmentHeld {
+					t.Fatal(err)
+				}
+			}
+			var notified message.NotifyType
+			for _, n := range message.Notifies(got) {
+				notified = n.Type()
+			}
+			made := len(b.Children()) - before
+			body := message.Get(got, message.TypeTSi)
+			tsi, err := message.TS(body).Selectors()
+			if tt.want != 0 {
+				if notified != tt.want || made != 0 {
+					t.Fatalf("answered notify %v, %d children made, TSi counting %d selectors in %d bytes (%v); want %v and none made", notified, made, body[0], len(body), err, tt.want)
+				}
+				return
+			}
+			if err != nil || len(tsi) != tt.wantTSi || made != 1 {
+				t.Fatalf("answer's TSi %v (%v), %d children made; want %d selectors, 1 child", tsi, err, made, tt.wantTSi)
+			}
+		})
+	}
 }

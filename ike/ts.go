@@ -2,6 +2,7 @@ package ike
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/sa"
@@ -54,16 +55,27 @@ func minAddr(a, b netip.Addr) netip.Addr {
 	return b
 }
 
+// maxSelectors is the most selectors a TS payload holds: it counts them
+// in one byte.
+const maxSelectors = 255
+
 // narrow returns, for a responder, the part of the peer's offer that its
 // policy allows: every non-empty intersection of an offered selector with
-// a configured one. An empty result means TS_UNACCEPTABLE.
+// a configured one, each once. An empty result means TS_UNACCEPTABLE; so
+// does one of more than maxSelectors, which no answer could carry (255
+// offered selectors against two configured prefixes make up to 510).
 func narrow(offered, policy []message.Selector) []message.Selector {
 	var out []message.Selector
 	for _, o := range offered {
 		for _, p := range policy {
-			if r, ok := intersect(o, p); ok {
-				out = append(out, r)
+			r, ok := intersect(o, p)
+			if !ok || slices.Contains(out, r) {
+				continue
 			}
+			if len(out) == maxSelectors {
+				return nil
+			}
+			out = append(out, r)
 		}
 	}
 	return out
