@@ -117,7 +117,9 @@ func errKeyFileLink(path string) error {
 // keys to someone else: a symbolic link (whoever may write the directory
 // would choose where the keys go), a file group or others may read (its
 // mode is not changed for it: what it holds may have been read already),
-// a file of another user, and anything but a regular file.
+// a file of another user, a file of more than one name (a hard link:
+// whoever made it chose where the keys go, as with a symbolic link), and
+// anything but a regular file.
 func checkKeyFile(path string, fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -127,8 +129,13 @@ func checkKeyFile(path string, fi fs.FileInfo) error {
 	case fi.Mode().Perm()&0o077 != 0:
 		return fmt.Errorf("ike.keylog: %s has mode %#o: group or others may read the keys; chmod 600 it (or remove it, since what it holds may have been read)", path, fi.Mode().Perm())
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !ok:
+	case int(st.Uid) != os.Geteuid():
 		return fmt.Errorf("ike.keylog: %s is owned by uid %d, not by this process (uid %d), who could read the keys", path, st.Uid, os.Geteuid())
+	case st.Nlink > 1:
+		return fmt.Errorf("ike.keylog: %s has %d names (hard links): keys go only to a file of its own; remove it", path, st.Nlink)
 	}
 	return nil
 }

@@ -63,6 +63,19 @@ func TestKeylogRefusesUnsafeFiles(t *testing.T) {
 			}
 			return path
 		}, "owned by uid 65534"},
+		{"a hard link", func(t *testing.T, path string) string {
+			// A file of ours, of mode 0600, that has another name:
+			// whoever made the link chose where the keys go (with
+			// fs.protected_hardlinks off, any file of ours).
+			target := filepath.Join(t.TempDir(), "elsewhere")
+			if err := os.WriteFile(target, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(target, path); err != nil {
+				t.Skip(err)
+			}
+			return target
+		}, "2 names"},
 		{"a FIFO", func(t *testing.T, path string) string {
 			if err := syscall.Mkfifo(path, 0o600); err != nil {
 				t.Skip(err)
