@@ -13,10 +13,17 @@
 //	{"cmd":"state.flush"}  {"cmd":"state.count"}  {"cmd":"reload"}
 //	{"cmd":"state.update","id":{...},"lifetime":{"hard_packets":1000}}
 //	{"cmd":"monitor"}
-//	{"cmd":"ike.list"}  {"cmd":"ike.initiate","ike":"NAME"}  {"cmd":"ike.rekey","child":"NAME"}
+//	{"cmd":"ike.list"}
+//	{"cmd":"ike.initiate","ike":"NAME"}  {"cmd":"ike.terminate","child":"NAME"}  {"cmd":"ike.rekey","child":"NAME"}
 //
+// (ike.initiate, ike.terminate and ike.rekey take one of "ike", a
+// connection's name, and "child", a child's: each child of a connection
+// is acted on by its own; a daemon without IKE answers the ike commands
+// with code "invalid"),
 // and the answer is {"ok":true,"result":...} or
-// {"ok":false,"error":"what is wrong","code":"not_found"}. A connection may
+// {"ok":false,"error":"what is wrong","code":"not_found"} (the codes:
+// not_found, exists, invalid, busy, denied, timeout, and internal for the
+// rest). A connection may
 // carry any number of requests, answered in order. States and policies use
 // the field names of the config file (package config), so that what
 // `ipsecd state list --json` prints reads like the file. Every name in the

@@ -6,7 +6,10 @@
 // (§2.9), NAT detection (§2.23) and the move to port 4500, message IDs
 // with a window of one, a retransmit cache for answers (§2.1, §2.2),
 // CREATE_CHILD_SA for rekeying a child (with and without PFS) and the IKE
-// SA (§1.3.2, §1.3.3, §2.18) from either side, and INFORMATIONAL
+// SA (§1.3.2, §1.3.3, §2.18) from either side, and for a connection's
+// further children (§1.3.1; CreateChild, Config.Children: the responder
+// gives a new child the first config whose selectors the offer meets),
+// and INFORMATIONAL
 // exchanges: liveness checks and deletes of children and IKE SAs, both
 // ways. Certificates (auth pubkey): RSA and ECDSA keys sign AUTH with RFC
 // 7427's Digital Signature method when the peer's

@@ -1,5 +1,6 @@
-// Package ikenode is the IKE daemon: it drives package ike's engine over
-// the network and installs what it negotiates into a node.Node.
+// Package ikenode runs the IKE daemon: a Manager drives package ike's
+// engine over the network and installs what it negotiates into a
+// node.Node.
 //
 // One goroutine (Manager.Run) owns every ike.SA, since the engine is not
 // safe for concurrent use. Everything else reaches it over bounded
@@ -14,12 +15,24 @@
 //
 // Messages go to the SA their IKE SPIs name; an IKE_SA_INIT request for
 // none passes ike.Cookies and then ike.Respond with the first connection
-// whose local_addrs and remote_addrs admit the addresses.
+// whose local_addrs and remote_addrs admit the addresses. What peers make
+// the daemon hold is bounded (limits.go): half-open responder SAs from
+// one address (ike.block_threshold) and in all (ike.init_limit_half_open)
+// before they authenticate, the IKE SAs of one connection with one peer
+// identity (ike.max_ike_sas_per_peer) after.
+//
+// A connection has several children (swanctl's), all under its one IKE
+// SA: the first in IKE_AUTH, each other by its own CREATE_CHILD_SA, queued
+// one exchange at a time. Each is initiated, rekeyed, terminated and
+// listed on its own (Target.Child), and start_action and dpd_action are
+// each child's (config.StartAction, config.DPDAction).
 //
 // # Children in the SAD
 //
 // A child's pair is installed under node.OwnerIKE with the child's if_id,
-// its selectors (when each side's is one prefix) and, when UDP
+// exactly the negotiated traffic selector sets (every range, protocol
+// and port; selectorsOf is the one conversion, and a set the SAD cannot
+// hold exactly leaves the child out, never wider) and, when UDP
 // encapsulated, the ports IKE moved to. Make-before-break on a rekey:
 //
 //   - we initiated it: the answer means the peer's new inbound SA is in,

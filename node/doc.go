@@ -32,8 +32,9 @@
 //
 // # Ownership
 //
-// Every SA and policy a Node holds has an Owner: the config file, the
-// control socket, or a later IKE engine. Sync changes only what one owner
+// Every SA and policy a Node holds has an Owner: the config file
+// (OwnerFile), the control socket (OwnerControl), or IKE (OwnerIKE, or
+// "ike:" and a name per IKE SA). Sync changes only what one owner
 // holds (a config reload does not remove what the control socket added);
 // AddState, AddPolicy and InstallChild add under an owner; RemoveOwner
 // removes all of one owner's. Deleting by id (the control socket's
@@ -46,6 +47,19 @@
 // algorithm or any other setting goes under a new SPI, installed beside the old SA, which
 // is removed once the peer uses the new one (make-before-break; see
 // InstallChild).
+//
+// # IKE
+//
+// IKE (package ikenode) runs beside a Node and changes it through the
+// same methods: AllocSPI reserves an inbound SPI for a negotiation
+// (ReleaseSPI when it went unused), InstallChild puts a child's pair in
+// and can take the pair it replaces out in the same table change,
+// RemoveStates takes a pair out, SetPeer follows the peer's new NAT
+// mapping. Its handlers are set on a running Node, since IKE starts
+// after it: SetNonESPHandler for IKE's datagrams on the ESP-in-UDP port
+// (4500, after the non-ESP marker) and SetAcquireHandler for the
+// acquires of trap policies (start_action trap). Both run on data-path
+// workers and must not block. The Node does not link the IKE engine.
 //
 // # Concurrency
 //

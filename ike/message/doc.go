@@ -1,10 +1,11 @@
 // Package message is the wire format of IKEv2 messages (RFC 7296 §3): the
 // IKE header, the generic payload header with its critical bit, and the
 // payloads ipsecd understands (SA with proposals, transforms and
-// attributes, KE, Nonce, Notify, Delete, IDi/IDr, AUTH, TSi/TSr and the
-// SK envelope, CERT and CERTREQ). VendorID, CP and EAP are kept as opaque
-// bodies. It neither encrypts nor authenticates: the SK payload's body is
-// handed over as bytes, and package sk opens and seals it.
+// attributes, KE, Nonce, Notify, Delete, IDi/IDr, AUTH, TSi/TSr, CERT
+// and CERTREQ, the SK envelope and RFC 7383's Encrypted Fragment, SKF).
+// VendorID, CP and EAP are kept as opaque bodies. It neither encrypts
+// nor authenticates: the SK and SKF payloads' bodies are handed over as
+// bytes, and package ike/keys (SKCipher) opens and seals them.
 //
 // Parsing: Parse checks the header and walks the payload chain without
 // copying; every Payload.Body aliases the input, so the caller keeps the
