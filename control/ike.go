@@ -9,7 +9,7 @@ import (
 
 // IKEBackend is what a Backend adds when the daemon runs IKE: the
 // commands of `ipsecd ike`. A Backend without it answers them with
-// ErrInvalid ("IKE is not running"). Its errors carry the codes the
+// ErrNoIKE, an ErrInvalid. Its errors carry the codes the
 // client tells apart: ErrNotFound for a connection or child it does not
 // have, ErrInvalid for an action the state refuses.
 type IKEBackend interface {
@@ -68,15 +68,17 @@ type IKEChildInfo struct {
 	ExpiresIn  int64     `json:"expires_in"`
 }
 
-// errNoIKE answers the ike commands of a daemon that runs no IKE.
-var errNoIKE = fmt.Errorf("%w: IKE is not running (the config has no connections)", ErrInvalid)
+// ErrNoIKE answers the ike commands of a daemon that runs no IKE: a
+// Backend without IKEBackend, or one whose config has no connections.
+// It wraps ErrInvalid; add a connection to the config and reload.
+var ErrNoIKE = fmt.Errorf("%w: IKE is not running (the config has no connections)", ErrInvalid)
 
 // dispatchIKE answers the ike.* requests: list, and initiate, terminate
 // and rekey of one connection ("ike") or child ("child").
 func (s *Server) dispatchIKE(req *Request) (any, error) {
 	b, ok := s.backend.(IKEBackend)
 	if !ok {
-		return nil, errNoIKE
+		return nil, ErrNoIKE
 	}
 	if req.Cmd == "ike.list" {
 		l, err := b.IKEList()

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,7 +114,7 @@ var _ control.IKEBackend = (*backend)(nil)
 func (b *backend) ikeManager() (*ikenode.Manager, error) {
 	m := b.ike.manager()
 	if m == nil {
-		return nil, fmt.Errorf("%w: IKE is not running (the config has no connections)", control.ErrInvalid)
+		return nil, control.ErrNoIKE
 	}
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -53,6 +54,21 @@ func TestIKEMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(out, "\n"+line+"\n") {
 			t.Errorf("no series %s in\n%s", line, out)
+		}
+	}
+}
+
+// TestIKEWithoutConnections: a daemon whose config has no connections
+// answers the ike commands with control.ErrNoIKE, the one error (an
+// ErrInvalid) that the control server also gives a backend without IKE.
+func TestIKEWithoutConnections(t *testing.T) {
+	b := (*backend)(&Daemon{})
+	if _, err := b.IKEList(); !errors.Is(err, control.ErrNoIKE) || !errors.Is(err, control.ErrInvalid) {
+		t.Errorf("ike list: %v, want ErrNoIKE", err)
+	}
+	for name, f := range map[string]func(control.IKETarget) error{"initiate": b.IKEInitiate, "terminate": b.IKETerminate, "rekey": b.IKERekey} {
+		if err := f(control.IKETarget{IKE: "a"}); !errors.Is(err, control.ErrNoIKE) {
+			t.Errorf("ike %s: %v, want ErrNoIKE", name, err)
 		}
 	}
 }
