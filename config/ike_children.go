@@ -9,6 +9,10 @@ import (
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
+// maxTS is the most prefixes of a local_ts or remote_ts: IKE sends them
+// in one TS payload, which counts its selectors in one byte.
+const maxTS = 255
+
 var childFields = []string{"name", "if_id", "mode", "local_ts", "remote_ts", "esp_proposals",
 	"rekey_time", "life_time", "replay_window", "start_action", "dpd_action"}
 
@@ -65,8 +69,11 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 					*ts.dst = append(*ts.dst, p)
 				}
 			}
-			if len(items) == 0 {
+			switch {
+			case len(items) == 0:
 				d.errorf(v, tf, "empty")
+			case len(items) > maxTS:
+				d.errorf(v, tf, "%d prefixes; at most %d, what a TS payload carries", len(items), maxTS)
 			}
 		}
 		if len(ch.LocalTS) > 0 && len(ch.RemoteTS) > 0 && !sharedPrefixFamily(ch.LocalTS, ch.RemoteTS) {

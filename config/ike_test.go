@@ -164,10 +164,16 @@ secrets:
 func TestIKEErrors(t *testing.T) {
 	second := "\n  - name: site-b\n    proposals: [aes256-sha256-x25519]\n    local: {id: a}\n    remote: {id: b}\n" +
 		"    children: [{name: net, if_id: 1, local_ts: [10.1.0.0/16], remote_ts: [10.2.0.0/16], esp_proposals: [aes128gcm16]}]\n"
+	var tooMany []string
+	for i := range 256 {
+		tooMany = append(tooMany, fmt.Sprintf("10.20.%d.0/24", i))
+	}
 	tests := []struct {
 		name, old, new string
 		want           string // a line of the errors, after "FILE:"
 	}{
+		{"more ts than a TS payload holds", "remote_ts: [10.20.0.0/24]", "remote_ts: [" + strings.Join(tooMany, ", ") + "]",
+			"25: connections[0].children[0].remote_ts: 256 prefixes; at most 255, what a TS payload carries"},
 		{"unknown connection key", "encap: true", "encapp: true", "15: connections[0].encapp: unknown field; did you mean encap?"},
 		{"unknown child key", "mode: tunnel", "mod: tunnel", "23: connections[0].children[0].mod: unknown field; did you mean mode?"},
 		{"unknown ike key", "port: 500", "prot: 500", "5: ike.prot: unknown field; did you mean port?"},
