@@ -167,7 +167,7 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 	}
 	child, refuse, err := s.acceptChild(ps)
 	if err != nil {
-		return append(reply, notify(refuse, nil)), fmt.Errorf("%w: %v", ErrChildFailed, err)
+		return append(reply, notify(refuse, nil)), fmt.Errorf("%w: %w", ErrChildFailed, err)
 	}
 	if child.Transport {
 		reply = append(reply, notify(message.UseTransportMode, nil))
@@ -231,7 +231,7 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	if t, ok := firstError(ps); ok {
-		return fmt.Errorf("%w: responder answered notify %d", ErrChildFailed, t)
+		return fmt.Errorf("%w: responder answered notify %d", childRefused(t), t)
 	}
 	sas, err := message.SA(message.Get(ps, message.TypeSA)).Proposals()
 	if err != nil {
@@ -253,4 +253,19 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	s.children = append(s.children, child)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
 	return nil
+}
+
+// childRefused is the error of a child the peer refused with notify t:
+// ErrChildFailed, wrapping the error t names where there is one, so that
+// the daemon can say why (ipsecd monitor's child_failed).
+func childRefused(t message.NotifyType) error {
+	switch t {
+	case message.NoProposalChosen:
+		return fmt.Errorf("%w: %w", ErrChildFailed, ErrNoProposalChosen)
+	case message.TSUnacceptable:
+		return fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
+	case message.InvalidKEPayload:
+		return fmt.Errorf("%w: %w", ErrChildFailed, ErrInvalidKE)
+	}
+	return ErrChildFailed
 }

@@ -204,7 +204,7 @@ func (s *SA) handleCreateResponse(ps []message.Payload, now time.Time) ([]byte, 
 		return s.sendCreate(pc, now) // a new exchange with the group asked for (§1.3)
 	}
 	if t, ok := firstError(ps); ok {
-		return nil, fmt.Errorf("%w: CREATE_CHILD_SA answered with notify %d", ErrChildFailed, t)
+		return nil, fmt.Errorf("%w: CREATE_CHILD_SA answered with notify %d", childRefused(t), t)
 	}
 	sas, err := message.SA(message.Get(ps, message.TypeSA)).Proposals()
 	nr := message.Get(ps, message.TypeNONC)
