@@ -22,7 +22,14 @@ type Event struct {
 	Time time.Time `json:"time"`
 	// Type is state_added, state_deleted, state_updated, state_expired,
 	// policy_added, policy_deleted, interface_up, interface_down or
-	// events_lost; IKE adds its own, prefixed ike_.
+	// events_lost; or IKE's own: ike_up, ike_down, ike_failed,
+	// ike_rekeyed, child_up, child_down, child_rekeyed, child_failed,
+	// whose Reason says why (ike_down, ike_failed, child_down,
+	// child_failed: deleted by peer, terminated, reload, shutdown,
+	// expired, timeout, initial contact, limit, authentication failed,
+	// no proposal chosen, TS unacceptable, invalid KE, install failed,
+	// error; child_rekeyed: rekeyed by us, rekeyed by peer) and Detail
+	// the rest (the Detail* keys).
 	Type string `json:"type"`
 	// State names the SA of the state_* events.
 	State *EventState `json:"state,omitempty"`
@@ -38,10 +45,37 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Lost counts the events this client missed (events_lost).
 	Lost uint64 `json:"lost,omitempty"`
-	// Detail holds what an event type without fields of its own says
-	// (the hook for IKE's events: the IKE SA's name, the peer, ...).
+	// Detail holds what an event type without fields of its own says:
+	// IKE's events, under the Detail* keys, those that are set.
 	Detail map[string]string `json:"detail,omitempty"`
 }
+
+// Keys of Event.Detail for IKE's events. The identities are as ike list
+// shows them (escaped: a peer chooses its identity's bytes), IKE SPIs
+// as 16 hex digits, ESP SPIs as 0x... .
+const (
+	DetailConnection = "connection" // the connection's name
+	DetailChild      = "child"      // the child's name (child_*; child_failed: when it is ours)
+	DetailIKESPII    = "ike_spi_i"  // the IKE SA's initiator SPI
+	DetailIKESPIR    = "ike_spi_r"  // its responder SPI (0000000000000000 before IKE_SA_INIT's answer)
+	DetailOldIKESPII = "old_ike_spi_i"
+	DetailOldIKESPIR = "old_ike_spi_r" // the IKE SA ike_rekeyed replaced
+	DetailLocal      = "local"         // our address and IKE port
+	DetailRemote     = "remote"        // the peer's
+	DetailLocalID    = "local_id"      // our identity
+	DetailPeerID     = "peer_id"       // the peer's, once authenticated
+	DetailSPIIn      = "spi_in"        // the child's inbound ESP SPI
+	DetailSPIOut     = "spi_out"       // its outbound ESP SPI
+	DetailOldSPIIn   = "old_spi_in"
+	DetailOldSPIOut  = "old_spi_out" // the child child_rekeyed replaced
+	DetailError      = "error"       // the error that ended or refused it
+)
+
+// DetailOrder is the order in which ipsecd monitor prints the Detail
+// keys it knows (others follow, sorted); the error comes last, after
+// the reason.
+var DetailOrder = []string{DetailConnection, DetailChild, DetailIKESPII, DetailIKESPIR, DetailOldIKESPII, DetailOldIKESPIR,
+	DetailLocal, DetailRemote, DetailLocalID, DetailPeerID, DetailSPIIn, DetailSPIOut, DetailOldSPIIn, DetailOldSPIOut}
 
 // EventState names an SA in an event: as every message names it, with
 // its source and if_id.

@@ -51,6 +51,9 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Log:      log,
+		// IKE's own events go to ipsecd monitor with the node's
+		// (Publish never blocks the IKE goroutine).
+		OnEvent: func(ev ikenode.Event) { n.events.Publish(IKEEvent(ev)) },
 	})
 	if err != nil {
 		return err

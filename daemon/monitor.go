@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"net/netip"
+
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
 	ipnode "github.com/ipsecd/ipsecd/node"
 )
 
@@ -21,4 +24,35 @@ func MonitorEvent(ev ipnode.Event) control.Event {
 		out.Interface, out.IfID = ev.Interface, ev.IfID
 	}
 	return out
+}
+
+// IKEEvent turns IKE's event (an IKE SA or a child up, down, rekeyed or
+// failed) into the control socket's: its type (ike_*, child_*), its
+// reason, and the rest in Detail under the keys control.Event documents,
+// those that are set.
+func IKEEvent(ev ikenode.Event) control.Event {
+	out := control.Event{Type: ev.Type, Reason: ev.Reason, Detail: map[string]string{}}
+	for _, kv := range [...]struct{ k, v string }{
+		{control.DetailConnection, ev.Connection}, {control.DetailChild, ev.Child},
+		{control.DetailIKESPII, ev.SPIInitiator}, {control.DetailIKESPIR, ev.SPIResponder},
+		{control.DetailOldIKESPII, ev.OldSPIInitiator}, {control.DetailOldIKESPIR, ev.OldSPIResponder},
+		{control.DetailLocal, addrPort(ev.Local)}, {control.DetailRemote, addrPort(ev.Remote)},
+		{control.DetailLocalID, ev.LocalID}, {control.DetailPeerID, ev.PeerID},
+		{control.DetailSPIIn, ev.SPIIn}, {control.DetailSPIOut, ev.SPIOut},
+		{control.DetailOldSPIIn, ev.OldSPIIn}, {control.DetailOldSPIOut, ev.OldSPIOut},
+		{control.DetailError, ev.Error},
+	} {
+		if kv.v != "" {
+			out.Detail[kv.k] = kv.v
+		}
+	}
+	return out
+}
+
+// addrPort writes a; "" when unset.
+func addrPort(a netip.AddrPort) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
 }

@@ -33,6 +33,9 @@ func (m *Manager) runTodo(x *ikeSA, now time.Time) {
 		var err error
 		if op.del != nil {
 			out, err = x.sa.DeleteChild(op.del, now)
+			if rec := m.children[op.del]; rec != nil && err == nil {
+				rec.why = ReasonTerminated
+			}
 		} else {
 			if m.hasChild(x, op.name) {
 				continue

@@ -56,6 +56,7 @@ func (m *Manager) initialContact(from *ikeSA, now time.Time) {
 		m.log.WithFields(x.fields()).Info("ike: the peer restarted (INITIAL_CONTACT): dropping its old IKE SA")
 		x.rekeyed = true // no dpd_action or retry follows
 		x.dropped = true
+		x.why = ReasonInitialContact
 		m.down(x, now)
 		dropped++
 	}

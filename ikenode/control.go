@@ -192,7 +192,7 @@ func (m *Manager) Terminate(t Target) error {
 			}
 			if t.IKE != "" {
 				found = true
-				x.terminated = true
+				x.terminated, x.why = true, ReasonTerminated
 				m.deleteSA(x, now)
 				continue
 			}
@@ -202,7 +202,7 @@ func (m *Manager) Terminate(t Target) error {
 			if x.sa.State() != ike.StateEstablished {
 				if x.first == t.Child {
 					found = true
-					x.terminated = true
+					x.terminated, x.why = true, ReasonTerminated
 					m.deleteSA(x, now)
 				}
 				continue
@@ -323,6 +323,7 @@ func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 			delete(m.conns, name)
 			for _, x := range append([]*ikeSA(nil), m.sas...) {
 				if x.conn == old && !x.ended {
+					x.why = ReasonReload
 					if x.sa.State() == ike.StateEstablished {
 						x.terminated = true
 						m.deleteSA(x, now)

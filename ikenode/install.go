@@ -1,6 +1,7 @@
 package ikenode
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -30,6 +31,9 @@ type installed struct {
 	// peer is where the outbound SA sends, for ESP in UDP: the IKE SA's
 	// peer when the child was made, or where followPeer moved it.
 	peer netip.AddrPort
+	// why is the reason of its end when we delete it: its child_down
+	// event's Reason; empty when the peer deletes it.
+	why string
 }
 
 // childUp installs child c of x (make-before-break: see the package doc).
@@ -41,6 +45,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		c.Clear()
 		log.WithError(err).Error("ike: child cannot be installed: deleting it with the peer")
 		x.failed = append(x.failed, c)
+		m.childFailed(x, c, err)
 		return
 	}
 	ours := false
@@ -72,6 +77,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 		}
 		log.WithError(err).Error("ike: installing the child failed: deleting it with the peer")
 		x.failed = append(x.failed, c)
+		m.childFailed(x, c, err)
 		return
 	}
 	if rt := x.conn.childOf(c).RekeyTime; rt > 0 {
@@ -84,6 +90,28 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	m.ctr.childrenInstalled.Add(1)
 	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
 		"suite": c.Suite.String(), "local_ts": tsStrings(c.LocalTS), "remote_ts": tsStrings(c.RemoteTS), "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
+	switch {
+	case c.Redundant:
+		// The loser of simultaneous rekeys, deleted at once: the
+		// winner's child_rekeyed reports the rekey.
+	case c.Replaces != nil:
+		ev := childEvent(EventChildRekeyed, x, c)
+		ev.OldSPIIn, ev.OldSPIOut = fmt.Sprintf("%#x", c.Replaces.InSPI), fmt.Sprintf("%#x", c.Replaces.OutSPI)
+		ev.Reason = ReasonRekeyedByPeer
+		if ours {
+			ev.Reason = ReasonRekeyedByUs
+		}
+		m.emit(ev)
+	default:
+		m.emit(childEvent(EventChildUp, x, c))
+	}
+}
+
+// childFailed reports child c of x, which the node refused to install.
+func (m *Manager) childFailed(x *ikeSA, c *ike.Child, err error) {
+	ev := childEvent(EventChildFailed, x, c)
+	ev.Reason, ev.Error = ReasonInstallFailed, errText(err)
+	m.emit(ev)
 }
 
 // childDown removes child c, which the peer or we deleted. A child whose
@@ -109,8 +137,23 @@ func (m *Manager) childDown(c *ike.Child) {
 			rec.owner.failed = append(rec.owner.failed, nc)
 		}
 	}
-	if old != nil {
-		m.removeChild(c, old, m.linger)
+	if old == nil {
+		return
+	}
+	m.removeChild(c, old, m.linger)
+	for _, rec := range m.children {
+		if rec.replaces == c {
+			return // rekeyed: child_rekeyed said so
+		}
+	}
+	if !c.Redundant {
+		ev := childEvent(EventChildDown, old.owner, c)
+		why := old.why
+		if x := old.owner; x.sa.State() != ike.StateEstablished {
+			why = cmp.Or(why, x.why) // the IKE SA's delete takes its children
+		}
+		ev.Reason = cmp.Or(why, ReasonDeletedByPeer)
+		m.emit(ev)
 	}
 }
 

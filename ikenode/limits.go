@@ -63,6 +63,7 @@ func (m *Manager) limitPeer(x *ikeSA, now time.Time) {
 		m.log.WithFields(y.fields()).WithFields(logrus.Fields{"peer_id": peer.String(), "limit": limit}).
 			Warn("ike: more IKE SAs with this peer than ike.max_ike_sas_per_peer: deleting the oldest")
 		y.rekeyed, y.dropped = true, true // no dpd_action or retry follows; listed DELETING
+		y.why = ReasonLimit
 		if out, err := y.sa.Delete(now); err == nil {
 			m.request(y, out)
 			m.afterCall(y, now)

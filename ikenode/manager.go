@@ -102,6 +102,10 @@ type Config struct {
 	// Transport opens the IKE port; nil is UDP sockets with SO_MARK
 	// Mark.
 	Transport Transport
+	// OnEvent, when set, is told of every IKE SA and child that comes
+	// up, goes down, is rekeyed or fails (events.go). It is called in
+	// the Run goroutine and must not block.
+	OnEvent func(Event)
 }
 
 // Manager runs the IKE SAs of one daemon. Make it with New, run Run in a
@@ -293,6 +297,9 @@ func (m *Manager) do(f func()) error {
 func (m *Manager) shutdown() {
 	now := m.clock.Now()
 	for _, x := range m.sas {
+		if x.why == "" && !x.rekeyed {
+			x.why = ReasonShutdown
+		}
 		if x.sa.State() == ike.StateEstablished {
 			if out, err := x.sa.Delete(now); err == nil {
 				m.request(x, out)

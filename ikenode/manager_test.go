@@ -288,6 +288,8 @@ type endpoint struct {
 	node *fakeNode
 	log  *syncbuf.Buffer
 	stop func()
+	// ev records what Config.OnEvent was told.
+	ev *eventRecorder
 }
 
 func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOpts) *config.Config {
@@ -318,8 +320,11 @@ func startManager(t testing.TB, n *testNet, c Config, base uint32) *endpoint {
 	l := logrus.New()
 	l.SetOutput(log)
 	l.SetLevel(logrus.DebugLevel)
-	e := &endpoint{net: n, node: newFakeNode(base), log: log}
+	e := &endpoint{net: n, node: newFakeNode(base), log: log, ev: &eventRecorder{}}
 	c.Node, c.Log = e.node, l
+	if c.OnEvent == nil {
+		c.OnEvent = e.ev.record
+	}
 	if n != nil {
 		n.configure(&c)
 	}

@@ -43,6 +43,10 @@ type ikeSA struct {
 	// terminated: terminate or a reload asked for it, which a rekey
 	// that completes meanwhile hands over to the new SA.
 	deleteQueued, terminated bool
+	// why is the reason of its end when we end it (or INITIAL_CONTACT
+	// or a limit does): its event's Reason; empty when the peer or an
+	// error ends it.
+	why string
 	// rekeying holds the children we started to rekey, and when.
 	rekeying map[*ike.Child]time.Time
 	// Where m.index has it: its SPIs, the key of its IKE_SA_INIT (zero
@@ -143,6 +147,13 @@ func (m *Manager) handle(p packet, now time.Time) {
 		}
 		if err != nil {
 			m.log.WithError(err).WithFields(logrus.Fields{"connection": c.cfg.Name, "remote": p.remote}).Info("ike: IKE_SA_INIT refused")
+			if s == nil && errors.Is(err, ike.ErrNoProposalChosen) {
+				// Refused before there was an SA: an ike_failed all
+				// the same. (INVALID_KE is no failure: the initiator
+				// tries again with the group asked for.)
+				m.emit(Event{Type: EventIKEFailed, Connection: c.cfg.Name, SPIInitiator: spiHex(h.ISPI()), SPIResponder: spiHex(0),
+					Local: p.local, Remote: p.remote, Reason: reasonOf(err), Error: errText(err)})
+			}
 		}
 		if out != nil {
 			m.send(out, p.local, p.remote)
@@ -152,6 +163,10 @@ func (m *Manager) handle(p packet, now time.Time) {
 	if x.ended && x.sa.State() == ike.StateEstablished {
 		m.ctr.noSA.Add(1) // dropped by us (INITIAL_CONTACT, a reload): nothing of it is installed any more
 		return
+	}
+	creating := x.creating
+	if h.ExchangeType() == message.IKEAuth {
+		creating = x.first
 	}
 	out, err := x.sa.HandleFrom(p.b, p.local, p.remote, now)
 	m.count(h, err)
@@ -164,6 +179,16 @@ func (m *Manager) handle(p packet, now time.Time) {
 	// delete of the old child after our rekey (the peer then switches
 	// to the new one).
 	m.afterCall(x, now)
+	if errors.Is(err, ike.ErrChildFailed) && x.sa.State() == ike.StateEstablished {
+		// The IKE SA stays; the child was refused, by the peer or by
+		// us. Named when it is ours; the peer's offer names none.
+		ev := ikeEvent(EventChildFailed, x)
+		if isResponse {
+			ev.Child = creating
+		}
+		ev.Reason, ev.Error = reasonOf(err), errText(err)
+		m.emit(ev)
+	}
 	if out != nil {
 		if isResponse {
 			// What follows a response is our next request (IKE_AUTH,
@@ -243,6 +268,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.established(x, now)
 		x.conn.backoff = 0
 		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
+		m.emit(ikeEvent(EventIKEUp, x))
 		m.limitPeer(x, now)
 	case ike.EventIKERekeyed:
 		n := m.add(e.SA, x.conn, now)
@@ -254,7 +280,13 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 		if x.terminated {
 			n.terminated, n.deleteQueued = true, true
 		}
+		n.why, x.why = x.why, "" // x is replaced: n's end says why
+
 		m.log.WithFields(n.fields()).Info("ike: IKE SA rekeyed")
+		ev := ikeEvent(EventIKERekeyed, n)
+		oi, or := x.sa.SPIs()
+		ev.OldSPIInitiator, ev.OldSPIResponder = spiHex(oi), spiHex(or)
+		m.emit(ev)
 		m.limitPeer(n, now)
 		m.afterCall(n, now)
 	case ike.EventIKEDeleting:
@@ -291,8 +323,15 @@ func (m *Manager) established(x *ikeSA, now time.Time) {
 // down ends x: the children it holds go (those that moved to a rekeyed
 // SA stay with it).
 func (m *Manager) down(x *ikeSA, now time.Time) {
+	wasEnded := x.ended
 	x.ended, x.endedAt = true, now
 	m.index.update(x)
+	ev, report := endEvent(x)
+	report = report && !wasEnded
+	childReason := ReasonIKEDown
+	if report {
+		childReason = ev.Reason
+	}
 	for c, in := range m.children {
 		if in.owner != x {
 			continue
@@ -303,6 +342,14 @@ func (m *Manager) down(x *ikeSA, now time.Time) {
 			continue
 		}
 		m.removeChild(c, in, 0)
+		if !wasEnded && !c.Redundant {
+			cev := childEvent(EventChildDown, x, c)
+			cev.Reason = childReason
+			m.emit(cev)
+		}
+	}
+	if report {
+		m.emit(ev)
 	}
 	if !x.rekeyed {
 		l := m.log.WithFields(x.fields())
@@ -459,6 +506,7 @@ func (m *Manager) tickSA(x *ikeSA, now time.Time) {
 	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
 		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
 		x.expireAt = time.Time{}
+		x.why = ReasonExpired
 		m.deleteSA(x, now)
 		return
 	case !busy && !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
@@ -522,6 +570,7 @@ func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
 		case !in.lifeAt.IsZero() && !now.Before(in.lifeAt):
 			if out, err := x.sa.DeleteChild(c, now); err == nil {
 				in.lifeAt = time.Time{}
+				in.why = ReasonExpired
 				m.log.WithFields(x.fields()).WithField("child", c.Name).Warn("ike: child not rekeyed within life_time: deleting it")
 				m.request(x, out)
 				return

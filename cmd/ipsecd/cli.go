@@ -56,7 +56,7 @@ var topics = []topic{
 	}},
 	{name: "health", short: "Exit 0 when the daemon answers (container and Kubernetes probes)", run: cmdHealth},
 	{name: "reload", short: "Do what SIGHUP does and return the result or the file's errors", run: cmdReload},
-	{name: "monitor", short: "Print SAs, policies and interfaces as they change, like ip xfrm monitor", run: cmdMonitor},
+	{name: "monitor", short: "Print SAs, policies, interfaces and IKE SAs as they change, like ip xfrm monitor", run: cmdMonitor},
 	{name: "genkey", short: "Print fresh key material for an algorithm, as 0x-hex", run: cmdGenkey},
 }
 

@@ -21,7 +21,8 @@ import (
 // many ("events_lost"): the daemon never waits for it.
 func cmdMonitor(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("monitor", "monitor [--json] [--control PATH | --config FILE]\n"+
-		"Prints SAs added, deleted, updated and expired, policies added and deleted, interfaces up and down.", stderr)
+		"Prints SAs added, deleted, updated and expired, policies added and deleted, interfaces up and down,\n"+
+		"and IKE's events: IKE SAs and children up, down, rekeyed and failed (ike_*, child_*).", stderr)
 	cf := addCtlFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -57,6 +58,10 @@ func cmdMonitor(args []string, stdout, stderr io.Writer) error {
 // eventText writes an event on one line:
 //
 //	2026-12-01 14:25:00 state_expired spi 0x1001 dir out dst 192.0.2.2 src 192.0.2.1 if_id 1 expire soft reason packets
+//	2026-12-01 14:25:00 child_rekeyed connection gw child net ike_spi_i 8f957894685ad3e7 ike_spi_r 21e5cb45811bbd55 local 192.0.2.1:500 remote 192.0.2.2:500 local_id a.test peer_id b.test spi_in 0xc1a2b3c4 spi_out 0xc5d6e7f8 old_spi_in 0xc0000001 old_spi_out 0xc0000002 reason rekeyed by us
+//
+// An IKE event's detail comes in control.DetailOrder, then its reason,
+// then its error (the one free text, last).
 //
 // The line is escaped (printable.Escape): an IKE event's detail carries
 // the peer's text, which must neither reach the terminal with control
@@ -76,6 +81,16 @@ func eventText(ev *control.Event) string {
 	if ev.Interface != "" {
 		fmt.Fprintf(&b, " %s if_id %d", ev.Interface, ev.IfID)
 	}
+	for _, k := range control.DetailOrder {
+		if v, ok := ev.Detail[k]; ok {
+			fmt.Fprintf(&b, " %s %s", k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ev.Detail)) {
+		if k != control.DetailError && !slices.Contains(control.DetailOrder, k) {
+			fmt.Fprintf(&b, " %s %s", k, ev.Detail[k])
+		}
+	}
 	if ev.Expire != "" {
 		b.WriteString(" expire " + ev.Expire)
 	}
@@ -85,8 +100,8 @@ func eventText(ev *control.Event) string {
 	if ev.Lost != 0 {
 		fmt.Fprintf(&b, " %d events (this monitor fell behind)", ev.Lost)
 	}
-	for _, k := range slices.Sorted(maps.Keys(ev.Detail)) {
-		fmt.Fprintf(&b, " %s %s", k, ev.Detail[k])
+	if v, ok := ev.Detail[control.DetailError]; ok {
+		b.WriteString(" error " + v)
 	}
 	return printable.Escape(b.String())
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/daemon"
+	"github.com/ipsecd/ipsecd/ikenode"
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/sa/satest"
@@ -170,5 +171,54 @@ func TestMonitorEscapes(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, ` ike_up connection rw peer_id \x1b[2J\x0d\x0afake`) {
 		t.Errorf("monitor printed %q, want the peer escaped", got)
+	}
+}
+
+// TestMonitorIKE: IKE's events as the daemon hands them to the monitor
+// (daemon.IKEEvent): --json carries the type, the reason and the detail
+// under control's Detail* keys, only those set; the text form prints
+// the detail in its order, the reason, and the error last.
+func TestMonitorIKE(t *testing.T) {
+	c := monitorNode(t)
+	next := c.monitorCLI("--json")
+	text := c.monitorCLI()
+	l, r := netip.MustParseAddrPort("192.0.2.1:500"), netip.MustParseAddrPort("192.0.2.2:4500")
+	up := ikenode.Event{Type: ikenode.EventIKEUp, Connection: "gw", SPIInitiator: "8f957894685ad3e7", SPIResponder: "21e5cb45811bbd55",
+		Local: l, Remote: r, LocalID: "a.test", PeerID: `C=CH, CN=\x1b[2J`}
+	rekeyed := up
+	rekeyed.Type, rekeyed.Child, rekeyed.Reason = ikenode.EventChildRekeyed, "net", ikenode.ReasonRekeyedByUs
+	rekeyed.SPIIn, rekeyed.SPIOut, rekeyed.OldSPIIn, rekeyed.OldSPIOut = "0xc0000003", "0xc0000004", "0xc0000001", "0xc0000002"
+	failed := ikenode.Event{Type: ikenode.EventIKEFailed, Connection: "gw", SPIInitiator: "8f957894685ad3e7", SPIResponder: "0000000000000000",
+		Local: l, Remote: r, LocalID: "a.test", Reason: ikenode.ReasonAuthFailed, Error: "ike: authentication failed: the responder refused our AUTH"}
+	for _, tt := range []struct {
+		ev         ikenode.Event
+		json, text string
+	}{
+		{up, `{"type":"ike_up","detail":{"connection":"gw","ike_spi_i":"8f957894685ad3e7","ike_spi_r":"21e5cb45811bbd55","local":"192.0.2.1:500","local_id":"a.test","peer_id":"C=CH, CN=\\x1b[2J","remote":"192.0.2.2:4500"}}`,
+			` ike_up connection gw ike_spi_i 8f957894685ad3e7 ike_spi_r 21e5cb45811bbd55 local 192.0.2.1:500 remote 192.0.2.2:4500 local_id a.test peer_id C=CH, CN=\x1b[2J`},
+		{rekeyed, `{"type":"child_rekeyed","reason":"rekeyed by us","detail":{"child":"net","connection":"gw","ike_spi_i":"8f957894685ad3e7","ike_spi_r":"21e5cb45811bbd55","local":"192.0.2.1:500","local_id":"a.test","old_spi_in":"0xc0000001","old_spi_out":"0xc0000002","peer_id":"C=CH, CN=\\x1b[2J","remote":"192.0.2.2:4500","spi_in":"0xc0000003","spi_out":"0xc0000004"}}`,
+			` child_rekeyed connection gw child net ike_spi_i 8f957894685ad3e7 ike_spi_r 21e5cb45811bbd55 local 192.0.2.1:500 remote 192.0.2.2:4500 local_id a.test peer_id C=CH, CN=\x1b[2J spi_in 0xc0000003 spi_out 0xc0000004 old_spi_in 0xc0000001 old_spi_out 0xc0000002 reason rekeyed by us`},
+		{failed, `{"type":"ike_failed","reason":"authentication failed","detail":{"connection":"gw","error":"ike: authentication failed: the responder refused our AUTH","ike_spi_i":"8f957894685ad3e7","ike_spi_r":"0000000000000000","local":"192.0.2.1:500","local_id":"a.test","remote":"192.0.2.2:4500"}}`,
+			` ike_failed connection gw ike_spi_i 8f957894685ad3e7 ike_spi_r 0000000000000000 local 192.0.2.1:500 remote 192.0.2.2:4500 local_id a.test reason authentication failed error ike: authentication failed: the responder refused our AUTH`},
+	} {
+		c.n.events.Publish(daemon.IKEEvent(tt.ev))
+		line := next()
+		// The time is the publisher's: compare the rest.
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		delete(m, "time")
+		var want map[string]any
+		if err := json.Unmarshal([]byte(tt.json), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(m)
+		if w, _ := json.Marshal(want); string(got) != string(w) {
+			t.Errorf("--json:\n got %s\nwant %s", got, w)
+		}
+		if got := text(); !strings.HasSuffix(got, tt.text) {
+			t.Errorf("text:\n got %q\nwant suffix %q", got, tt.text)
+		}
 	}
 }
