@@ -80,7 +80,7 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 			d.errorf(m["remote_ts"], join(f, "remote_ts"), "no prefix of the family of local_ts: no packet could match")
 		}
 		if v := m["esp_proposals"]; v == nil {
-			d.errorf(it, join(f, "esp_proposals"), "missing; want ESP proposals as swanctl writes them (aes128gcm16-x25519), or a preset (aws, gcp, azure)")
+			d.errorf(it, join(f, "esp_proposals"), "missing; want ESP proposals as swanctl writes them (aes128gcm16-x25519), or a preset (%s)", presetNames())
 		} else {
 			ch.ESPProposals = d.proposals(v, join(f, "esp_proposals"), message.ProtoESP, cn.AllowLegacy)
 		}

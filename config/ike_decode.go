@@ -189,7 +189,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			cn.AllowLegacy, _ = d.bool(v, join(f, "allow_legacy"))
 		}
 		if v := m["proposals"]; v == nil {
-			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)")
+			d.errorf(it, join(f, "proposals"), "missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (%s)", presetNames())
 		} else {
 			cn.Proposals = d.proposals(v, join(f, "proposals"), message.ProtoIKE, cn.AllowLegacy)
 		}
@@ -274,6 +274,15 @@ func sharedFamily(a, b []netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// presetNames lists the presets' names for an error: "aws, gcp, azure".
+func presetNames() string {
+	var names []string
+	for _, p := range proposal.Presets() {
+		names = append(names, p.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // proposals decodes a list of proposal strings and preset names (see

@@ -202,6 +202,8 @@ func TestIKEErrors(t *testing.T) {
 			"26: connections[0].children[0].esp_proposals[1]: proposal \"aes256-sha384\": \"sha384\" is for IKE proposals only; ESP runs aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256"},
 		{"proposals missing", "    proposals: [aes256-sha256-x25519, aes128gcm16-prfsha256-ecp256]\n", "",
 			"10: connections[0].proposals: missing; want IKE proposals as swanctl writes them (aes256-sha256-x25519), or a preset (aws, gcp, azure)"},
+		{"esp_proposals missing", "        esp_proposals: [aes128gcm16-x25519, chacha20poly1305]\n", "",
+			"21: connections[0].children[0].esp_proposals: missing; want ESP proposals as swanctl writes them (aes128gcm16-x25519), or a preset (aws, gcp, azure)"},
 		{"bad duration", "dpd_delay: 30s", "dpd_delay: 30 seconds",
 			"16: connections[0].dpd_delay: want a duration as swanctl writes it (30s, 66m, 4h, 1d; a bare number is seconds), got \"30 seconds\""},
 		{"life_time before rekey_time", "life_time: 66m", "life_time: 30m",
