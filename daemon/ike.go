@@ -17,14 +17,14 @@ import (
 // has connections (at start or at a reload). The node hands it IKE on
 // port 4500 and acquires through the handlers startIKE sets.
 type ikeRunner struct {
-	mgr    atomic.Pointer[ikenode.Manager]
+	mgr    atomic.Pointer[ikenode.Daemon]
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex // serialises start and stop
 }
 
-// manager returns the running manager, or nil.
-func (r *ikeRunner) manager() *ikenode.Manager { return r.mgr.Load() }
+// running returns the running IKE daemon, or nil.
+func (r *ikeRunner) running() *ikenode.Daemon { return r.mgr.Load() }
 
 // startIKE starts IKE for cfg's connections, unless it runs or there
 // are none.
@@ -75,7 +75,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 
 // reloadIKE applies a reloaded config's connections.
 func (n *Daemon) reloadIKE(cfg *config.Config) {
-	m := n.ike.manager()
+	m := n.ike.running()
 	if m == nil {
 		if err := n.startIKE(cfg); err != nil {
 			n.log.WithError(err).Error("reload: ike")
@@ -91,7 +91,7 @@ func (n *Daemon) reloadIKE(cfg *config.Config) {
 }
 
 // stopIKE deletes the IKE SAs (the peers learn at once) and stops the
-// manager, waiting a few seconds at most.
+// IKE daemon, waiting a few seconds at most.
 func (n *Daemon) stopIKE() {
 	r := &n.ike
 	r.mu.Lock()
@@ -114,8 +114,8 @@ func (n *Daemon) stopIKE() {
 
 var _ control.IKEBackend = (*backend)(nil)
 
-func (b *backend) ikeManager() (*ikenode.Manager, error) {
-	m := b.ike.manager()
+func (b *backend) ikeDaemon() (*ikenode.Daemon, error) {
+	m := b.ike.running()
 	if m == nil {
 		return nil, control.ErrNoIKE
 	}
@@ -123,7 +123,7 @@ func (b *backend) ikeManager() (*ikenode.Manager, error) {
 }
 
 func (b *backend) IKEList() ([]control.IKESAInfo, error) {
-	m, err := b.ikeManager()
+	m, err := b.ikeDaemon()
 	if err != nil {
 		return nil, err
 	}
@@ -131,15 +131,15 @@ func (b *backend) IKEList() ([]control.IKESAInfo, error) {
 }
 
 func (b *backend) IKEInitiate(t control.IKETarget) error {
-	return b.ikeAct(t, (*ikenode.Manager).Initiate)
+	return b.ikeAct(t, (*ikenode.Daemon).Initiate)
 }
 func (b *backend) IKETerminate(t control.IKETarget) error {
-	return b.ikeAct(t, (*ikenode.Manager).Terminate)
+	return b.ikeAct(t, (*ikenode.Daemon).Terminate)
 }
-func (b *backend) IKERekey(t control.IKETarget) error { return b.ikeAct(t, (*ikenode.Manager).Rekey) }
+func (b *backend) IKERekey(t control.IKETarget) error { return b.ikeAct(t, (*ikenode.Daemon).Rekey) }
 
-func (b *backend) ikeAct(t control.IKETarget, f func(*ikenode.Manager, ikenode.Target) error) error {
-	m, err := b.ikeManager()
+func (b *backend) ikeAct(t control.IKETarget, f func(*ikenode.Daemon, ikenode.Target) error) error {
+	m, err := b.ikeDaemon()
 	if err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func nodeMetricsSource(n *Daemon) metricsSource {
 		states:     n.sad.States,
 		interfaces: n.reg.All,
 		ike: func() ([]control.IKESAInfo, ikenode.Counters, bool) {
-			m := n.ike.manager()
+			m := n.ike.running()
 			if m == nil {
 				return nil, ikenode.Counters{}, false
 			}

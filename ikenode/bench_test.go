@@ -6,7 +6,7 @@ import (
 )
 
 // BenchmarkEstablish is one IKE SA with its child, from Initiate to both
-// sides' pairs installed, between two managers on loopback (x25519,
+// sides' pairs installed, between two IKE daemons on loopback (x25519,
 // AES-GCM, PSK): the handshake as the daemon runs it, sockets and
 // goroutine hops included. Each iteration then terminates the SA
 // (outside the timer).

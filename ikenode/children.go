@@ -25,7 +25,7 @@ type childOp struct {
 // runTodo starts x's next waiting child exchange when x is up and no
 // exchange of ours is outstanding. A create of a child that is up
 // meanwhile, or a delete of one that is gone, is dropped.
-func (m *Manager) runTodo(x *ikeSA, now time.Time) {
+func (m *Daemon) runTodo(x *ikeSA, now time.Time) {
 	for len(x.todo) > 0 && !x.ended && !x.rekeyed && x.sa.State() == ike.StateEstablished && !x.sa.Busy() {
 		op := x.todo[0]
 		x.todo = x.todo[1:]
@@ -61,7 +61,7 @@ func (m *Manager) runTodo(x *ikeSA, now time.Time) {
 
 // hasChild reports whether x holds a child of the name, or has its
 // creation under way (in IKE_AUTH, or a CREATE_CHILD_SA of ours).
-func (m *Manager) hasChild(x *ikeSA, name string) bool {
+func (m *Daemon) hasChild(x *ikeSA, name string) bool {
 	for _, c := range x.sa.Children() {
 		if c.Name == name && !c.Redundant {
 			return true
@@ -86,7 +86,7 @@ func (x *ikeSA) queued(name string) bool {
 
 // bringUp brings up c's children of the names under its live IKE SA x,
 // or under a new IKE SA when x is nil.
-func (m *Manager) bringUp(c *conn, x *ikeSA, names []string, now time.Time) error {
+func (m *Daemon) bringUp(c *conn, x *ikeSA, names []string, now time.Time) error {
 	if x == nil {
 		return m.initiate(c, names, now)
 	}

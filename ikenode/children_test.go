@@ -158,7 +158,7 @@ func TestTrapChildUnderIKESA(t *testing.T) {
 	n := newTestNet()
 	b := startEndpoint(t, n, childrenSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2", "10.1", "none"), "127.0.0.2", 0, 0x2000)
 	cfgA := childrenSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1", "10.2", "start", "trap", "none")
-	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+	a := startDaemon(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
 		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
 	one := func() bool { return slices.Equal(names(childSPIs(a)), []string{"one"}) && matched(a.node, b.node, 1) }
 	n.waitFor(t, "child one", one)

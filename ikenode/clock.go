@@ -2,7 +2,7 @@ package ikenode
 
 import "time"
 
-// Clock is the manager's time: the now handed to the engine and the
+// Clock is the IKE daemon's time: the now handed to the engine and the
 // ticks that drive retransmissions, rekeys, liveness checks and
 // lingering SAs. The zero Config's is the system clock; tests step a
 // manual one instead of waiting out real timers.

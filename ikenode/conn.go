@@ -99,7 +99,7 @@ func (c *conn) childNames() []string {
 }
 
 // setConnections makes m's connections from ic (New, Reload).
-func (m *Manager) setConnections(ic *config.IKEConfig, now time.Time) {
+func (m *Daemon) setConnections(ic *config.IKEConfig, now time.Time) {
 	for _, c := range m.connsFrom(ic) {
 		m.conns[c.cfg.Name] = c
 		m.connOrder = append(m.connOrder, c.cfg.Name)
@@ -107,7 +107,7 @@ func (m *Manager) setConnections(ic *config.IKEConfig, now time.Time) {
 }
 
 // connsFrom builds the connections of ic, in file order.
-func (m *Manager) connsFrom(ic *config.IKEConfig) []*conn {
+func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 	var out []*conn
 	for i := range ic.Connections {
 		cn := ic.Connections[i]
@@ -173,7 +173,7 @@ func (c *conn) admits(local, remote netip.Addr) bool {
 
 // startConn traps c's children of start_action trap and initiates those
 // of start_action start, at start-up or reload.
-func (m *Manager) startConn(c *conn, now time.Time) {
+func (m *Daemon) startConn(c *conn, now time.Time) {
 	for _, name := range c.childrenStarting(config.StartActionTrap) {
 		m.trap(c, name)
 	}
@@ -188,7 +188,7 @@ func (m *Manager) startConn(c *conn, now time.Time) {
 }
 
 // retryLater schedules c's next attempt with children, with backoff.
-func (m *Manager) retryLater(c *conn, children []string, now time.Time) {
+func (m *Daemon) retryLater(c *conn, children []string, now time.Time) {
 	c.retry = children
 	c.backoff = min(max(2*c.backoff, retryFirst), retryMax)
 	c.retryAt = now.Add(c.backoff)
@@ -198,7 +198,7 @@ func (m *Manager) retryLater(c *conn, children []string, now time.Time) {
 // initiate starts an IKE SA for c towards the first of its remote_addrs,
 // with children (names of c's): the first in IKE_AUTH, the others by
 // CREATE_CHILD_SA once the IKE SA is up, one at a time.
-func (m *Manager) initiate(c *conn, children []string, now time.Time) error {
+func (m *Daemon) initiate(c *conn, children []string, now time.Time) error {
 	if len(c.cfg.RemoteAddrs) == 0 {
 		return fmt.Errorf("remote_addrs has no address to initiate to")
 	}
@@ -247,7 +247,7 @@ func jitter(d time.Duration) time.Duration {
 
 // allocSPI is the engine's Config.AllocSPI: an SPI reserved in the node,
 // remembered so that one never installed is released (expireSPIs).
-func (m *Manager) allocSPI() (uint32, error) {
+func (m *Daemon) allocSPI() (uint32, error) {
 	spi, err := m.cfg.Node.AllocSPI()
 	if err == nil {
 		m.spis[spi] = m.clock.Now()
@@ -260,7 +260,7 @@ func (m *Manager) allocSPI() (uint32, error) {
 const spiHold = 10 * time.Minute
 
 // expireSPIs releases the SPIs of negotiations that never installed them.
-func (m *Manager) expireSPIs(now time.Time) {
+func (m *Daemon) expireSPIs(now time.Time) {
 	for spi, at := range m.spis {
 		if now.Sub(at) > spiHold {
 			m.cfg.Node.ReleaseSPI(spi)

@@ -24,7 +24,7 @@ import (
 // request of an SA that is itself in m.sas, not yet established:
 // counting SAs on their way would count that one, and INITIAL_CONTACT
 // would never be sent.
-func (m *Manager) hasContact(local, remote ike.Identity) bool {
+func (m *Daemon) hasContact(local, remote ike.Identity) bool {
 	for _, x := range m.sas {
 		if x.ended || x.rekeyed || x.sa.State() != ike.StateEstablished {
 			continue
@@ -43,7 +43,7 @@ func (m *Manager) hasContact(local, remote ike.Identity) bool {
 // left alone: a peer of a connection that takes any identity (remote id
 // %any, a pre-shared key shared by many) could otherwise claim another
 // connection's peer's identity and drop its SAs.
-func (m *Manager) initialContact(from *ikeSA, now time.Time) {
+func (m *Daemon) initialContact(from *ikeSA, now time.Time) {
 	peer := from.sa.PeerID()
 	dropped := 0
 	for _, x := range m.sas {

@@ -25,7 +25,7 @@ import (
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
-// parseYAML parses a whole config for a manager on loopback (port 0).
+// parseYAML parses a whole config for an IKE daemon on loopback (port 0).
 func parseYAML(t *testing.T, y string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse(filepath.Join(t.TempDir(), "test.yaml"), []byte(y))
@@ -36,7 +36,7 @@ func parseYAML(t *testing.T, y string) *config.Config {
 	return cfg
 }
 
-// startOn runs a manager of cfg listening on the addresses listen,
+// startOn runs an IKE daemon of cfg listening on the addresses listen,
 // initiating to peerPort.
 func startOn(t *testing.T, n *testNet, cfg *config.Config, peerPort uint16, base uint32, listen ...string) *endpoint {
 	t.Helper()
@@ -44,7 +44,7 @@ func startOn(t *testing.T, n *testNet, cfg *config.Config, peerPort uint16, base
 	for _, a := range listen {
 		ls = append(ls, netip.MustParseAddr(a))
 	}
-	return startManager(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: ls}, base)
+	return startDaemon(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: ls}, base)
 }
 
 // listed returns the SAs of e's connection conn in state.

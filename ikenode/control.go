@@ -27,7 +27,7 @@ var (
 )
 
 // List returns the IKE SAs with their children.
-func (m *Manager) List() ([]control.IKESAInfo, error) {
+func (m *Daemon) List() ([]control.IKESAInfo, error) {
 	var out []control.IKESAInfo
 	err := m.do(func() {
 		now := m.clock.Now()
@@ -54,7 +54,7 @@ func secondsUntil(t, now time.Time) int64 {
 	return max(int64(t.Sub(now)/time.Second), 0)
 }
 
-func (m *Manager) info(x *ikeSA, now time.Time) control.IKESAInfo {
+func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 	l, r := x.sa.Addrs()
 	i, rs := x.sa.SPIs()
 	state := x.sa.State().String()
@@ -118,7 +118,7 @@ type Target struct {
 }
 
 // lookup returns the connection t names.
-func (m *Manager) lookup(t Target) (*conn, error) {
+func (m *Daemon) lookup(t Target) (*conn, error) {
 	for _, name := range m.connOrder {
 		c := m.conns[name]
 		if (t.IKE != "" && c.cfg.Name == t.IKE) || (t.Child != "" && c.child(t.Child) != nil) {
@@ -132,7 +132,7 @@ func (m *Manager) lookup(t Target) (*conn, error) {
 }
 
 // act runs f in the IKE goroutine on t's connection.
-func (m *Manager) act(t Target, f func(c *conn, now time.Time) error) error {
+func (m *Daemon) act(t Target, f func(c *conn, now time.Time) error) error {
 	var err error
 	if derr := m.do(func() {
 		c, lerr := m.lookup(t)
@@ -152,7 +152,7 @@ func (m *Manager) act(t Target, f func(c *conn, now time.Time) error) error {
 // CREATE_CHILD_SA each, one at a time), else with a new IKE SA whose
 // IKE_AUTH carries the first. It returns once the first request is sent
 // or queued; List shows the outcome.
-func (m *Manager) Initiate(t Target) error {
+func (m *Daemon) Initiate(t Target) error {
 	return m.act(t, func(c *conn, now time.Time) error {
 		names := c.childNames()
 		if t.Child != "" {
@@ -182,7 +182,7 @@ func (m *Manager) Initiate(t Target) error {
 // Terminate deletes t: the IKE SAs of a connection (with their children),
 // or one child, whose siblings stay. start_action start does not bring
 // it back (until a reload or restart).
-func (m *Manager) Terminate(t Target) error {
+func (m *Daemon) Terminate(t Target) error {
 	return m.act(t, func(c *conn, now time.Time) error {
 		c.retryAt = time.Time{}
 		found := false
@@ -228,7 +228,7 @@ func (m *Manager) Terminate(t Target) error {
 }
 
 // Rekey rekeys t's IKE SA or child now.
-func (m *Manager) Rekey(t Target) error {
+func (m *Daemon) Rekey(t Target) error {
 	return m.act(t, func(c *conn, now time.Time) error {
 		x := m.liveSA(c)
 		if x == nil || x.sa.State() != ike.StateEstablished {
@@ -285,7 +285,7 @@ type ReloadResult struct {
 // Reload applies a new config's IKE sections: a connection that is gone
 // or changed is terminated, a changed or new one is brought up as its
 // start_action says, an unchanged one is left as it is.
-func (m *Manager) Reload(ic *config.IKEConfig) (ReloadResult, error) {
+func (m *Daemon) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 	var res ReloadResult
 	err := m.do(func() {
 		now := m.clock.Now()

@@ -21,7 +21,7 @@ var ResultNames = [numResults]string{"ok", "dropped", "failed"}
 // "other".
 var exchangeTypes = []message.ExchangeType{message.IKESAInit, message.IKEAuth, message.CreateChildSA, message.Informational}
 
-// counters are the manager's counters, written by its goroutines and
+// counters are the IKE daemon's counters, written by its goroutines and
 // read by Counters.
 type counters struct {
 	exchanges                              [5][numResults]atomic.Uint64
@@ -42,7 +42,7 @@ func (c *counters) exchange(t message.ExchangeType, res int) {
 	c.exchanges[i][res].Add(1)
 }
 
-// Counters is a snapshot of the manager's counters.
+// Counters is a snapshot of the IKE daemon's counters.
 type Counters struct {
 	// Exchanges counts the IKE messages handled (requests of the peer
 	// and responses to ours) by exchange type ("IKE_SA_INIT",
@@ -73,7 +73,7 @@ type Counters struct {
 }
 
 // Counters returns the counters.
-func (m *Manager) Counters() Counters {
+func (m *Daemon) Counters() Counters {
 	c := &m.ctr
 	out := Counters{
 		Exchanges:   map[string][numResults]uint64{},

@@ -1,8 +1,8 @@
-// Package ikenode runs the IKE daemon: a Manager drives package ike's
+// Package ikenode runs the IKE daemon: a Daemon drives package ike's
 // engine over the network and installs what it negotiates into a
 // node.Node.
 //
-// One goroutine (Manager.Run) owns every ike.SA, since the engine is not
+// One goroutine (Daemon.Run) owns every ike.SA, since the engine is not
 // safe for concurrent use. Everything else reaches it over bounded
 // channels: datagrams from the IKE sockets (ike.port, default 500) and
 // from the underlay's ESP-in-UDP socket (port 4500, IKE after the non-ESP
@@ -50,7 +50,7 @@
 //
 // Time and the IKE port are injected (Config.Clock, Config.Transport):
 // the daemon's are the system clock and UDP sockets (UDP); the tests run
-// managers on a manual clock and an in-memory network.
+// IKE daemons on a manual clock and an in-memory network.
 //
 // Without a raw ESP socket in the underlay every connection forces UDP
 // encapsulation (strongSwan's encap = yes), since raw ESP could not be

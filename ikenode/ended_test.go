@@ -94,7 +94,7 @@ func TestFailedInstallWipesChild(t *testing.T) {
 	}
 }
 
-// TestForgottenSAsWiped: an SA the manager ends without the engine
+// TestForgottenSAsWiped: an SA the IKE daemon ends without the engine
 // ending it (a half-open SA of a connection a reload removed, every SA
 // at shutdown) is forgotten once its grace is over, and its keys are
 // zeroed then; they were left as they were.

@@ -74,7 +74,7 @@ type Event struct {
 // emit hands ev to Config.OnEvent. It runs in the Run goroutine, so
 // OnEvent must not block (the daemon's control.Monitor.Publish does
 // not).
-func (m *Manager) emit(ev Event) {
+func (m *Daemon) emit(ev Event) {
 	if m.cfg.OnEvent != nil {
 		m.cfg.OnEvent(ev)
 	}

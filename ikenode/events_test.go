@@ -11,7 +11,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 )
 
-// eventRecorder keeps what a manager's Config.OnEvent was told, in
+// eventRecorder keeps what an IKE daemon's Config.OnEvent was told, in
 // order.
 type eventRecorder struct {
 	mu sync.Mutex

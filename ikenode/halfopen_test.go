@@ -12,7 +12,7 @@ import (
 )
 
 // halfOpenPeer is a host at addr:500 on n's network that talks IKE to a
-// manager by hand: what the manager sends it is kept until it reads it.
+// IKE daemon by hand: what the IKE daemon sends it is kept until it reads it.
 type halfOpenPeer struct {
 	bind Bind
 	mu   sync.Mutex
@@ -43,9 +43,9 @@ func (p *halfOpenPeer) take() [][]byte {
 	return got
 }
 
-// exchange initiates an IKE SA of ec with the manager at to and answers
+// exchange initiates an IKE SA of ec with the IKE daemon at to and answers
 // what comes back until there is nothing more, or, when initOnly, until
-// the IKE_SA_INIT is answered (the SA half-open at the manager). The
+// the IKE_SA_INIT is answered (the SA half-open at the IKE daemon). The
 // IKE_SA_INIT request goes twice, as a retransmission does.
 func (p *halfOpenPeer) exchange(t *testing.T, n *testNet, ec *ike.Config, to netip.AddrPort, initOnly bool) *ike.SA {
 	t.Helper()
@@ -102,7 +102,7 @@ func TestHalfOpenCountsReturnToZero(t *testing.T) {
 		return cfg
 	}
 	cfg := parse("any")
-	b := startManager(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0)
+	b := startDaemon(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0)
 	to := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), b.m.Port())
 	good := initiatorConfig(t)
 	bad := *good

@@ -12,9 +12,9 @@ import (
 // number: a flood of IKE_SA_INIT requests makes half-open SAs, and no
 // datagram may walk them. Owned by the Run goroutine, like the SAs.
 //
-// An SA is added once (Manager.add), updated after every call that may
+// An SA is added once (Daemon.add), updated after every call that may
 // change its SPIs or state (afterCall, down), and removed when the
-// manager forgets it.
+// IKE daemon forgets it.
 type saIndex struct {
 	// bySPIs holds every SA under its SPIs as it last reported them:
 	// (SPIi, 0) for our IKE_SA_INIT before the answer.
@@ -52,7 +52,7 @@ func (ix *saIndex) find(h message.Header, remote netip.Addr) *ikeSA {
 	return nil
 }
 
-// add indexes x, new to the manager.
+// add indexes x, new to the IKE daemon.
 func (ix *saIndex) add(x *ikeSA) {
 	i, r := x.sa.SPIs()
 	x.spis = [2]uint64{i, r}

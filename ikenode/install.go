@@ -37,7 +37,7 @@ type installed struct {
 }
 
 // childUp installs child c of x (make-before-break: see the package doc).
-func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
+func (m *Daemon) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	log := m.log.WithFields(x.fields()).WithField("child", c.Name)
 	m.keylog.logESP(c)
 	in, out, err := saConfigs(c, x.conn)
@@ -108,7 +108,7 @@ func (m *Manager) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 }
 
 // childFailed reports child c of x, which the node refused to install.
-func (m *Manager) childFailed(x *ikeSA, c *ike.Child, err error) {
+func (m *Daemon) childFailed(x *ikeSA, c *ike.Child, err error) {
 	ev := childEvent(EventChildFailed, x, c)
 	ev.Reason, ev.Error = ReasonInstallFailed, errText(err)
 	m.emit(ev)
@@ -117,7 +117,7 @@ func (m *Manager) childFailed(x *ikeSA, c *ike.Child, err error) {
 // childDown removes child c, which the peer or we deleted. A child whose
 // replacement waits for this delete gets its outbound SA now, in the same
 // step as the old pair goes.
-func (m *Manager) childDown(c *ike.Child) {
+func (m *Daemon) childDown(c *ike.Child) {
 	old := m.children[c]
 	for nc, rec := range m.children {
 		if rec.replaces != c || rec.outPending == nil {
@@ -163,7 +163,7 @@ func (m *Manager) childDown(c *ike.Child) {
 // just before it, when the two come over different sockets (IKE on port
 // 500, raw ESP). An SA already gone (its hard lifetime removed it) is no
 // error.
-func (m *Manager) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
+func (m *Daemon) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
 	var ids []node.StateID
 	if rec.outPending == nil {
@@ -181,7 +181,7 @@ func (m *Manager) removeChild(c *ike.Child, rec *installed, linger time.Duration
 	m.ctr.childrenRemoved.Add(1)
 }
 
-func (m *Manager) removeStates(ids ...node.StateID) {
+func (m *Daemon) removeStates(ids ...node.StateID) {
 	for _, id := range ids {
 		if err := m.cfg.Node.RemoveStates(node.OwnerIKE, id); err != nil && !errors.Is(err, sa.ErrNotFound) {
 			m.log.WithError(err).WithField("state", id).Warn("ike: removing a child's SA")
@@ -201,7 +201,7 @@ type lingering struct {
 
 // removeLingering removes the lingering SAs due by now (all with a zero
 // now).
-func (m *Manager) removeLingering(now time.Time) {
+func (m *Daemon) removeLingering(now time.Time) {
 	keep := m.lingering[:0]
 	for _, l := range m.lingering {
 		if now.IsZero() || !now.Before(l.at) {

@@ -27,7 +27,7 @@ type keylog struct {
 	ike, esp *os.File
 }
 
-func (m *Manager) openKeylog(prefix string) error {
+func (m *Daemon) openKeylog(prefix string) error {
 	if prefix == "" {
 		return nil
 	}

@@ -90,7 +90,7 @@ func TestKeylogRefusesUnsafeFiles(t *testing.T) {
 			if err := CheckKeylog(filepath.Join(dir, "x-")); err == nil || !strings.Contains(err.Error(), esp) {
 				t.Errorf("CheckKeylog: got %v, want an error naming %s", err, esp)
 			}
-			m := &Manager{log: discard}
+			m := &Daemon{log: discard}
 			err := m.openKeylog(filepath.Join(dir, "x-"))
 			if m.keylog != nil {
 				m.keylog.close()
@@ -110,7 +110,7 @@ func TestKeylogRefusesUnsafeFiles(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	dir := t.TempDir()
-	m := &Manager{log: discard}
+	m := &Daemon{log: discard}
 	if err := CheckKeylog(filepath.Join(dir, "y-")); err != nil {
 		t.Fatalf("CheckKeylog of files not there yet: %v", err)
 	}

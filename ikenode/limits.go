@@ -33,7 +33,7 @@ func limitsOf(i config.IKE) limits {
 // a rekey replaced), then the oldest. Without this, an authenticated
 // peer that keeps making IKE SAs (new ones, or rekeys it never deletes
 // the old SA of) makes the daemon hold ever more.
-func (m *Manager) limitPeer(x *ikeSA, now time.Time) {
+func (m *Daemon) limitPeer(x *ikeSA, now time.Time) {
 	limit := m.limits.MaxIKESAsPerPeer
 	if limit <= 0 {
 		return

@@ -30,9 +30,9 @@ secrets:
   - {ids: [a.test, b.test], secret: "0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20"}
 `
 
-// newResponder makes a manager of responderYAML that the test drives by
+// newResponder makes an IKE daemon of responderYAML that the test drives by
 // calling handle and tick itself (no Run).
-func newResponder(t *testing.T, ikeSettings string) *Manager {
+func newResponder(t *testing.T, ikeSettings string) *Daemon {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(fmt.Sprintf(responderYAML, ikeSettings)))
 	if err != nil {
@@ -65,7 +65,7 @@ func initiatorConfig(t *testing.T) *ike.Config {
 // echoingInit has m take an IKE_SA_INIT request from src, as a host that
 // receives at src sends it: when m answers with a cookie, the request
 // again with that cookie.
-func echoingInit(t *testing.T, m *Manager, ec *ike.Config, src netip.Addr, now time.Time) {
+func echoingInit(t *testing.T, m *Daemon, ec *ike.Config, src netip.Addr, now time.Time) {
 	t.Helper()
 	local := netip.MustParseAddrPort("127.0.0.1:500")
 	from := netip.AddrPortFrom(src, 500)
@@ -87,7 +87,7 @@ func echoingInit(t *testing.T, m *Manager, ec *ike.Config, src netip.Addr, now t
 
 // halfOpenIn counts m's responder SAs waiting for IKE_AUTH, by walking
 // them (what the index counts without walking).
-func halfOpenIn(m *Manager) (total int, from map[netip.Addr]int) {
+func halfOpenIn(m *Daemon) (total int, from map[netip.Addr]int) {
 	from = map[netip.Addr]int{}
 	for _, x := range m.sas {
 		if !x.ended && x.sa.State() == ike.StateInitDone {
@@ -151,7 +151,7 @@ func BenchmarkFind(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			cfg, _ := config.Parse("test.yaml", []byte(fmt.Sprintf(sideYAML, "127.0.0.2", "127.0.0.1", "a.test", "b.test", "10.1.0", "10.2.0", "none", "4h", "0s", "clear", "1h")))
 			ec, _ := cfg.EngineConfig("peer", "net")
-			m := &Manager{index: newSAIndex()}
+			m := &Daemon{index: newSAIndex()}
 			c := &conn{ec: ec}
 			now := time.Now()
 			for i := range n {

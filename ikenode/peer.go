@@ -27,7 +27,7 @@ func peerOf(c *sa.Config) netip.AddrPort {
 // authenticated IKE message placed is followed, never ESP's source (the
 // RFC's rule: unauthenticated packets would let anyone redirect the
 // traffic).
-func (m *Manager) followPeer(x *ikeSA) {
+func (m *Daemon) followPeer(x *ikeSA) {
 	_, r := x.sa.Addrs()
 	if r == x.remote {
 		return
@@ -44,7 +44,7 @@ func (m *Manager) followPeer(x *ikeSA) {
 // not there yet: followPeer, and down when a rekeyed IKE SA hands its
 // children over to its successor, which may have followed the peer
 // already.
-func (m *Manager) moveChild(x *ikeSA, rec *installed) {
+func (m *Daemon) moveChild(x *ikeSA, rec *installed) {
 	r := x.remote
 	if !rec.peer.IsValid() || !r.IsValid() || rec.peer == r {
 		return

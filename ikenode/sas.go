@@ -80,7 +80,7 @@ func (x *ikeSA) fields() logrus.Fields {
 }
 
 // add routes SA s of connection c from now on.
-func (m *Manager) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
+func (m *Daemon) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
 	x := &ikeSA{sa: s, conn: c, rekeying: map[*ike.Child]time.Time{}}
 	m.sas = append(m.sas, x)
 	m.index.add(x)
@@ -89,7 +89,7 @@ func (m *Manager) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
 
 // match returns the connection that answers a peer at remote talking to
 // local, the first in the file.
-func (m *Manager) match(local, remote netip.Addr) *conn {
+func (m *Daemon) match(local, remote netip.Addr) *conn {
 	for _, name := range m.connOrder {
 		if c := m.conns[name]; c.admits(local, remote) {
 			return c
@@ -99,7 +99,7 @@ func (m *Manager) match(local, remote netip.Addr) *conn {
 }
 
 // handle processes one datagram.
-func (m *Manager) handle(p packet, now time.Time) {
+func (m *Daemon) handle(p packet, now time.Time) {
 	h := message.Header(p.b)
 	if !h.IsValid() {
 		m.ctr.malformed.Add(1)
@@ -209,7 +209,7 @@ func (m *Manager) handle(p packet, now time.Time) {
 // install (RFC 7296 §1.4.1: an INFORMATIONAL with a Delete of its ESP
 // SPI), so that the peer stops sending into an SA that does not exist.
 // While an exchange of ours is outstanding it waits for the next tick.
-func (m *Manager) deleteFailed(x *ikeSA, now time.Time) {
+func (m *Daemon) deleteFailed(x *ikeSA, now time.Time) {
 	for len(x.failed) > 0 && !x.ended {
 		c := x.failed[0]
 		out, err := x.sa.DeleteChild(c, now)
@@ -227,7 +227,7 @@ func (m *Manager) deleteFailed(x *ikeSA, now time.Time) {
 }
 
 // count records one handled message.
-func (m *Manager) count(h message.Header, err error) {
+func (m *Daemon) count(h message.Header, err error) {
 	res := resultOK
 	switch {
 	case errors.Is(err, ike.ErrDropped):
@@ -243,7 +243,7 @@ func (m *Manager) count(h message.Header, err error) {
 
 // afterCall acts on what an SA reported after any call: its events, and
 // its end.
-func (m *Manager) afterCall(x *ikeSA, now time.Time) {
+func (m *Daemon) afterCall(x *ikeSA, now time.Time) {
 	for _, e := range x.sa.TakeEvents() {
 		m.event(x, e, now)
 	}
@@ -262,7 +262,7 @@ func (m *Manager) afterCall(x *ikeSA, now time.Time) {
 }
 
 // event acts on one event of x.
-func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
+func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	switch e.Kind {
 	case ike.EventIKEUp:
 		m.established(x, now)
@@ -311,7 +311,7 @@ func (m *Manager) event(x *ikeSA, e ike.Event, now time.Time) {
 }
 
 // established starts x's timers and writes its keylog line.
-func (m *Manager) established(x *ikeSA, now time.Time) {
+func (m *Daemon) established(x *ikeSA, now time.Time) {
 	x.up = now
 	if rt := x.conn.cfg.RekeyTime; rt > 0 {
 		x.rekeyAt = now.Add(jitter(rt))
@@ -322,7 +322,7 @@ func (m *Manager) established(x *ikeSA, now time.Time) {
 
 // down ends x: the children it holds go (those that moved to a rekeyed
 // SA stay with it).
-func (m *Manager) down(x *ikeSA, now time.Time) {
+func (m *Daemon) down(x *ikeSA, now time.Time) {
 	wasEnded := x.ended
 	x.ended, x.endedAt = true, now
 	m.index.update(x)
@@ -361,7 +361,7 @@ func (m *Manager) down(x *ikeSA, now time.Time) {
 }
 
 // holder returns the live SA other than x that holds child c.
-func (m *Manager) holder(c *ike.Child, x *ikeSA) *ikeSA {
+func (m *Daemon) holder(c *ike.Child, x *ikeSA) *ikeSA {
 	for _, y := range m.sas {
 		if y == x || y.ended {
 			continue
@@ -378,7 +378,7 @@ func (m *Manager) holder(c *ike.Child, x *ikeSA) *ikeSA {
 // afterEnd decides what follows the end of x: dpd_action for a peer that
 // stopped answering, start_action start's retry for a first attempt that
 // failed.
-func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
+func (m *Daemon) afterEnd(x *ikeSA, now time.Time) {
 	c := x.conn
 	if x.rekeyed || m.conns[c.cfg.Name] != c {
 		return // replaced, or the connection was removed or changed
@@ -415,7 +415,7 @@ func (m *Manager) afterEnd(x *ikeSA, now time.Time) {
 }
 
 // liveSA returns an SA of c that is up or on its way, or nil.
-func (m *Manager) liveSA(c *conn) *ikeSA {
+func (m *Daemon) liveSA(c *conn) *ikeSA {
 	for _, x := range m.sas {
 		if x.conn == c && !x.ended && !x.rekeyed {
 			return x
@@ -426,7 +426,7 @@ func (m *Manager) liveSA(c *conn) *ikeSA {
 
 // tick runs the timers: the engine's retransmissions, rekeys, lifetimes,
 // liveness checks, keepalives, and start_action's retries.
-func (m *Manager) tick(now time.Time) {
+func (m *Daemon) tick(now time.Time) {
 	for _, x := range m.sas {
 		switch {
 		case !x.ended:
@@ -471,7 +471,7 @@ func (m *Manager) tick(now time.Time) {
 
 // retransmit has x's engine retransmit its outstanding request, or give
 // up on it, when its time has come.
-func (m *Manager) retransmit(x *ikeSA, now time.Time) {
+func (m *Daemon) retransmit(x *ikeSA, now time.Time) {
 	if t := x.sa.NextTimeout(); !t.IsZero() && !now.Before(t) {
 		wasUp := x.sa.State() == ike.StateEstablished
 		out, err := x.sa.Tick(now)
@@ -492,7 +492,7 @@ func (m *Manager) retransmit(x *ikeSA, now time.Time) {
 	}
 }
 
-func (m *Manager) tickSA(x *ikeSA, now time.Time) {
+func (m *Daemon) tickSA(x *ikeSA, now time.Time) {
 	m.retransmit(x, now)
 	if x.ended || x.sa.State() != ike.StateEstablished {
 		return
@@ -551,7 +551,7 @@ const rekeyRetry = time.Minute
 
 // tickChildren rekeys or deletes the first child of x that is due (one
 // exchange at a time).
-func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
+func (m *Daemon) tickChildren(x *ikeSA, now time.Time) {
 	for _, c := range x.sa.Children() {
 		in := m.children[c]
 		if in == nil {
@@ -589,7 +589,7 @@ func (m *Manager) tickChildren(x *ikeSA, now time.Time) {
 // deleteSA starts deleting x; its children go at once (the peer's answer
 // only confirms, RFC 7296 §1.4.1). x stays, routed, while the engine
 // retransmits the delete (tick).
-func (m *Manager) deleteSA(x *ikeSA, now time.Time) {
+func (m *Daemon) deleteSA(x *ikeSA, now time.Time) {
 	if st := x.sa.State(); st != ike.StateEstablished && !x.ended && st != ike.StateFailed && st != ike.StateDeleted {
 		// On its way up: nothing authenticated to delete yet. It ends
 		// here, as a reload ends one.

@@ -88,7 +88,7 @@ func (c *manualClock) step(d time.Duration) error {
 
 // memNet is an in-memory network of IKE ports, a Transport: a datagram
 // sent to an address and port bound in it is handed at once to the
-// binder's deliver (the manager's bounded queue, which drops what does
+// binder's deliver (the IKE daemon's bounded queue, which drops what does
 // not fit); to one not bound, it is lost, as UDP would lose it. It
 // starts no goroutine.
 type memNet struct {
@@ -178,29 +178,29 @@ func unspecified(a netip.Addr) netip.Addr {
 	return netip.IPv6Unspecified()
 }
 
-// testNet is the world of one test's managers: one manual clock, one
+// testNet is the world of one test's IKE daemons: one manual clock, one
 // in-memory network.
 type testNet struct {
 	clock *manualClock
 	mem   *memNet
 	mu    sync.Mutex
-	ms    []*Manager
+	ms    []*Daemon
 }
 
 func newTestNet() *testNet { return &testNet{clock: newManualClock(), mem: newMemNet()} }
 
-// configure makes c's manager one of n's.
+// configure makes c's IKE daemon one of n's.
 func (n *testNet) configure(c *Config) {
 	c.Clock, c.Transport = n.clock, n.mem
 }
 
-func (n *testNet) add(m *Manager) {
+func (n *testNet) add(m *Daemon) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.ms = append(n.ms, m)
 }
 
-// settle returns once every manager of n is idle: a round of barriers
+// settle returns once every IKE daemon of n is idle: a round of barriers
 // (a request through each Run loop, which runs it only after what it
 // was handling) found every queue empty, and no datagram was delivered
 // meanwhile. What a test checks after it is all that will happen until
@@ -211,7 +211,7 @@ func (n *testNet) add(m *Manager) {
 // or was handled before it; one delivered during the round was counted
 // by the time the round ended, since each sender's barrier waited for
 // what the sender was handling (the count follows the delivery). The
-// managers' datagrams must all go through the network (memNet, and
+// IKE daemons' datagrams must all go through the network (memNet, and
 // loopNATT given one), and the test must not deliver any meanwhile.
 func (n *testNet) settle(t testing.TB) {
 	t.Helper()
@@ -233,10 +233,10 @@ func (n *testNet) settle(t testing.TB) {
 			return
 		}
 	}
-	t.Fatalf("the managers did not settle within 10 s")
+	t.Fatalf("the IKE daemons did not settle within 10 s")
 }
 
-// advance moves the clock by d, a tick at a time, the managers settled
+// advance moves the clock by d, a tick at a time, the IKE daemons settled
 // after each.
 func (n *testNet) advance(t testing.TB, d time.Duration) {
 	t.Helper()
@@ -251,7 +251,7 @@ func (n *testNet) advance(t testing.TB, d time.Duration) {
 	}
 }
 
-// waitFor settles the managers and checks cond; while it is false it
+// waitFor settles the IKE daemons and checks cond; while it is false it
 // advances the clock a tick and checks again, up to 10 minutes of the
 // clock. Where cond holds without the clock moving, it moves not.
 func (n *testNet) waitFor(t testing.TB, what string, cond func() bool) {

@@ -17,7 +17,7 @@ import (
 const maxDatagram = 65535
 
 // Transport opens the IKE port. The zero Config's binds UDP sockets
-// (UDP); tests connect managers through an in-memory network instead.
+// (UDP); tests connect IKE daemons through an in-memory network instead.
 type Transport interface {
 	// Listen binds port (0: one chosen) on addrs (none: the unspecified
 	// addresses, where each datagram's local address is the one it was
@@ -169,7 +169,7 @@ func (s *ikeSocket) readIKE(deliver func(b []byte, local, remote netip.AddrPort)
 // send sends one datagram from local to remote: on the underlay after the
 // non-ESP marker when local is the NAT-T port, else on the IKE socket of
 // local's family.
-func (m *Manager) send(b []byte, local, remote netip.AddrPort) {
+func (m *Daemon) send(b []byte, local, remote netip.AddrPort) {
 	m.ctr.sent.Add(1)
 	var err error
 	if local.Port() == ike.NATTPort && m.cfg.NATT != nil && local.Port() != m.Port() {
@@ -217,14 +217,14 @@ func (ub *udpBind) Send(b []byte, local netip.Addr, remote netip.AddrPort) error
 }
 
 // sendAll sends the datagrams of an SA's message (all its fragments).
-func (m *Manager) sendAll(x *ikeSA, msg []byte, local, remote netip.AddrPort) {
+func (m *Daemon) sendAll(x *ikeSA, msg []byte, local, remote netip.AddrPort) {
 	for _, d := range x.sa.Packets(msg) {
 		m.send(d, local, remote)
 	}
 }
 
 // request sends a request of x (or its retransmission) to x's peer.
-func (m *Manager) request(x *ikeSA, msg []byte) {
+func (m *Daemon) request(x *ikeSA, msg []byte) {
 	l, r := x.sa.Addrs()
 	m.sendAll(x, msg, l, r)
 }

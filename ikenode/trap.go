@@ -33,7 +33,7 @@ const acquireSize = 64
 // ifID that an out policy let through and no SA serves. It never blocks
 // (it is called on the data path): when the queue is full the acquire is
 // dropped and counted; the next packet raises another.
-func (m *Manager) Acquire(ifID uint32, src, dst netip.Addr) {
+func (m *Daemon) Acquire(ifID uint32, src, dst netip.Addr) {
 	select {
 	case m.acquires <- acquire{ifID, src, dst}:
 	default:
@@ -44,7 +44,7 @@ func (m *Manager) Acquire(ifID uint32, src, dst netip.Addr) {
 // onAcquire brings up the trapped child whose policy the packet matched:
 // under its connection's IKE SA when that is up or on its way, else with
 // a new one; nothing when the child is up or on its way.
-func (m *Manager) onAcquire(a acquire, now time.Time) {
+func (m *Daemon) onAcquire(a acquire, now time.Time) {
 	for _, name := range m.connOrder {
 		c := m.conns[name]
 		for i := range c.cfg.Children {
@@ -89,7 +89,7 @@ func trapPolicies(ch *config.Child) []sa.Policy {
 // trap installs the trap policies of c's child named name (start_action
 // trap at load, dpd_action trap after a dead peer). A policy that exists
 // already (another child's, or the file's) is left as it is.
-func (m *Manager) trap(c *conn, name string) {
+func (m *Daemon) trap(c *conn, name string) {
 	ch := c.child(name)
 	if !m.cfg.Trap || ch == nil || c.trapped[name] {
 		return
@@ -109,7 +109,7 @@ func (m *Manager) trap(c *conn, name string) {
 
 // untrap removes the trap policies of c's children (it goes, or
 // changed).
-func (m *Manager) untrap(c *conn) {
+func (m *Daemon) untrap(c *conn) {
 	for _, p := range c.policies {
 		if err := m.cfg.Node.DeletePolicy(p); err != nil && !errors.Is(err, sa.ErrNotFound) {
 			m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: removing the trap policy")

@@ -36,7 +36,7 @@ const (
 	controlWait = 5 * time.Second
 )
 
-// Node is what the manager needs of a node.Node: installing and removing
+// Node is what the IKE daemon needs of a node.Node: installing and removing
 // children's SAs and reserving inbound SPIs.
 type Node interface {
 	InstallChild(owner node.Owner, in, out sa.Config, replaces ...node.StateID) error
@@ -59,10 +59,10 @@ type NATT interface {
 	WriteKeepalive(peer netip.AddrPort, local netip.Addr) error
 }
 
-// Config is what a Manager is made from.
+// Config is what a Daemon is made from.
 type Config struct {
 	// IKE holds the ike:, connections: and secrets: sections. The
-	// Manager reads it and keeps copies of the PSKs it needs; the caller
+	// Daemon reads it and keeps copies of the PSKs it needs; the caller
 	// may wipe it after Reload or Run returned.
 	IKE *config.IKEConfig
 	// Node installs the children.
@@ -82,7 +82,7 @@ type Config struct {
 	// from IP_PKTINFO.
 	Listen []netip.Addr
 	// PeerPort is the peer's IKE port when we initiate; 0 means
-	// IKE.IKE.Port (tests run two managers on one host).
+	// IKE.IKE.Port (tests run two IKE daemons on one host).
 	PeerPort uint16
 	// Mark is SO_MARK for the IKE sockets (the underlay's), so that IKE
 	// to the peer is never routed into the tunnel it negotiates.
@@ -97,7 +97,7 @@ type Config struct {
 	Stats func(id node.StateID) (sa.Stats, bool)
 	// Log gets the IKE log lines; nil discards them.
 	Log logrus.FieldLogger
-	// Clock is the manager's time; nil is the system clock.
+	// Clock is the IKE daemon's time; nil is the system clock.
 	Clock Clock
 	// Transport opens the IKE port; nil is UDP sockets with SO_MARK
 	// Mark.
@@ -108,9 +108,9 @@ type Config struct {
 	OnEvent func(Event)
 }
 
-// Manager runs the IKE SAs of one daemon. Make it with New, run Run in a
+// Daemon runs the IKE SAs of one daemon. Make it with New, run Run in a
 // goroutine; its other methods are safe for concurrent use.
-type Manager struct {
+type Daemon struct {
 	cfg      Config
 	log      logrus.FieldLogger
 	inbox    chan packet
@@ -150,9 +150,9 @@ type packet struct {
 	remote netip.AddrPort
 }
 
-// New makes a Manager and binds the IKE port. Nothing is negotiated
+// New makes a Daemon and binds the IKE port. Nothing is negotiated
 // before Run.
-func New(cfg Config) (*Manager, error) {
+func New(cfg Config) (*Daemon, error) {
 	log := cfg.Log
 	if log == nil {
 		l := logrus.New()
@@ -165,7 +165,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = UDP{Mark: cfg.Mark}
 	}
-	m := &Manager{
+	m := &Daemon{
 		cfg:       cfg,
 		clock:     cfg.Clock,
 		log:       log,
@@ -196,18 +196,18 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.bind = bind
 	m.setConnections(cfg.IKE, m.clock.Now())
-	m.cfg.IKE = nil // the Manager keeps what it needs, not the file
+	m.cfg.IKE = nil // the Daemon keeps what it needs, not the file
 	return m, nil
 }
 
 // Port returns the bound IKE port (the one chosen, for port 0).
-func (m *Manager) Port() uint16 { return m.bind.Port() }
+func (m *Daemon) Port() uint16 { return m.bind.Port() }
 
-// DeliverNonESP hands the manager an IKE datagram that arrived on the
+// DeliverNonESP hands the IKE daemon an IKE datagram that arrived on the
 // ESP-in-UDP socket (underlay.Config.NonESP): b starts with the non-ESP
 // marker and is copied. It never blocks: when the queue is full the
 // datagram is dropped and counted.
-func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
+func (m *Daemon) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr) {
 	if !local.IsValid() {
 		local = m.cfg.NATTAddr
 	}
@@ -219,11 +219,11 @@ func (m *Manager) DeliverNonESP(b []byte, peer netip.AddrPort, local netip.Addr)
 }
 
 // deliverIKE is the Transport's deliver: a datagram on the IKE port.
-func (m *Manager) deliverIKE(b []byte, local, remote netip.AddrPort) {
+func (m *Daemon) deliverIKE(b []byte, local, remote netip.AddrPort) {
 	m.deliver(packet{b: b, local: local, remote: remote})
 }
 
-func (m *Manager) deliver(p packet) {
+func (m *Daemon) deliver(p packet) {
 	select {
 	case m.inbox <- p:
 	default:
@@ -234,7 +234,7 @@ func (m *Manager) deliver(p packet) {
 // Run serves until ctx ends: then it deletes every IKE SA (one try, the
 // daemon is going away), removes their children, and closes the
 // sockets.
-func (m *Manager) Run(ctx context.Context) {
+func (m *Daemon) Run(ctx context.Context) {
 	defer m.Close()
 	now := m.clock.Now()
 	for _, name := range m.connOrder {
@@ -261,7 +261,7 @@ func (m *Manager) Run(ctx context.Context) {
 
 // Close closes the sockets and the keylog; Run returns. Safe to call
 // more than once.
-func (m *Manager) Close() {
+func (m *Daemon) Close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		m.bind.Close()
@@ -269,11 +269,11 @@ func (m *Manager) Close() {
 	})
 }
 
-// errStopped is a control request's error once the manager stopped.
+// errStopped is a control request's error once the IKE daemon stopped.
 var errStopped = errors.New("ike: the IKE daemon is not running")
 
 // do runs f in the Run goroutine and waits for it, at most controlWait.
-func (m *Manager) do(f func()) error {
+func (m *Daemon) do(f func()) error {
 	done := make(chan struct{})
 	select {
 	case m.control <- func() { f(); close(done) }:
@@ -294,7 +294,7 @@ func (m *Manager) do(f func()) error {
 
 // shutdown deletes every IKE SA: the peer learns at once rather than by
 // DPD. The delete is sent once (no one is left to retransmit it).
-func (m *Manager) shutdown() {
+func (m *Daemon) shutdown() {
 	now := m.clock.Now()
 	for _, x := range m.sas {
 		if x.why == "" && !x.rekeyed {
@@ -322,7 +322,7 @@ func (m *Manager) shutdown() {
 // handleSafely is handle, with a panic (a bug the peer's message
 // reached; the engine is fuzzed, but the daemon must outlive what the
 // fuzzer missed) logged with its stack and the message dropped.
-func (m *Manager) handleSafely(p packet, now time.Time) {
+func (m *Daemon) handleSafely(p packet, now time.Time) {
 	defer func() {
 		if r := recover(); r != nil {
 			m.ctr.malformed.Add(1)

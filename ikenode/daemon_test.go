@@ -32,7 +32,7 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 )
 
-// fakeNode records what a manager installs, in order, and checks what a
+// fakeNode records what an IKE daemon installs, in order, and checks what a
 // node.Node checks of it: pairs of an inbound and an outbound SA, no SA
 // twice, removals of SAs that exist.
 type fakeNode struct {
@@ -42,7 +42,7 @@ type fakeNode struct {
 	spis     map[uint32]bool
 	next     uint32
 	policies []sa.Policy
-	// sent, when set, reads the manager's datagrams sent; sentAt holds
+	// sent, when set, reads the IKE daemon's datagrams sent; sentAt holds
 	// its value at each change of order.
 	sent   func() uint64
 	sentAt []uint64
@@ -230,7 +230,7 @@ func (f *fakeNode) events() []change {
 	return slices.Clone(f.order)
 }
 
-// side is a config for one of two managers on loopback.
+// side is a config for one of two IKE daemons on loopback.
 const sideYAML = `interfaces:
   - {name: ipsec1, if_id: 1, addresses: [%[5]s.1/24], routes: [%[6]s.0/24]}
 connections:
@@ -281,10 +281,10 @@ func (o sideOpts) fill() sideOpts {
 	return o
 }
 
-// endpoint is one manager with its fake node and log.
+// endpoint is one IKE daemon with its fake node and log.
 type endpoint struct {
 	net  *testNet // nil: the system clock and UDP sockets
-	m    *Manager
+	m    *Daemon
 	node *fakeNode
 	log  *syncbuf.Buffer
 	stop func()
@@ -309,12 +309,12 @@ func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOp
 
 func startEndpoint(t testing.TB, n *testNet, cfg *config.Config, local string, peerPort uint16, base uint32) *endpoint {
 	t.Helper()
-	return startManager(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
+	return startDaemon(t, n, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort, Listen: []netip.Addr{netip.MustParseAddr(local)}}, base)
 }
 
-// startManager runs a manager of c (its Node a fake, its log kept) until
+// startDaemon runs an IKE daemon of c (its Node a fake, its log kept) until
 // the test ends, on n's clock and network (nil: the system's and UDP).
-func startManager(t testing.TB, n *testNet, c Config, base uint32) *endpoint {
+func startDaemon(t testing.TB, n *testNet, c Config, base uint32) *endpoint {
 	t.Helper()
 	log := &syncbuf.Buffer{}
 	l := logrus.New()
@@ -372,7 +372,7 @@ func pairOn(t testing.TB, n *testNet, oa, ob sideOpts) (a, b *endpoint) {
 	return a, b
 }
 
-// waitForReal polls cond for up to 10 s: for managers on the system
+// waitForReal polls cond for up to 10 s: for IKE daemons on the system
 // clock and UDP sockets.
 func waitForReal(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -498,7 +498,7 @@ func TestUpRekeyDelete(t *testing.T) {
 	}
 }
 
-// TestUDPSockets: the managers as the daemon runs them, on UDP sockets
+// TestUDPSockets: the IKE daemons as the daemon runs them, on UDP sockets
 // bound to loopback addresses and the system clock, bring the child up
 // and rekey it (the other tests run on an in-memory network and a
 // manual clock).
@@ -667,7 +667,7 @@ func TestKeylog(t *testing.T) {
 	}
 }
 
-// TestQueueFullDrops: a manager that does not keep up drops what does not
+// TestQueueFullDrops: an IKE daemon that does not keep up drops what does not
 // fit its queue and counts it; DeliverNonESP never blocks.
 func TestQueueFullDrops(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
@@ -809,7 +809,7 @@ func TestTrap(t *testing.T) {
 	n := newTestNet()
 	b := startEndpoint(t, n, parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), "127.0.0.2", 0, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "trap"})
-	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
+	a := startDaemon(t, n, Config{IKE: &cfgA.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Trap: true,
 		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
 	m, fa := a.m, a.node
 
@@ -888,7 +888,7 @@ func TestInstallBeforeSend(t *testing.T) {
 // answers from it.
 func TestWildcardIPv6(t *testing.T) {
 	start := func(cfg *config.Config, peerPort uint16, base uint32) *endpoint {
-		return startManager(t, nil, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
+		return startDaemon(t, nil, Config{IKE: &cfg.IKEConfig, RawESP: true, PeerPort: peerPort}, base)
 	}
 	b := start(parseSide(t, "::1", "::1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{}), 0, 0x2000)
 	a := start(parseSide(t, "::1", "::1", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"}), b.m.Port(), 0x1000)
@@ -901,7 +901,7 @@ func TestWildcardIPv6(t *testing.T) {
 	}
 }
 
-// TestStopWipesPSK: the manager's copies of the PSKs are zeroed when it
+// TestStopWipesPSK: the IKE daemon's copies of the PSKs are zeroed when it
 // stops; a reload zeroes those of the connections it replaces.
 func TestStopWipesPSK(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
@@ -1028,14 +1028,14 @@ func TestNATTLocalAddress(t *testing.T) {
 	}
 }
 
-// loopNATT stands in for the underlay's ESP-in-UDP socket of one manager
-// at addr: what it sends reaches the peer manager's DeliverNonESP, as from
+// loopNATT stands in for the underlay's ESP-in-UDP socket of one IKE daemon
+// at addr: what it sends reaches the peer's IKE daemon's DeliverNonESP, as from
 // addr:4500, marker included; keepalives are counted.
 type loopNATT struct {
 	addr netip.Addr
 	// mem, when set, counts what it delivers (testNet.settle).
 	mem        *memNet
-	peer       atomic.Pointer[Manager]
+	peer       atomic.Pointer[Daemon]
 	keepalives atomic.Int64
 	// mapped, when set, is the port a NAT in front of this side maps
 	// 4500 to: what it sends arrives from there (TestFollowPeer).
@@ -1076,9 +1076,9 @@ func TestNATT(t *testing.T) {
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	n := newTestNet()
 	na.mem, nb.mem = n.mem, n.mem
-	b := startManager(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	b := startDaemon(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
-	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	a := startDaemon(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
 	na.peer.Store(b.m)
 	nb.peer.Store(a.m)
 	for _, e := range []*endpoint{a, b} {
@@ -1116,9 +1116,9 @@ func TestFollowPeer(t *testing.T) {
 	cfgB := parseSide(t, "127.0.0.2", "127.0.0.1", "b.test", "a.test", "10.2.0", "10.1.0", sideOpts{})
 	n := newTestNet()
 	na.mem, nb.mem = n.mem, n.mem
-	b := startManager(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
+	b := startDaemon(t, n, Config{IKE: &cfgB.IKEConfig, NATT: nb, Listen: []netip.Addr{nb.addr}}, 0x2000)
 	cfgA := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{start: "start"})
-	a := startManager(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
+	a := startDaemon(t, n, Config{IKE: &cfgA.IKEConfig, NATT: na, PeerPort: b.m.Port(), Listen: []netip.Addr{na.addr}}, 0x1000)
 	na.peer.Store(b.m)
 	nb.peer.Store(a.m)
 	a.net.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) })
