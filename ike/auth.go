@@ -37,7 +37,7 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.childInSPI = spi
+	s.hs.childInSPI = spi
 	idi := s.localID.payload()
 	auth, err := s.ourAuth(idi)
 	if err != nil {
@@ -45,7 +45,7 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	}
 	ps := []message.Payload{{Type: message.TypeIDi, Body: idi}}
 	if s.cfg.localAuth() == AuthPubkey {
-		ps = append(ps, s.cfg.certPayloads(s.peerCertReq)...)
+		ps = append(ps, s.cfg.certPayloads(s.hs.peerCertReq)...)
 	}
 	if s.cfg.remoteAuth() == AuthPubkey {
 		ps = append(ps, s.cfg.certReq())
@@ -72,15 +72,15 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 // signature with the certificate's key over our IKE_SA_INIT message, the
 // peer's nonce and prf(SK_p, ID) (RFC 7296 §2.15).
 func (s *SA) ourAuth(id []byte) (message.Payload, error) {
-	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
+	msg, nonce, skp := s.hs.initReq, s.hs.nr, s.keys.PI
 	if !s.initiator {
-		msg, nonce, skp = s.initResp, s.ni, s.keys.PR
+		msg, nonce, skp = s.hs.initResp, s.hs.ni, s.keys.PR
 	}
 	if s.cfg.localAuth() == AuthPSK {
 		auth := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
 		return message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)}, nil
 	}
-	hashes := s.peerHashes
+	hashes := s.hs.peerHashes
 	if s.cfg.ClassicSignatures {
 		hashes = nil
 	}
@@ -106,9 +106,9 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 	if !s.cfg.RemoteID.Matches(id) {
 		return fmt.Errorf(`%w: peer is "%s", want "%s"`, ErrAuthFailed, id, s.cfg.RemoteID)
 	}
-	msg, nonce, skp := s.initReq, s.nr, s.keys.PI
+	msg, nonce, skp := s.hs.initReq, s.hs.nr, s.keys.PI
 	if s.initiator {
-		msg, nonce, skp = s.initResp, s.ni, s.keys.PR
+		msg, nonce, skp = s.hs.initResp, s.hs.ni, s.keys.PR
 	}
 	if s.cfg.remoteAuth() == AuthPubkey {
 		if auth.Method() == message.AuthSharedKey {
@@ -137,7 +137,7 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 
 // handleAuthRequest is the responder's side of IKE_AUTH.
 func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) {
-	s.peerCertReq = parseCertReqs(ps)
+	s.hs.peerCertReq = parseCertReqs(ps)
 	if err := s.verifyAuth(ps, message.TypeIDi); err != nil {
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
@@ -155,7 +155,7 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 	}
 	reply := []message.Payload{{Type: message.TypeIDr, Body: idr}}
 	if s.cfg.localAuth() == AuthPubkey {
-		reply = append(reply, s.cfg.certPayloads(s.peerCertReq)...)
+		reply = append(reply, s.cfg.certPayloads(s.hs.peerCertReq)...)
 	}
 	reply = append(reply, auth)
 	s.state = StateEstablished
@@ -209,7 +209,7 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	_, wantTransport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, inSPI)
-	return s.newChild(cc, esp, inSPI, outSPI, local, remote, wantTransport && cc.Transport, nil, s.ni, s.nr, false), 0, nil
+	return s.newChild(cc, esp, inSPI, outSPI, local, remote, wantTransport && cc.Transport, nil, s.hs.ni, s.hs.nr, false), 0, nil
 }
 
 // handleAuthResponse is the initiator's side of IKE_AUTH. When the
@@ -248,8 +248,8 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	}
 	_, transport := notifyOf(ps, message.UseTransportMode)
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
-	esp.SPI = binary.BigEndian.AppendUint32(nil, s.childInSPI)
-	child := s.newChild(&s.cfg.Child, esp, s.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.ni, s.nr, true)
+	esp.SPI = binary.BigEndian.AppendUint32(nil, s.hs.childInSPI)
+	child := s.newChild(&s.cfg.Child, esp, s.hs.childInSPI, outSPI, tsi, tsr, transport && s.cfg.Child.Transport, nil, s.hs.ni, s.hs.nr, true)
 	s.children = append(s.children, child)
 	s.events = append(s.events, Event{Kind: EventChildUp, Child: child})
 	return nil

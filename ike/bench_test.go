@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -44,4 +45,41 @@ func BenchmarkHandshakeCert(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkEstablishedHeap reports the heap an established IKE SA keeps
+// (B/SA: HeapInuse after runtime.GC, over both sides of saPairs
+// handshakes, each SA with its first child) and the CPU of those
+// handshakes per IKE SA.
+func BenchmarkEstablishedHeap(b *testing.B) {
+	const saPairs = 500
+	ci, cr := pairConfigs(b, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	for b.Loop() {
+		b.StopTimer()
+		before := heapInuse()
+		b.StartTimer()
+		sas := make([]*SA, 0, 2*saPairs)
+		for range saPairs {
+			ini, msg, _ := Initiate(ci, addrA, addrB, t0)
+			res, msg, _ := Respond(cr, addrB, addrA, msg, t0)
+			msg, _ = ini.Handle(msg, t0)
+			msg, _ = res.Handle(msg, t0)
+			if _, err := ini.Handle(msg, t0); err != nil || len(ini.Children()) != 1 {
+				b.Fatal(err)
+			}
+			sas = append(sas, ini, res)
+		}
+		b.StopTimer()
+		after := heapInuse()
+		b.ReportMetric(float64(after-before)/float64(len(sas)), "B/SA")
+		runtime.KeepAlive(sas)
+		b.StartTimer()
+	}
+}
+
+func heapInuse() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
 }

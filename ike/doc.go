@@ -64,6 +64,15 @@
 // the text they print as; String escapes what is not printable, since
 // the peer chooses the bytes.
 //
+// An SA keeps what IKE_SA_INIT and IKE_AUTH alone need (the DH private
+// key, the nonces and IKE_SA_INIT messages that AUTH signs, the peer's
+// CERTREQs and signature hashes, a responder's half-open deadline) apart
+// from what it lives by (SPIs, suite, SK_d and the PRF, the SK ciphers,
+// the message IDs, the children), and drops the first once it is
+// established or has failed, as crypto/tls keeps its handshake state
+// apart from Conn: an established SA holds no handshake secret, and less
+// memory.
+//
 // Concurrency: an SA is not safe for concurrent use; one goroutine (the
 // daemon's IKE loop) owns it. Buffers passed to Handle are not retained;
 // returned messages belong to the caller. Allocation is not a concern

@@ -27,13 +27,14 @@ func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now, localID: cfg.localIdentity()}
+	s := &SA{cfg: cfg, initiator: true, local: local, remote: remote, state: StateInitSent, lastHeard: now, localID: cfg.localIdentity(),
+		hs: &handshake{}}
 	spi, err := cfg.randomBytes(8)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.ispi = binary.BigEndian.Uint64(spi) | 1 // never zero
-	if s.ni, err = cfg.randomBytes(nonceLen); err != nil {
+	if s.hs.ni, err = cfg.randomBytes(nonceLen); err != nil {
 		return nil, nil, err
 	}
 	if err := s.newKE(cfg.Proposals[0].Groups()[0]); err != nil {
@@ -45,9 +46,9 @@ func Initiate(cfg *Config, local, remote netip.AddrPort, now time.Time) (*SA, []
 }
 
 func (s *SA) newKE(group uint16) error {
-	s.priv.Clear() // the group the responder did not want
+	s.hs.priv.Clear() // the group the responder did not want
 	p, err := dh.New(group, s.cfg.rand())
-	s.priv = p
+	s.hs.priv = p
 	return err
 }
 
@@ -68,13 +69,13 @@ func (s *SA) natNotifies() []message.Payload {
 
 func (s *SA) initRequest() []byte {
 	var ps []message.Payload
-	if s.cookie != nil {
-		ps = append(ps, notify(message.Cookie, s.cookie))
+	if s.hs.cookie != nil {
+		ps = append(ps, notify(message.Cookie, s.hs.cookie))
 	}
 	ps = append(ps,
 		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.Messages(s.cfg.Proposals, nil))},
-		message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, s.priv.Group(), s.priv.Public())},
-		message.Payload{Type: message.TypeNONC, Body: s.ni},
+		message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, s.hs.priv.Group(), s.hs.priv.Public())},
+		message.Payload{Type: message.TypeNONC, Body: s.hs.ni},
 	)
 	ps = append(ps, s.natNotifies()...)
 	if s.cfg.usesPubkey() && !s.cfg.ClassicSignatures {
@@ -83,8 +84,8 @@ func (s *SA) initRequest() []byte {
 	if !s.cfg.DisableFragmentation {
 		ps = append(ps, notify(message.FragmentationSupported, nil))
 	}
-	s.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
-	return s.initReq
+	s.hs.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
+	return s.hs.initReq
 }
 
 // offersGroup reports whether one of ps offers group g.
@@ -99,7 +100,7 @@ func offersGroup(ps []proposal.Proposal, g uint16) bool {
 
 func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) ([]byte, error) {
 	if n, ok := notifyOf(m.Payloads, message.Cookie); ok && len(n.Data()) > 0 && len(n.Data()) <= 64 {
-		s.cookie = append([]byte(nil), n.Data()...)
+		s.hs.cookie = append([]byte(nil), n.Data()...)
 		return s.startRequest(s.initRequest(), message.IKESAInit, now), nil
 	}
 	if n, ok := notifyOf(m.Payloads, message.InvalidKEPayload); ok {
@@ -108,7 +109,7 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 			return nil, dropped("INVALID_KE_PAYLOAD without a group")
 		}
 		g := binary.BigEndian.Uint16(d)
-		if g == s.priv.Group() || !offersGroup(s.cfg.Proposals, g) {
+		if g == s.hs.priv.Group() || !offersGroup(s.cfg.Proposals, g) {
 			return nil, s.fail(fmt.Errorf("%w: %d", ErrInvalidKE, g))
 		}
 		// Retry in the group the responder wants (RFC 7296 §1.2).
@@ -136,16 +137,16 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	}
 	ke := message.KE(m.Get(message.TypeKE))
 	nr := m.Get(message.TypeNONC)
-	if !ke.IsValid() || ke.Group() != s.priv.Group() || suite.DH.ID != s.priv.Group() || len(nr) < 16 || len(nr) > 256 {
+	if !ke.IsValid() || ke.Group() != s.hs.priv.Group() || suite.DH.ID != s.hs.priv.Group() || len(nr) < 16 || len(nr) > 256 {
 		return nil, dropped("IKE_SA_INIT response: bad KE or nonce")
 	}
-	gir, err := s.priv.Shared(ke.Data())
+	gir, err := s.hs.priv.Shared(ke.Data())
 	if err != nil {
 		return nil, dropped("%v", err)
 	}
 	s.rspi = m.RSPI
-	s.nr = append([]byte(nil), nr...)
-	s.initResp = append([]byte(nil), raw...)
+	s.hs.nr = append([]byte(nil), nr...)
+	s.hs.initResp = append([]byte(nil), raw...)
 	s.ikeSuite = suite
 	s.detectNAT(m.Payloads)
 	s.peerInitNotifies(m.Payloads)
@@ -171,9 +172,9 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 // CAs it trusts (CERTREQ, sent by a responder here).
 func (s *SA) peerInitNotifies(ps []message.Payload) {
 	if n, ok := notifyOf(ps, message.SignatureHashAlgorithms); ok {
-		s.peerHashes = parseHashAlgs(n.Data())
+		s.hs.peerHashes = parseHashAlgs(n.Data())
 	}
-	s.peerCertReq = parseCertReqs(ps)
+	s.hs.peerCertReq = parseCertReqs(ps)
 	_, frag := notifyOf(ps, message.FragmentationSupported)
 	s.fragOK = frag && !s.cfg.DisableFragmentation
 }
@@ -205,20 +206,23 @@ func (s *SA) detectNAT(ps []message.Payload) {
 }
 
 // deriveIKE computes SKEYSEED and the IKE SA keys, and the SK ciphers of
-// both directions.
+// both directions, from the handshake's nonces and g^ir; the DH private
+// key has done its work then and is cleared.
 func (s *SA) deriveIKE(gir []byte) error {
 	defer clear(gir)
 	s.prf = keys.NewPRF(s.ikeSuite.PRF)
-	seed := keys.SKEYSEED(s.prf, s.ni, s.nr, gir)
-	return s.deriveIKEFrom(seed)
+	seed := keys.SKEYSEED(s.prf, s.hs.ni, s.hs.nr, gir)
+	s.hs.priv.Clear()
+	s.hs.priv = nil
+	return s.deriveIKEFrom(seed, s.hs.ni, s.hs.nr)
 }
 
-// deriveIKEFrom derives the keys and ciphers from SKEYSEED, which it
-// wipes afterwards.
-func (s *SA) deriveIKEFrom(seed []byte) error {
+// deriveIKEFrom derives the keys and ciphers from SKEYSEED and the
+// nonces ni and nr, and wipes SKEYSEED afterwards.
+func (s *SA) deriveIKEFrom(seed, ni, nr []byte) error {
 	defer clear(seed)
 	s.prf = keys.NewPRF(s.ikeSuite.PRF)
-	s.keys = keys.DeriveIKE(s.ikeSuite, seed, s.ni, s.nr, s.ispi, s.rspi)
+	s.keys = keys.DeriveIKE(s.ikeSuite, seed, ni, nr, s.ispi, s.rspi)
 	ei, err := keys.NewSKCipher(s.ikeSuite, s.keys.EI, s.keys.AI)
 	if err != nil {
 		return err
@@ -231,8 +235,6 @@ func (s *SA) deriveIKEFrom(seed []byte) error {
 	if !s.initiator {
 		s.seal, s.open = er, ei
 	}
-	s.priv.Clear()
-	s.priv = nil
 	return nil
 }
 
@@ -284,7 +286,7 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 			fmt.Errorf("%w: KE in group %d, asked for %d", ErrDropped, ke.Group(), suite.DH.ID)
 	}
 	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
-		lastHeard: now, halfOpenUntil: now.Add(HalfOpenTimeout), localID: cfg.localIdentity()}
+		lastHeard: now, localID: cfg.localIdentity(), hs: &handshake{halfOpenUntil: now.Add(HalfOpenTimeout)}}
 	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
 	s.peerInitNotifies(m.Payloads)
 	spi, err := cfg.randomBytes(8)
@@ -292,24 +294,24 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 		return nil, nil, err
 	}
 	s.rspi = binary.BigEndian.Uint64(spi) | 1
-	if s.nr, err = cfg.randomBytes(nonceLen); err != nil {
+	if s.hs.nr, err = cfg.randomBytes(nonceLen); err != nil {
 		return nil, nil, err
 	}
 	if err := s.newKE(suite.DH.ID); err != nil {
 		return nil, nil, err
 	}
-	gir, err := s.priv.Shared(ke.Data())
+	gir, err := s.hs.priv.Shared(ke.Data())
 	if err != nil {
-		s.priv.Clear()
+		s.hs.priv.Clear()
 		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("%v", err)
 	}
-	s.ni = append([]byte(nil), ni...)
-	s.initReq = append([]byte(nil), raw...)
+	s.hs.ni = append([]byte(nil), ni...)
+	s.hs.initReq = append([]byte(nil), raw...)
 	suite.SPI = nil
 	ps := []message.Payload{
 		{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{suite.Proposal()})},
-		{Type: message.TypeKE, Body: message.AppendKE(nil, s.priv.Group(), s.priv.Public())},
-		{Type: message.TypeNONC, Body: s.nr},
+		{Type: message.TypeKE, Body: message.AppendKE(nil, s.hs.priv.Group(), s.hs.priv.Public())},
+		{Type: message.TypeNONC, Body: s.hs.nr},
 	}
 	if cfg.remoteAuth() == AuthPubkey {
 		ps = append(ps, cfg.certReq())
@@ -321,12 +323,12 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	if s.fragOK {
 		ps = append(ps, notify(message.FragmentationSupported, nil))
 	}
-	s.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
+	s.hs.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
 	if err := s.deriveIKE(gir); err != nil {
 		return nil, nil, err
 	}
-	s.peerNextID, s.lastResp, s.lastReq = 1, s.initResp, sha256.Sum256(raw)
-	return s, s.initResp, nil
+	s.peerNextID, s.lastResp, s.lastReq = 1, s.hs.initResp, sha256.Sum256(raw)
+	return s, s.hs.initResp, nil
 }
 
 // refusal is an unencrypted IKE_SA_INIT response carrying one notify, with

@@ -294,10 +294,10 @@ func lowest(nonces ...[]byte) int {
 // the new SA survives (a collision may make it redundant).
 func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool) (*SA, error) {
 	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard, localID: s.localID, peerID: s.peerID, peerAuth: s.peerAuth, fragOK: s.fragOK,
-		ispi: ispi, rspi: rspi, ikeSuite: suite, ni: ni, nr: nr, natLocal: s.natLocal, natRemote: s.natRemote}
+		ispi: ispi, rspi: rspi, ikeSuite: suite, natLocal: s.natLocal, natRemote: s.natRemote}
 	seed := keys.RekeySKEYSEED(s.prf, s.keys.D, gir, ni, nr)
 	clear(gir)
-	if err := n.deriveIKEFrom(seed); err != nil {
+	if err := n.deriveIKEFrom(seed, ni, nr); err != nil {
 		return nil, err
 	}
 	return n, nil

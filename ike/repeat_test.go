@@ -46,7 +46,7 @@ func TestRepeatCacheAnswersOnlyTheRequest(t *testing.T) {
 	_, peer := res.Addrs()
 
 	// Before IKE_AUTH: the IKE_SA_INIT answer is kept too.
-	initReq := res.initReq
+	initReq := res.hs.initReq
 	for _, tt := range []struct {
 		name string
 		raw  []byte
@@ -60,8 +60,8 @@ func TestRepeatCacheAnswersOnlyTheRequest(t *testing.T) {
 			t.Errorf("%s: %d bytes in, %d bytes out (×%.0f); want no answer", tt.name, len(tt.raw), n, float64(n)/float64(len(tt.raw)))
 		}
 	}
-	if n := answered(res, initReq, peer); n != len(res.initResp) {
-		t.Fatalf("IKE_SA_INIT repeated by the peer: %d bytes answered, want the %d of the kept answer", n, len(res.initResp))
+	if n := answered(res, initReq, peer); n != len(res.hs.initResp) {
+		t.Fatalf("IKE_SA_INIT repeated by the peer: %d bytes answered, want the %d of the kept answer", n, len(res.hs.initResp))
 	}
 
 	var reply []byte

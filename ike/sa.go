@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ipsecd/ipsecd/ike/dh"
 	"github.com/ipsecd/ipsecd/ike/keys"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
@@ -106,23 +105,19 @@ type SA struct {
 	ispi      uint64
 	rspi      uint64
 
-	ikeSuite proposal.Suite
-	priv     *dh.Private
-	ni, nr   []byte
-	// initReq and initResp are the IKE_SA_INIT messages as sent, signed
-	// by the AUTH payloads (RFC 7296 §2.15).
-	initReq, initResp []byte
-	cookie            []byte
-	prf               keys.PRF
-	keys              keys.IKEKeys
-	seal, open        *keys.SKCipher
-	natLocal          bool     // a NAT rewrites our address (or encap is forced)
-	natRemote         bool     // a NAT rewrites the peer's address
-	peerHashes        []uint16 // the peer's SIGNATURE_HASH_ALGORITHMS (RFC 7427 §4)
-	peerCertReq       [][]byte // CA key hashes of the peer's CERTREQs
-	localID           Identity // ours, as our ID payload carries it
-	peerID            Identity // the peer's, once authenticated (%any before)
-	fragOK            bool     // both sides announced FRAGMENTATION_SUPPORTED
+	// hs is the state of IKE_SA_INIT and IKE_AUTH, nil once the SA is
+	// established or ended (and for an SA a rekey made).
+	hs *handshake
+
+	ikeSuite   proposal.Suite
+	prf        keys.PRF
+	keys       keys.IKEKeys
+	seal, open *keys.SKCipher
+	natLocal   bool     // a NAT rewrites our address (or encap is forced)
+	natRemote  bool     // a NAT rewrites the peer's address
+	localID    Identity // ours, as our ID payload carries it
+	peerID     Identity // the peer's, once authenticated (%any before)
+	fragOK     bool     // both sides announced FRAGMENTATION_SUPPORTED
 	// peerAuth is how the peer proved peerID.
 	peerAuth AuthClass
 	// fragments are the fragments of our last fragmented request
@@ -133,11 +128,10 @@ type SA struct {
 	// message reassembled (for lastReq).
 	reasmFirst [sha256.Size]byte
 
-	childInSPI uint32 // our inbound SPI of the child being negotiated
-	create     *pendingCreate
-	deleting   *Child // the child our outstanding INFORMATIONAL deletes
-	children   []*Child
-	events     []Event
+	create   *pendingCreate
+	deleting *Child // the child our outstanding INFORMATIONAL deletes
+	children []*Child
+	events   []Event
 
 	// Our requests: a window of one (RFC 7296 §2.3).
 	nextID    uint32
@@ -156,8 +150,7 @@ type SA struct {
 
 	from [2]netip.AddrPort // local and remote address of the message in hand
 
-	now           time.Time // the time of the message in hand
-	halfOpenUntil time.Time // responder in StateInitDone: when to give up
+	now time.Time // the time of the message in hand
 	// retiredUntil, when set, is when an SA the peer is to delete (see
 	// retire) deletes itself.
 	retiredUntil time.Time
@@ -235,8 +228,10 @@ func (s *SA) fail(err error) error {
 func (s *SA) Wipe() {
 	s.pending = nil
 	s.keys.Clear()
-	s.priv.Clear()
-	s.priv = nil
+	if s.hs != nil {
+		s.hs.clear()
+		s.hs = nil
+	}
 	if s.create != nil {
 		s.create.priv.Clear()
 		s.create = nil
@@ -246,22 +241,22 @@ func (s *SA) Wipe() {
 	s.reasm = nil
 }
 
-// wipeEnded wipes the keys of an SA that is over, at the end of each
-// call that may have ended it (the answer of that call is sealed by
-// then): once it failed, or was deleted with nothing outstanding, all of
+// wipeEnded drops the handshake's state of an SA past it (endHandshake)
+// and wipes the keys of an SA that is over, at the end of each call
+// that may have ended it (the answer of that call is sealed by then):
+// once it failed, or was deleted with nothing outstanding, all of
 // them; while our delete waits for its answer (Delete), all but the SK
 // ciphers, which open that answer and answer what the peer sends
 // meanwhile. What crypto objects hold (AES and AEAD key schedules, a
 // curve's scalar) cannot be zeroed: those are dropped.
 func (s *SA) wipeEnded() {
+	s.endHandshake()
 	if s.state != StateFailed && s.state != StateDeleted {
 		return
 	}
 	if s.pending != nil {
 		// Our delete waits for its answer: the SK ciphers open it.
 		s.keys.Clear()
-		s.priv.Clear()
-		s.priv = nil
 		if s.create != nil {
 			s.create.priv.Clear()
 			s.create = nil
@@ -284,7 +279,7 @@ func (s *SA) Busy() bool { return s.pending != nil }
 // when no request is outstanding.
 func (s *SA) NextTimeout() time.Time {
 	if s.state == StateInitDone {
-		return s.halfOpenUntil
+		return s.halfOpenUntil()
 	}
 	if s.pending == nil {
 		return s.retiredDeadline()
@@ -297,6 +292,15 @@ func (s *SA) NextTimeout() time.Time {
 // half_open_timeout).
 const HalfOpenTimeout = 30 * time.Second
 
+// halfOpenUntil is when a responder in StateInitDone gives up waiting
+// for IKE_AUTH: at once when Wipe dropped its handshake.
+func (s *SA) halfOpenUntil() time.Time {
+	if s.hs == nil {
+		return time.Time{}
+	}
+	return s.hs.halfOpenUntil
+}
+
 // Tick retransmits the outstanding request when its time has come, and
 // fails the SA with ErrTimeout after the last try, or when a responder's
 // half-open SA waited HalfOpenTimeout for IKE_AUTH. An SA that a rekey
@@ -306,7 +310,7 @@ const HalfOpenTimeout = 30 * time.Second
 // ErrTimeout too, and nothing else: the SA was over already.
 func (s *SA) Tick(now time.Time) ([]byte, error) {
 	defer s.wipeEnded()
-	if s.state == StateInitDone && !now.Before(s.halfOpenUntil) {
+	if s.state == StateInitDone && !now.Before(s.halfOpenUntil()) {
 		return nil, s.fail(fmt.Errorf("%w: no IKE_AUTH within %v", ErrTimeout, HalfOpenTimeout))
 	}
 	if s.pending == nil && s.retiredExpired(now) {

@@ -109,7 +109,7 @@ func TestEndedSAKeysWiped(t *testing.T) {
 		ci, cr := pairConfigs(t, []string{"aes128-sha256-modp2048"}, []string{"aes128gcm16"})
 		cr.Proposals = mustProposals(t, message.ProtoIKE, "aes128gcm16-prfsha256-ecp384")
 		ini, req, _ := Initiate(ci, addrA, addrB, t0)
-		priv := ini.priv
+		priv := ini.hs.priv
 		m, _ := message.Parse(req)
 		peerKE := message.KE(m.Get(message.TypeKE)).Data() // any valid public value
 		if _, err := priv.Shared(peerKE); err != nil {
