@@ -60,19 +60,22 @@ func (s *SA) handleInformational(ps []message.Payload) []message.Payload {
 // dropPending forgets our outstanding request, which the peer will not
 // answer: it deleted the IKE SA.
 func (s *SA) dropPending() {
-	s.pending, s.create, s.deleting = nil, nil, nil
+	s.pending, s.create, s.deleting, s.queue = nil, nil, nil, nil
 }
 
 // DeleteChild starts an INFORMATIONAL exchange that deletes child c
 // (§1.4.1): the request names our inbound SPI; when the peer's answer
 // arrives, EventChildDown reports c. Keep c installed until then: the
-// peer may still send on it.
+// peer may still send on it. While a request of ours is outstanding the
+// delete waits in the queue and DeleteChild returns no request (see
+// Next).
 func (s *SA) DeleteChild(c *Child, now time.Time) ([]byte, error) {
 	if s.state != StateEstablished || !slices.Contains(s.children, c) {
 		return nil, ErrNoChild
 	}
 	if s.pending != nil {
-		return nil, ErrBusy
+		s.enqueue(work{op: workDeleteChild, child: c})
+		return nil, nil
 	}
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD,
 		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{c.InSPI})}}, now)

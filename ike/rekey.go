@@ -38,8 +38,9 @@ type pendingCreate struct {
 	theirsIKE *SA
 }
 
-// ErrBusy means an exchange of ours is outstanding: try again after it.
-// A peer's request refused with TEMPORARY_FAILURE (§2.25) wraps it too.
+// ErrBusy wraps the error of a peer's request refused with
+// TEMPORARY_FAILURE (§2.25): an exchange under way overlaps it, and the
+// peer retries. (Our own requests wait in the queue instead, see Next.)
 var ErrBusy = errors.New("ike: an exchange is outstanding")
 
 // Errors of the calls that start an exchange (RekeyIKE, RekeyChild,
@@ -88,8 +89,9 @@ func (s *SA) retiredExpired(now time.Time) bool {
 	return !t.IsZero() && !now.Before(t)
 }
 
-// RekeyChild starts rekeying child c and returns the request to send.
-// When the answer arrives, Handle returns the INFORMATIONAL request that
+// RekeyChild starts rekeying child c and returns the request to send;
+// while a request of ours is outstanding it queues the rekey and returns
+// none (see Next). When the answer arrives, Handle returns the INFORMATIONAL request that
 // deletes the old pair, and the events say: EventChildUp with the new
 // child (Replaces c), then EventChildDown for c once the peer confirmed.
 func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
@@ -97,7 +99,8 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 		return nil, ErrNoChild
 	}
 	if s.pending != nil {
-		return nil, ErrBusy
+		s.enqueue(work{op: workRekeyChild, child: c})
+		return nil, nil
 	}
 	pc := &pendingCreate{old: c, cfg: s.childConfig(c)}
 	var err error
@@ -112,9 +115,10 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 	return s.sendCreate(pc, now)
 }
 
-// RekeyIKE starts rekeying the IKE SA. When the answer arrives, the
-// events carry EventIKERekeyed with the new SA, and Handle returns the
-// request that deletes this one.
+// RekeyIKE starts rekeying the IKE SA (queued while a request of ours is
+// outstanding, see Next). When the answer arrives, the events carry
+// EventIKERekeyed with the new SA, and Handle returns the request that
+// deletes this one.
 func (s *SA) RekeyIKE(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
 		return nil, ErrNotEstablished
@@ -123,7 +127,8 @@ func (s *SA) RekeyIKE(now time.Time) ([]byte, error) {
 		return nil, ErrRekeyed
 	}
 	if s.pending != nil {
-		return nil, ErrBusy
+		s.enqueue(work{op: workRekeyIKE})
+		return nil, nil
 	}
 	pc := &pendingCreate{ike: true}
 	spi, err := s.cfg.randomBytes(8)
@@ -308,6 +313,7 @@ func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []by
 func (s *SA) adopt(n *SA, now time.Time) {
 	n.children = append(n.children, s.children...)
 	s.children = nil
+	s.handOver(n)
 	s.retire(now)
 }
 
@@ -561,12 +567,19 @@ func (pc *pendingCreate) selectors(s *SA) (local, remote []message.Selector) {
 // further child, or one that was deleted or refused. EventChildUp
 // reports it. Whether that child is up already is the caller's
 // business (a peer may hold two of one config, as strongSwan does).
+// While a request of ours is outstanding, or the IKE SA is not up yet,
+// the creation waits in the queue and CreateChild returns no
+// request (see Next).
 func (s *SA) CreateChild(name string, now time.Time) ([]byte, error) {
 	cc := &s.cfg.Child
 	if name != "" {
 		if cc = s.cfg.ChildConfig(name); cc == nil {
 			return nil, fmt.Errorf("ike: the connection has no child %q", name)
 		}
+	}
+	if s.state == StateInitSent || s.state == StateAuthSent || s.state == StateInitDone {
+		s.enqueue(work{op: workCreateChild, name: name})
+		return nil, nil
 	}
 	if s.state != StateEstablished {
 		return nil, ErrNotEstablished
@@ -575,7 +588,8 @@ func (s *SA) CreateChild(name string, now time.Time) ([]byte, error) {
 		return nil, ErrRekeyed
 	}
 	if s.pending != nil {
-		return nil, ErrBusy
+		s.enqueue(work{op: workCreateChild, name: name})
+		return nil, nil
 	}
 	pc := &pendingCreate{cfg: cc}
 	var err error

@@ -130,6 +130,7 @@ type SA struct {
 
 	create   *pendingCreate
 	deleting *Child // the child our outstanding INFORMATIONAL deletes
+	queue    []work // our requests that wait for the outstanding one (Next)
 	children []*Child
 	events   []Event
 
@@ -212,7 +213,7 @@ func (s *SA) TakeEvents() []Event {
 // fail ends the SA with err. An SA already Deleted (waiting for the
 // answer to its delete) only stops waiting: its end was reported.
 func (s *SA) fail(err error) error {
-	s.pending = nil
+	s.pending, s.queue = nil, nil
 	if s.state != StateFailed && s.state != StateDeleted {
 		s.state, s.err = StateFailed, err
 		s.events = append(s.events, Event{Kind: EventIKEDown})
@@ -271,8 +272,8 @@ func dropped(format string, args ...any) error {
 }
 
 // Busy reports whether a request of ours is outstanding: the next one
-// (Delete, a rekey, a liveness check) must wait for its answer or its
-// last retransmission (RFC 7296 §2.3: a window of one).
+// (Delete, a rekey, a liveness check) waits in the queue for its answer
+// or its last retransmission (RFC 7296 §2.3: a window of one).
 func (s *SA) Busy() bool { return s.pending != nil }
 
 // NextTimeout returns when Tick must be called next, or the zero time
@@ -579,8 +580,9 @@ func firstError(ps []message.Payload) (message.NotifyType, bool) {
 // Delete starts an INFORMATIONAL exchange that deletes the IKE SA and its
 // children; the SA is Deleted at once (RFC 7296 §1.4.1: the answer only
 // confirms), and its children go with it. While a request of ours is
-// outstanding it returns ErrBusy: call it again once Busy is false (one
-// exchange at a time, §2.3). Send the returned message; it
+// outstanding the delete waits in the queue (one exchange at a time,
+// §2.3), Delete returns no message and the SA stays Established until
+// Next starts it. Send the returned message; it
 // is a request like any other (§2.4): Tick retransmits it until the
 // answer comes (HandleFrom takes it) or the tries run out, and a request
 // of the peer's that crosses it is answered. Keep routing the SA's
@@ -589,6 +591,10 @@ func firstError(ps []message.Payload) (message.NotifyType, bool) {
 func (s *SA) Delete(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
 		return nil, ErrNotEstablished
+	}
+	if s.pending != nil {
+		s.enqueue(work{op: workDelete})
+		return nil, nil
 	}
 	msg, err := s.request(message.Informational, []message.Payload{{Type: message.TypeD, Body: message.AppendDelete(nil, message.ProtoIKE, nil)}}, now)
 	if err != nil {
@@ -599,10 +605,15 @@ func (s *SA) Delete(now time.Time) ([]byte, error) {
 	return msg, nil
 }
 
-// Ping starts a liveness check (an empty INFORMATIONAL request, §1.4).
+// Ping starts a liveness check (an empty INFORMATIONAL request, §1.4),
+// queued while a request of ours is outstanding (see Next).
 func (s *SA) Ping(now time.Time) ([]byte, error) {
 	if s.state != StateEstablished {
 		return nil, ErrNotEstablished
+	}
+	if s.pending != nil {
+		s.enqueue(work{op: workPing})
+		return nil, nil
 	}
 	return s.request(message.Informational, nil, now)
 }
@@ -612,6 +623,7 @@ func (s *SA) Ping(now time.Time) ([]byte, error) {
 // answered (anything else the caller drops first).
 func (s *SA) deleted() {
 	s.state = StateDeleted
+	s.queue = nil
 	for _, c := range s.children {
 		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
 	}

@@ -228,7 +228,7 @@ func (m *Daemon) initiate(c *conn, children []string, now time.Time) error {
 	x := m.add(s, c, now)
 	x.first = ec.Child.Name
 	for _, name := range children[min(1, len(children)):] {
-		x.todo = append(x.todo, childOp{name: name})
+		x.sa.CreateChild(name, now) // queued until IKE_AUTH is done
 	}
 	m.log.WithFields(x.fields()).Info("ike: initiating")
 	m.request(x, msg)

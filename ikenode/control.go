@@ -1,9 +1,7 @@
 package ikenode
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -162,7 +160,7 @@ func (m *Daemon) Initiate(t Target) error {
 		if x != nil {
 			var missing []string
 			for _, name := range names {
-				if !m.hasChild(x, name) && !x.queued(name) {
+				if !m.hasChild(x, name) {
 					missing = append(missing, name)
 				}
 			}
@@ -198,7 +196,7 @@ func (m *Daemon) Terminate(t Target) error {
 			}
 			// One child: its creation waiting goes; under way in
 			// IKE_AUTH, the IKE SA goes (it has nothing else yet).
-			x.todo = slices.DeleteFunc(x.todo, func(op childOp) bool { return op.del == nil && op.name == t.Child })
+			x.sa.CancelCreate(t.Child)
 			if x.sa.State() != ike.StateEstablished {
 				if x.first == t.Child {
 					found = true
@@ -208,13 +206,21 @@ func (m *Daemon) Terminate(t Target) error {
 				continue
 			}
 			for _, ch := range x.sa.Children() {
-				if ch.Name != t.Child || slices.ContainsFunc(x.todo, func(op childOp) bool { return op.del == ch }) {
+				if ch.Name != t.Child {
+					continue
+				}
+				out, err := x.sa.DeleteChild(ch, now) // queued while an exchange is under way
+				if err != nil {
 					continue
 				}
 				found = true
-				x.todo = append(x.todo, childOp{name: ch.Name, del: ch})
+				if rec := m.children[ch]; rec != nil {
+					rec.why = ReasonTerminated
+				}
+				if out != nil {
+					m.request(x, out)
+				}
 			}
-			m.runTodo(x, now)
 		}
 		if !found {
 			what := c.cfg.Name
@@ -234,19 +240,17 @@ func (m *Daemon) Rekey(t Target) error {
 		if x == nil || x.sa.State() != ike.StateEstablished {
 			return fmt.Errorf("%w: %s is not up", ErrState, c.cfg.Name)
 		}
-		// An exchange under way (ErrBusy): the timers rekey as soon
-		// as it is done, as swanctl queues its requests.
+		// An exchange under way: the engine queues the rekey behind
+		// it, as swanctl queues its requests.
 		if t.IKE != "" {
 			out, err := x.sa.RekeyIKE(now)
-			if errors.Is(err, ike.ErrBusy) {
-				x.rekeyAt = now
-				return nil
-			}
 			if err != nil {
 				return err
 			}
 			x.rekeyAt = time.Time{}
-			m.request(x, out)
+			if out != nil {
+				m.request(x, out)
+			}
 			return nil
 		}
 		// The newest child of the name (a rekey in progress leaves the
@@ -261,10 +265,6 @@ func (m *Daemon) Rekey(t Target) error {
 			return fmt.Errorf("%w: child %s is not up", ErrState, t.Child)
 		}
 		out, err := x.sa.RekeyChild(ch, now)
-		if rec := m.children[ch]; errors.Is(err, ike.ErrBusy) && rec != nil {
-			rec.rekeyAt = now
-			return nil
-		}
 		if err != nil {
 			return err
 		}
@@ -272,7 +272,9 @@ func (m *Daemon) Rekey(t Target) error {
 		if rec := m.children[ch]; rec != nil {
 			rec.rekeyAt = time.Time{}
 		}
-		m.request(x, out)
+		if out != nil {
+			m.request(x, out)
+		}
 		return nil
 	})
 }

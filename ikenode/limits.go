@@ -64,6 +64,12 @@ func (m *Daemon) limitPeer(x *ikeSA, now time.Time) {
 			Warn("ike: more IKE SAs with this peer than ike.max_ike_sas_per_peer: deleting the oldest")
 		y.rekeyed, y.dropped = true, true // no dpd_action or retry follows; listed DELETING
 		y.why = ReasonLimit
+		if y.sa.Busy() {
+			// An exchange of its own is under way: dropped without a
+			// delete, as INITIAL_CONTACT drops an SA.
+			m.down(y, now)
+			continue
+		}
 		if out, err := y.sa.Delete(now); err == nil {
 			m.request(y, out)
 			m.afterCall(y, now)

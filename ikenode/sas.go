@@ -38,11 +38,10 @@ type ikeSA struct {
 	// dropped: the peer restarted and forgot this SA (initialContact);
 	// ike list shows it DELETING while it lingers.
 	dropped bool
-	// deleteQueued: a delete was asked while an exchange of ours was
-	// outstanding; tickSA sends it once that exchange is over.
 	// terminated: terminate or a reload asked for it, which a rekey
-	// that completes meanwhile hands over to the new SA.
-	deleteQueued, terminated bool
+	// that completes meanwhile hands over to the new SA (the engine
+	// moves the queued delete to it).
+	terminated bool
 	// why is the reason of its end when we end it (or INITIAL_CONTACT
 	// or a limit does): its event's Reason; empty when the peer or an
 	// error ends it.
@@ -60,11 +59,8 @@ type ikeSA struct {
 	// believes up: deleteFailed deletes them with the peer, one at a
 	// time, once no exchange of ours is outstanding.
 	failed []*ike.Child
-	// first is the child our IKE_AUTH proposed (initiator); todo the
-	// child exchanges that wait for their turn (runTodo), creating the
-	// child whose CREATE_CHILD_SA of ours is outstanding.
-	first, creating string
-	todo            []childOp
+	// first is the child our IKE_AUTH proposed (initiator).
+	first string
 }
 
 // deleting reports whether x's engine still retransmits the delete of
@@ -164,7 +160,7 @@ func (m *Daemon) handle(p packet, now time.Time) {
 		m.ctr.noSA.Add(1) // dropped by us (INITIAL_CONTACT, a reload): nothing of it is installed any more
 		return
 	}
-	creating := x.creating
+	creating := x.sa.CreatingNow()
 	if h.ExchangeType() == message.IKEAuth {
 		creating = x.first
 	}
@@ -200,30 +196,28 @@ func (m *Daemon) handle(p packet, now time.Time) {
 	}
 	// A child that could not be installed is deleted after the answer
 	// that brought it, so that the peer knows its SPI when the delete
-	// comes. Then the next child exchange waiting, if any.
+	// comes. Then the next exchange of ours waiting, if any.
 	m.deleteFailed(x, now)
-	m.runTodo(x, now)
+	m.next(x, now)
 }
 
-// deleteFailed starts deleting x's first child that the node refused to
+// deleteFailed starts deleting x's children that the node refused to
 // install (RFC 7296 §1.4.1: an INFORMATIONAL with a Delete of its ESP
-// SPI), so that the peer stops sending into an SA that does not exist.
-// While an exchange of ours is outstanding it waits for the next tick.
+// SPI), so that the peer stops sending into an SA that does not exist:
+// the first now when x is idle, the others queued behind it.
 func (m *Daemon) deleteFailed(x *ikeSA, now time.Time) {
-	for len(x.failed) > 0 && !x.ended {
-		c := x.failed[0]
-		out, err := x.sa.DeleteChild(c, now)
-		if errors.Is(err, ike.ErrBusy) {
-			return
-		}
-		x.failed[0] = nil
-		x.failed = x.failed[1:]
-		if err != nil {
-			continue // no longer x's: the peer deleted it, or the IKE SA ended
-		}
-		m.request(x, out)
+	if x.ended {
 		return
 	}
+	for i, c := range x.failed {
+		x.failed[i] = nil
+		// An error: no longer x's (the peer deleted it, or the IKE SA
+		// ended).
+		if out, err := x.sa.DeleteChild(c, now); err == nil {
+			m.request(x, out)
+		}
+	}
+	x.failed = x.failed[:0]
 }
 
 // count records one handled message.
@@ -248,9 +242,6 @@ func (m *Daemon) afterCall(x *ikeSA, now time.Time) {
 		m.event(x, e, now)
 	}
 	m.followPeer(x)
-	if !x.sa.Busy() {
-		x.creating = "" // our CREATE_CHILD_SA, if any, is over
-	}
 	switch x.sa.State() {
 	case ike.StateFailed, ike.StateDeleted:
 		if !x.ended {
@@ -276,9 +267,8 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
 		n.failed, x.failed = x.failed, nil // they moved with the other children
-		n.todo, x.todo = x.todo, nil
 		if x.terminated {
-			n.terminated, n.deleteQueued = true, true
+			n.terminated = true // its queued delete moved to n with the rest
 		}
 		n.why, x.why = x.why, "" // x is replaced: n's end says why
 
@@ -497,35 +487,31 @@ func (m *Daemon) tickSA(x *ikeSA, now time.Time) {
 	if x.ended || x.sa.State() != ike.StateEstablished {
 		return
 	}
-	busy := !x.sa.NextTimeout().IsZero()
 	switch {
-	case x.deleteQueued && !x.sa.Busy():
-		x.deleteQueued = false
-		m.deleteSA(x, now)
-		return
 	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
 		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
 		x.expireAt = time.Time{}
 		x.why = ReasonExpired
 		m.deleteSA(x, now)
 		return
-	case !busy && !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
+	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
+		// Queued behind an exchange under way, if any.
 		if out, err := x.sa.RekeyIKE(now); err == nil {
 			x.rekeyAt = time.Time{}
 			m.request(x, out)
 			return
 		}
-		x.rekeyAt = now.Add(time.Second) // busy: try again soon
+		x.rekeyAt = now.Add(time.Second) // try again soon
 	}
-	if !busy && !x.rekeyed {
+	if !x.rekeyed {
 		m.deleteFailed(x, now)
-		busy = !x.sa.NextTimeout().IsZero()
-	}
-	if !busy && !x.rekeyed {
 		m.tickChildren(x, now)
 	}
-	m.runTodo(x, now)
-	busy = !x.sa.NextTimeout().IsZero()
+	m.next(x, now)
+	if x.ended {
+		return
+	}
+	busy := !x.sa.NextTimeout().IsZero()
 	if d := x.conn.cfg.DPDDelay; d > 0 && !busy && now.Sub(x.sa.LastHeard()) >= d {
 		if out, err := x.sa.Ping(now); err == nil {
 			m.request(x, out)
@@ -549,8 +535,8 @@ const endedGrace = 2 * time.Second
 // completed it is tried again.
 const rekeyRetry = time.Minute
 
-// tickChildren rekeys or deletes the first child of x that is due (one
-// exchange at a time).
+// tickChildren rekeys or deletes the children of x that are due: the
+// first now when x is idle, the others queued behind it.
 func (m *Daemon) tickChildren(x *ikeSA, now time.Time) {
 	for _, c := range x.sa.Children() {
 		in := m.children[c]
@@ -573,14 +559,12 @@ func (m *Daemon) tickChildren(x *ikeSA, now time.Time) {
 				in.why = ReasonExpired
 				m.log.WithFields(x.fields()).WithField("child", c.Name).Warn("ike: child not rekeyed within life_time: deleting it")
 				m.request(x, out)
-				return
 			}
 		case !in.rekeyAt.IsZero() && !now.Before(in.rekeyAt):
 			if out, err := x.sa.RekeyChild(c, now); err == nil {
 				x.rekeying[c] = now
 				in.rekeyAt = time.Time{}
 				m.request(x, out)
-				return
 			}
 		}
 	}
@@ -597,11 +581,10 @@ func (m *Daemon) deleteSA(x *ikeSA, now time.Time) {
 		return
 	}
 	out, err := x.sa.Delete(now)
-	if errors.Is(err, ike.ErrBusy) {
-		// One exchange at a time (RFC 7296 §2.3): the delete follows
-		// the one under way, when it is answered (tickSA); if it is
-		// not, the SA fails and goes all the same.
-		x.deleteQueued = true
+	if err == nil && out == nil {
+		// One exchange at a time (RFC 7296 §2.3): the engine sends
+		// the delete once the one under way is answered (next); if it
+		// is not, the SA fails and goes all the same.
 		m.log.WithFields(x.fields()).Info("ike: delete queued behind the exchange under way")
 		return
 	}

@@ -225,6 +225,9 @@ func (m *Daemon) sendAll(x *ikeSA, msg []byte, local, remote netip.AddrPort) {
 
 // request sends a request of x (or its retransmission) to x's peer.
 func (m *Daemon) request(x *ikeSA, msg []byte) {
+	if msg == nil {
+		return // queued behind the exchange under way
+	}
 	l, r := x.sa.Addrs()
 	m.sendAll(x, msg, l, r)
 }

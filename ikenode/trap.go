@@ -53,7 +53,7 @@ func (m *Daemon) onAcquire(a acquire, now time.Time) {
 				continue
 			}
 			x := m.liveSA(c)
-			if x != nil && (m.hasChild(x, ch.Name) || x.queued(ch.Name)) {
+			if x != nil && m.hasChild(x, ch.Name) {
 				return
 			}
 			m.log.WithFields(map[string]any{"connection": c.cfg.Name, "child": ch.Name, "src": a.src, "dst": a.dst}).Info("ike: traffic for a trapped child: initiating")
