@@ -233,17 +233,31 @@ func TestNarrowedSelectorsFitThePayload(t *testing.T) {
 		distinct[i] = whole
 		distinct[i].EndPort = 0xffff - uint16(i)
 	}
+	// 200 ranges of a /16 less its first and last address, each some
+	// 30 prefixes: 200 selectors, within the payload's count, but about
+	// 6,000 prefixes, more than the SAD holds (sa.MaxTSPrefixes).
+	slash16 := []netip.Prefix{netip.MustParsePrefix("198.51.0.0/16")}
+	odd := make([]message.Selector, 200)
+	for i := range odd {
+		odd[i] = message.Selector{Start: netip.MustParseAddr("198.51.0.1"), End: netip.MustParseAddr("198.51.255.254"), EndPort: 0xffff - uint16(i)}
+	}
 	for _, tt := range []struct {
-		name    string
-		offer   []message.Selector
-		want    message.NotifyType
-		wantTSi int
+		name     string
+		remoteTS []netip.Prefix // the responder's, when not the two /25s
+		offer    []message.Selector
+		want     message.NotifyType
+		wantTSi  int
 	}{
-		{"duplicates", []message.Selector{whole, whole, whole}, 0, 2},
-		{"400 after narrowing", distinct, message.TSUnacceptable, 0},
+		{"duplicates", nil, []message.Selector{whole, whole, whole}, 0, 2},
+		{"400 after narrowing", nil, distinct, message.TSUnacceptable, 0},
+		{"more prefixes than the SAD holds", slash16, odd, message.TSUnacceptable, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := establishedSides(t, ci, cr, false)
+			cr := *cr
+			if tt.remoteTS != nil {
+				cr.Child.RemoteTS = tt.remoteTS
+			}
+			a, b := establishedSides(t, ci, &cr, false)
 			before := len(b.Children())
 			sa := message.AppendSA(nil, []message.Proposal{mustProposals(t, message.ProtoESP, "aes128gcm16")[0].Message(1, []byte{1, 2, 3, 4})})
 			ps := []message.Payload{

@@ -110,7 +110,8 @@ func (s *SA) childConfig(c *Child) *ChildConfig {
 // the selectors narrowed to it: of the connection's children whose
 // remote_ts and local_ts the offer meets, the first that holds it whole,
 // else the first it meets (as strongSwan's select_child_cfg prefers the
-// best match). nil when it meets none.
+// best match). nil when it meets none, or only in selectors the SAD
+// cannot hold exactly (installable).
 func (s *SA) selectChild(tsi, tsr []message.Selector) (cc *ChildConfig, local, remote []message.Selector) {
 	ccs := s.cfg.childConfigs()
 	for pass := 0; pass < 2; pass++ {
@@ -121,7 +122,7 @@ func (s *SA) selectChild(tsi, tsr []message.Selector) (cc *ChildConfig, local, r
 			}
 			pr, pl := prefixSelectors(c.RemoteTS), prefixSelectors(c.LocalTS)
 			r, l := narrow(tsi, pr), narrow(tsr, pl)
-			if len(r) == 0 || len(l) == 0 || pass == 0 && !(within(tsi, pr) && within(tsr, pl)) {
+			if len(r) == 0 || len(l) == 0 || pass == 0 && !(within(tsi, pr) && within(tsr, pl)) || !installable(l, r) {
 				continue
 			}
 			return c, l, r

@@ -429,7 +429,7 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	} else {
 		cc, local, remote = s.selectChild(tsi, tsr)
 	}
-	if len(remote) == 0 || len(local) == 0 {
+	if len(remote) == 0 || len(local) == 0 || !installable(local, remote) {
 		return []message.Payload{notify(message.TSUnacceptable, nil)}, fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
 	}
 	esp, err := proposal.Select(cc.Proposals, sas, false)

@@ -81,6 +81,26 @@ func narrow(offered, policy []message.Selector) []message.Selector {
 	return out
 }
 
+// SATS converts IKE's traffic selectors to the SAD's, field by field:
+// the one conversion between the two.
+func SATS(ss []message.Selector) []sa.TS {
+	out := make([]sa.TS, len(ss))
+	for i, s := range ss {
+		out[i] = sa.TS{Start: s.Start, End: s.End, Proto: s.Proto, StartPort: s.StartPort, EndPort: s.EndPort}
+	}
+	return out
+}
+
+// installable reports whether the SAD can hold a child's narrowed
+// selectors exactly (sa.NewSelector: at most sa.MaxTS selectors and
+// sa.MaxTSPrefixes prefixes a side). A responder refuses what it cannot
+// with TS_UNACCEPTABLE, rather than agree to it and delete the child
+// when its install fails.
+func installable(local, remote []message.Selector) bool {
+	_, err := sa.NewSelector(SATS(local), SATS(remote))
+	return err == nil
+}
+
 // within reports whether every selector of got lies inside one of sent:
 // an initiator accepts a narrowed answer, never a widened one.
 func within(got, sent []message.Selector) bool {

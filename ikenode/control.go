@@ -103,7 +103,7 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 // range 10.1.0.5-10.1.0.9, a protocol and ports 10.1.0.0/24[tcp/80].
 func tsStrings(ts []message.Selector) []string {
 	out := make([]string, len(ts))
-	for i, t := range tsOf(ts) {
+	for i, t := range ike.SATS(ts) {
 		out[i] = t.String()
 	}
 	return out

@@ -31,9 +31,10 @@
 //
 // A child's pair is installed under node.OwnerIKE with the child's if_id,
 // exactly the negotiated traffic selector sets (every range, protocol
-// and port; selectorsOf is the one conversion, and a set the SAD cannot
-// hold exactly leaves the child out, never wider) and, when UDP
-// encapsulated, the ports IKE moved to. Make-before-break on a rekey:
+// and port; ike.SATS is the one conversion, selectorsOf makes the SAs'
+// selectors of it, and a set the SAD cannot hold exactly leaves the
+// child out, never wider) and, when UDP encapsulated, the ports IKE
+// moved to. Make-before-break on a rekey:
 //
 //   - we initiated it: the answer means the peer's new inbound SA is in,
 //     so the new pair goes in at once and its outbound SA, the newest,

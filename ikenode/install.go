@@ -282,18 +282,9 @@ func setAlgorithms(s *sa.Config, suite proposal.Suite, k keys.ESPKeys) error {
 // protocol and port). An error means a selector the SAD cannot hold
 // exactly, and the child is not installed: never a wider selector.
 func selectorsOf(local, remote []message.Selector) (in, out sa.Selector, err error) {
-	out, err = sa.NewSelector(tsOf(local), tsOf(remote))
+	out, err = sa.NewSelector(ike.SATS(local), ike.SATS(remote))
 	if err != nil {
 		return in, out, fmt.Errorf("negotiated traffic selectors (src: ours, dst: the peer's): %w", err)
 	}
 	return out.Reverse(), out, nil
-}
-
-// tsOf converts IKE's traffic selectors to the SAD's, field by field.
-func tsOf(ss []message.Selector) []sa.TS {
-	out := make([]sa.TS, len(ss))
-	for i, s := range ss {
-		out[i] = sa.TS{Start: s.Start, End: s.End, Proto: s.Proto, StartPort: s.StartPort, EndPort: s.EndPort}
-	}
-	return out
 }
