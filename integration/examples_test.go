@@ -24,19 +24,7 @@ import (
 func TestTwoNamespacesScript(t *testing.T) {
 	// Names of this run's own, so as not to meet the user's ipsecd-a and
 	// ipsecd-b; the defaults are what the README shows (checked below).
-	nsA := fmt.Sprintf("ipsecd-t%d-ex-a", os.Getpid())
-	nsB := fmt.Sprintf("ipsecd-t%d-ex-b", os.Getpid())
-	dir := filepath.Join(t.TempDir(), "two-namespaces")
-	script := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", append([]string{"../examples/two-namespaces.sh"}, args...)...)
-		cmd.Env = append(os.Environ(), "IPSECD="+ipsecdBin, "NS_A="+nsA, "NS_B="+nsB)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	// On any way out: down, which is also what is under test at the end.
-	t.Cleanup(func() { script("down", dir) })
+	nsA, nsB, dir, script := exampleScript(t, "two-namespaces.sh", "ex")
 
 	out, err := script("up", dir)
 	if err != nil {
@@ -186,18 +174,7 @@ func waitHealthy(t *testing.T, cfg string) {
 // nothing it made is left: no namespace, no daemon, no key, no log, no
 // config copy, no control socket.
 func TestIKETwoNamespacesScript(t *testing.T) {
-	nsA := fmt.Sprintf("ipsecd-t%d-ike-a", os.Getpid())
-	nsB := fmt.Sprintf("ipsecd-t%d-ike-b", os.Getpid())
-	dir := filepath.Join(t.TempDir(), "ike-two-namespaces")
-	script := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", append([]string{"../examples/ike-two-namespaces.sh"}, args...)...)
-		cmd.Env = append(os.Environ(), "IPSECD="+ipsecdBin, "NS_A="+nsA, "NS_B="+nsB)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	t.Cleanup(func() { script("down", dir) })
+	nsA, nsB, dir, script := exampleScript(t, "ike-two-namespaces.sh", "ike")
 
 	out, err := script("up", dir)
 	if err != nil {
@@ -309,4 +286,25 @@ func TestIKETwoNamespacesScript(t *testing.T) {
 			t.Errorf("README.md lacks %q (what ike-two-namespaces.sh prints)", want)
 		}
 	}
+}
+
+// exampleScript returns namespace names of this run's own (tag tells the
+// tests apart; they do not meet the user's, whose defaults the README
+// shows), a fresh directory for the example's copies, and a function that
+// runs examples/NAME with them and ipsecdBin. On any way out of the test
+// it runs "down", which is also what each test checks at its end.
+func exampleScript(t *testing.T, name, tag string) (nsA, nsB, dir string, script func(args ...string) (string, error)) {
+	nsA = fmt.Sprintf("ipsecd-t%d-%s-a", os.Getpid(), tag)
+	nsB = fmt.Sprintf("ipsecd-t%d-%s-b", os.Getpid(), tag)
+	dir = filepath.Join(t.TempDir(), strings.TrimSuffix(name, ".sh"))
+	script = func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{"../examples/" + name}, args...)...)
+		cmd.Env = append(os.Environ(), "IPSECD="+ipsecdBin, "NS_A="+nsA, "NS_B="+nsB)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	t.Cleanup(func() { script("down", dir) })
+	return nsA, nsB, dir, script
 }
