@@ -139,7 +139,7 @@ func TestMonitor(t *testing.T) {
 	// and the node's ticker removes it.
 	s := c.n.sad.States()[0]
 	satest.Seal(t, s, satest.IPv4UDP(netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), 40))
-	ps := []sa.Packet{innerPacket(40)}
+	ps := []sa.Packet{satest.NewPacket(satest.IPv4UDP(netip.MustParseAddr("198.51.100.10"), netip.MustParseAddr("203.0.113.10"), 40))}
 	if s.SealBatch(ps); ps[0].Drop != sa.XfrmOutStateExpired {
 		t.Fatalf("second packet under hard_packets 1: drop %v, want %v", ps[0].Drop, sa.XfrmOutStateExpired)
 	}

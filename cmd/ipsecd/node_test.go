@@ -46,16 +46,3 @@ func addInterface(t testing.TB, n *testNode, name string, ifID uint32, queues in
 	}
 	return ifc
 }
-
-// innerPacket is an IPv4 packet 198.51.100.10 -> 203.0.113.10 of n bytes
-// in a buffer with room for ESP.
-func innerPacket(n int) sa.Packet {
-	buf := make([]byte, sa.Headroom+n+sa.Tailroom)
-	p := buf[sa.Headroom : sa.Headroom+n]
-	p[0] = 0x45
-	p[2], p[3] = byte(n>>8), byte(n)
-	p[8], p[9] = 64, 17
-	copy(p[12:], []byte{198, 51, 100, 10})
-	copy(p[16:], []byte{203, 0, 113, 10})
-	return sa.Packet{Buf: buf, Off: sa.Headroom, Len: n}
-}
