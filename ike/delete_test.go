@@ -129,20 +129,7 @@ func TestCrossingDeletes(t *testing.T) {
 // could not be retransmitted.
 func TestRekeyIKECollisionDeletesRetransmitted(t *testing.T) {
 	for round := 0; round < 8; round++ {
-		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-		ini, res, errI, errR := run(t, ci, cr)
-		if errI != nil || errR != nil {
-			t.Fatal(errI, errR)
-		}
-		ini.TakeEvents()
-		res.TakeEvents()
-		a, b := &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
-		reqA, _ := ini.RekeyIKE(t0)
-		reqB, _ := res.RekeyIKE(t0)
-		respA := b.handle(t, reqA)
-		respB := a.handle(t, reqB)
-		delA := a.handle(t, respA)
-		delB := b.handle(t, respB)
+		a, b, delA, delB := collideIKERekeys(t)
 		for _, d := range []struct {
 			from, to *side
 			del      []byte

@@ -295,6 +295,27 @@ func (d *side) live() []*SA {
 	return l
 }
 
+// collideIKERekeys sets up an IKE SA and its child and has both sides
+// rekey the IKE SA at once (RFC 7296 §2.8.2), each taking the other's
+// request and its own answer: it returns the two sides and what each
+// sent after the answer to its rekey (the delete of the SA it ends).
+func collideIKERekeys(t *testing.T) (a, b *side, delA, delB []byte) {
+	t.Helper()
+	ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
+	ini, res, errI, errR := run(t, ci, cr)
+	if errI != nil || errR != nil {
+		t.Fatal(errI, errR)
+	}
+	ini.TakeEvents()
+	res.TakeEvents()
+	a, b = &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
+	reqA, _ := ini.RekeyIKE(t0)
+	reqB, _ := res.RekeyIKE(t0)
+	respA := b.handle(t, reqA)
+	respB := a.handle(t, reqB)
+	return a, b, a.handle(t, respA), b.handle(t, respB)
+}
+
 // TestRekeyIKECollision: both sides rekey the IKE SA at once (RFC 7296
 // §2.8.2). The new SA made with the lowest nonce is deleted by its maker,
 // the old one by the maker of the survivor; both sides end with the same
@@ -303,20 +324,7 @@ func (d *side) live() []*SA {
 func TestRekeyIKECollision(t *testing.T) {
 	wins := map[bool]int{}
 	for round := 0; round < 16; round++ {
-		ci, cr := pairConfigs(t, []string{"aes256-sha256-x25519"}, []string{"aes128gcm16"})
-		ini, res, errI, errR := run(t, ci, cr)
-		if errI != nil || errR != nil {
-			t.Fatal(errI, errR)
-		}
-		ini.TakeEvents()
-		res.TakeEvents()
-		a, b := &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
-		reqA, _ := ini.RekeyIKE(t0)
-		reqB, _ := res.RekeyIKE(t0)
-		respA := b.handle(t, reqA)
-		respB := a.handle(t, reqB)
-		delA := a.handle(t, respA)
-		delB := b.handle(t, respB)
+		a, b, delA, delB := collideIKERekeys(t)
 		if delA == nil || delB == nil {
 			t.Fatal("a side sent no delete after the collision")
 		}
