@@ -36,6 +36,15 @@ func (m *Daemon) hasContact(local, remote ike.Identity) bool {
 	return false
 }
 
+// samePeer reports whether y is another established IKE SA of x's
+// connection with x's peer: the same typed identity, proved with the same
+// kind of credential, towards the same local identity. INITIAL_CONTACT
+// and ike.max_ike_sas_per_peer act on those SAs alone.
+func samePeer(x, y *ikeSA) bool {
+	return y != x && !y.ended && y.conn == x.conn && y.sa.State() == ike.StateEstablished &&
+		y.sa.PeerID().Equal(x.sa.PeerID()) && y.sa.PeerAuth() == x.sa.PeerAuth() && y.sa.LocalID().Equal(x.sa.LocalID())
+}
+
 // initialContact drops, without a delete (the peer forgot them), the
 // other IKE SAs of from's connection whose peer proved the same identity
 // with the same kind of credential, towards the same local identity,
@@ -47,10 +56,7 @@ func (m *Daemon) initialContact(from *ikeSA, now time.Time) {
 	peer := from.sa.PeerID()
 	dropped := 0
 	for _, x := range m.sas {
-		if x == from || x.ended || x.conn != from.conn || x.sa.State() != ike.StateEstablished {
-			continue
-		}
-		if !x.sa.PeerID().Equal(peer) || x.sa.PeerAuth() != from.sa.PeerAuth() || !x.sa.LocalID().Equal(from.sa.LocalID()) {
+		if !samePeer(from, x) {
 			continue
 		}
 		m.log.WithFields(x.fields()).Info("ike: the peer restarted (INITIAL_CONTACT): dropping its old IKE SA")

@@ -217,9 +217,7 @@ func (m *Daemon) Terminate(t Target) error {
 				if rec := m.children[ch]; rec != nil {
 					rec.why = ReasonTerminated
 				}
-				if out != nil {
-					m.request(x, out)
-				}
+				m.request(x, out)
 			}
 		}
 		if !found {
@@ -248,9 +246,7 @@ func (m *Daemon) Rekey(t Target) error {
 				return err
 			}
 			x.rekeyAt = time.Time{}
-			if out != nil {
-				m.request(x, out)
-			}
+			m.request(x, out)
 			return nil
 		}
 		// The newest child of the name (a rekey in progress leaves the
@@ -272,9 +268,7 @@ func (m *Daemon) Rekey(t Target) error {
 		if rec := m.children[ch]; rec != nil {
 			rec.rekeyAt = time.Time{}
 		}
-		if out != nil {
-			m.request(x, out)
-		}
+		m.request(x, out)
 		return nil
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
-	"github.com/ipsecd/ipsecd/ike"
 )
 
 // limits are the ike: section's bounds on what peers make the daemon
@@ -41,12 +40,7 @@ func (m *Daemon) limitPeer(x *ikeSA, now time.Time) {
 	peer := x.sa.PeerID()
 	var others []*ikeSA
 	for _, y := range m.sas {
-		if y == x || y.ended || y.conn != x.conn || y.sa.State() != ike.StateEstablished {
-			continue
-		}
-		// One peer as initialContact has it: the same identity, proved
-		// the same way, towards the same local identity.
-		if y.sa.PeerID().Equal(peer) && y.sa.PeerAuth() == x.sa.PeerAuth() && y.sa.LocalID().Equal(x.sa.LocalID()) {
+		if samePeer(x, y) {
 			others = append(others, y)
 		}
 	}
@@ -64,16 +58,12 @@ func (m *Daemon) limitPeer(x *ikeSA, now time.Time) {
 			Warn("ike: more IKE SAs with this peer than ike.max_ike_sas_per_peer: deleting the oldest")
 		y.rekeyed, y.dropped = true, true // no dpd_action or retry follows; listed DELETING
 		y.why = ReasonLimit
-		if y.sa.Busy() {
-			// An exchange of its own is under way: dropped without a
-			// delete, as INITIAL_CONTACT drops an SA.
-			m.down(y, now)
-			continue
-		}
-		if out, err := y.sa.Delete(now); err == nil {
-			m.request(y, out)
-			m.afterCall(y, now)
-			continue
+		if !y.sa.Busy() {
+			if out, err := y.sa.Delete(now); err == nil {
+				m.request(y, out)
+				m.afterCall(y, now)
+				continue
+			}
 		}
 		// An exchange of its own is under way: dropped without a
 		// delete, as INITIAL_CONTACT drops an SA.

@@ -591,9 +591,7 @@ func (m *Daemon) deleteSA(x *ikeSA, now time.Time) {
 	if err != nil {
 		m.log.WithError(err).WithFields(x.fields()).Warn("ike: delete")
 	}
-	if out != nil {
-		m.request(x, out)
-	}
+	m.request(x, out)
 	m.afterCall(x, now)
 }
 
