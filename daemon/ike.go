@@ -143,5 +143,5 @@ func (b *backend) ikeAct(t control.IKETarget, f func(*ikenode.Daemon, ikenode.Ta
 	if err != nil {
 		return err
 	}
-	return f(m, ikenode.Target(t))
+	return f(m, t)
 }

@@ -110,10 +110,9 @@ func tsStrings(ts []message.Selector) []string {
 }
 
 // Target names what a control action acts on: a connection (IKE) or a
-// child (Child); one of the two is set.
-type Target struct {
-	IKE, Child string
-}
+// child (Child); one of the two is set. It is the control socket's own
+// (control.IKETarget), which the daemon hands on as it comes.
+type Target = control.IKETarget
 
 // lookup returns the connection t names.
 func (m *Daemon) lookup(t Target) (*conn, error) {
