@@ -212,8 +212,7 @@ func (s *SA) deriveIKE(gir []byte) error {
 	defer clear(gir)
 	s.prf = keys.NewPRF(s.ikeSuite.PRF)
 	seed := keys.SKEYSEED(s.prf, s.hs.ni, s.hs.nr, gir)
-	s.hs.priv.Clear()
-	s.hs.priv = nil
+	s.hs.clear()
 	return s.deriveIKEFrom(seed, s.hs.ni, s.hs.nr)
 }
 

@@ -164,14 +164,7 @@ func (s *SA) Config() Config {
 	// Counted in like a batch, so that the keys are not wiped while
 	// they are being copied.
 	if !s.enter() {
-		c := s.cfg
-		for _, a := range []**Algorithm{&c.AEAD, &c.Enc, &c.Auth} {
-			if *a != nil {
-				cp := **a
-				cp.Key = nil
-				*a = &cp
-			}
-		}
+		c := s.cfg.Redacted()
 		c.Lifetime = s.Lifetime()
 		return cloneConfig(c)
 	}

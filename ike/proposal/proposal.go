@@ -33,7 +33,7 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 		if !ok {
 			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
 		}
-		if _, _, ok := a.ESP(); proto == message.ProtoESP && (a.Type == message.TransENCR || a.Type == message.TransINTEG) && !ok {
+		if !runs(proto, a) {
 			return p, fmt.Errorf("proposal %q: %q is for IKE proposals only; ESP runs %s", s, name, espNames())
 		}
 		if a.Type == message.TransENCR {
