@@ -96,9 +96,11 @@ type Private struct {
 	ec     *ecdh.PrivateKey
 	modp   modpGroup
 	x, pub *big.Int // MODP
-	// cleared: Clear was called.
-	cleared bool
 }
+
+// cleared reports whether Clear was called: it leaves neither a MODP
+// exponent nor a curve key.
+func (p *Private) cleared() bool { return p.x == nil && p.ec == nil }
 
 func curve(group uint16) ecdh.Curve {
 	switch group {
@@ -180,7 +182,6 @@ func (p *Private) Clear() {
 		p.x = nil
 	}
 	p.ec = nil
-	p.cleared = true
 }
 
 // Group returns the group number.
@@ -204,7 +205,7 @@ func (p *Private) Public() []byte {
 // Shared returns g^ir from the peer's KE data, padded to the group's size
 // as RFC 7296 §2.14 requires.
 func (p *Private) Shared(peer []byte) ([]byte, error) {
-	if p.cleared {
+	if p.cleared() {
 		return nil, ErrCleared
 	}
 	if p.x != nil {

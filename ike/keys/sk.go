@@ -50,9 +50,11 @@ type SKCipher struct {
 	mac   func() hash.Hash
 	macK  []byte
 	icv   int
-
-	cleared bool // Clear was called
 }
+
+// cleared reports whether Clear was called: it leaves neither an AEAD
+// nor a block cipher.
+func (c *SKCipher) cleared() bool { return c.aead == nil && c.block == nil }
 
 // NewSKCipher returns the cipher of suite s for one direction, from that
 // direction's SK_e and SK_a (SK_ei and SK_ai for what the initiator
@@ -129,7 +131,7 @@ func (c *SKCipher) Overhead() int {
 }
 
 func (c *SKCipher) seal(h message.HeaderFields, typ, inner message.PayloadType, fields, plain []byte) ([]byte, error) {
-	if c.cleared {
+	if c.cleared() {
 		return nil, ErrCleared
 	}
 	ivLen := c.ivLen()
@@ -180,7 +182,7 @@ func (c *SKCipher) seal(h message.HeaderFields, typ, inner message.PayloadType, 
 // tail of msg (as message.Parse leaves it), and returns the inner payload
 // chain without padding, in a new buffer. msg is not modified.
 func (c *SKCipher) Open(msg, skBody []byte) ([]byte, error) {
-	if c.cleared {
+	if c.cleared() {
 		return nil, ErrAuth
 	}
 	ivLen := c.ivLen()
@@ -231,7 +233,6 @@ func (c *SKCipher) Clear() {
 	clear(c.macK)
 	clear(c.salt[:])
 	c.aead, c.block, c.mac, c.macK = nil, nil, nil, nil
-	c.cleared = true
 }
 
 // ErrCleared means the cipher was cleared: its IKE SA is over.
