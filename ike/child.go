@@ -105,13 +105,24 @@ func (s *SA) childConfig(c *Child) *ChildConfig {
 	return &s.cfg.Child
 }
 
+// narrowTo returns a peer's offer (TSi and TSr as the initiator of the
+// exchange sent them) narrowed to cc's selectors, ours and the peer's,
+// or nils when they meet nowhere, or only in selectors the SAD cannot
+// hold exactly (installable): TS_UNACCEPTABLE.
+func narrowTo(cc *ChildConfig, tsi, tsr []message.Selector) (local, remote []message.Selector) {
+	remote, local = narrow(tsi, prefixSelectors(cc.RemoteTS)), narrow(tsr, prefixSelectors(cc.LocalTS))
+	if len(remote) == 0 || len(local) == 0 || !installable(local, remote) {
+		return nil, nil
+	}
+	return local, remote
+}
+
 // selectChild returns the child config a peer's offer of a new child
 // (TSi and TSr as the initiator of the exchange sent them) gets, with
 // the selectors narrowed to it: of the connection's children whose
 // remote_ts and local_ts the offer meets, the first that holds it whole,
 // else the first it meets (as strongSwan's select_child_cfg prefers the
-// best match). nil when it meets none, or only in selectors the SAD
-// cannot hold exactly (installable).
+// best match). nil when it meets none (narrowTo).
 func (s *SA) selectChild(tsi, tsr []message.Selector) (cc *ChildConfig, local, remote []message.Selector) {
 	ccs := s.cfg.childConfigs()
 	for pass := 0; pass < 2; pass++ {
@@ -120,9 +131,8 @@ func (s *SA) selectChild(tsi, tsr []message.Selector) (cc *ChildConfig, local, r
 			if len(s.cfg.Children) == 0 {
 				c = &s.cfg.Child
 			}
-			pr, pl := prefixSelectors(c.RemoteTS), prefixSelectors(c.LocalTS)
-			r, l := narrow(tsi, pr), narrow(tsr, pl)
-			if len(r) == 0 || len(l) == 0 || pass == 0 && !(within(tsi, pr) && within(tsr, pl)) || !installable(l, r) {
+			l, r := narrowTo(c, tsi, tsr)
+			if l == nil || pass == 0 && !(within(tsi, prefixSelectors(c.RemoteTS)) && within(tsr, prefixSelectors(c.LocalTS))) {
 				continue
 			}
 			return c, l, r

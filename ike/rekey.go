@@ -424,12 +424,11 @@ func (s *SA) handleCreateRequest(ps []message.Payload) ([]message.Payload, error
 	var local, remote []message.Selector
 	if old != nil {
 		cc = s.childConfig(old)
-		remote = narrow(tsi, prefixSelectors(cc.RemoteTS))
-		local = narrow(tsr, prefixSelectors(cc.LocalTS))
+		local, remote = narrowTo(cc, tsi, tsr)
 	} else {
 		cc, local, remote = s.selectChild(tsi, tsr)
 	}
-	if len(remote) == 0 || len(local) == 0 || !installable(local, remote) {
+	if local == nil {
 		return []message.Payload{notify(message.TSUnacceptable, nil)}, fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
 	}
 	esp, err := proposal.Select(cc.Proposals, sas, false)
