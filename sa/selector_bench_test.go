@@ -1,6 +1,7 @@
 package sa
 
 import (
+	"strconv"
 	"testing"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkLookupSelector(b *testing.B) {
 		b.Run(bs.name, func(b *testing.B) {
 			d := NewSAD(nil)
 			for i := range 99 {
-				if err := d.Add(newOut(b, uint32(0x1000+i), 1, sel("192.0.2.0/24", "10.0."+itoa(i)+".0/24"))); err != nil {
+				if err := d.Add(newOut(b, uint32(0x1000+i), 1, sel("192.0.2.0/24", "10.0."+strconv.Itoa(i)+".0/24"))); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -64,11 +65,4 @@ func BenchmarkLookupSelector(b *testing.B) {
 			}
 		})
 	}
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
