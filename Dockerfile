@@ -27,7 +27,7 @@
 # the binary still execs when the container lacks one of them; what the
 # container's bounding set (--cap-add) does not grant stays out of reach.
 #
-# Run it (README.md, "Container"; deploy/kubernetes for a sidecar):
+# Run it (docs/deploy.md; deploy/kubernetes for a sidecar):
 #
 #   podman run -d --network host --device /dev/net/tun --cap-add NET_ADMIN \
 #     -v /etc/ipsecd:/etc/ipsecd:ro localhost/ipsecd:dev
@@ -75,7 +75,7 @@ COPY deploy/image/rootfs/ /
 # stays root's.
 COPY --chown=65532:65532 deploy/image/run-ipsecd/ /run/ipsecd/
 # state_dir's default, owned by the daemon's user: how far each static
-# key's sequence numbers went (README.md, "Keys, restarts and the state
+# key's sequence numbers went (docs/keys.md, "Keys, restarts and the state
 # directory"). Mount a persistent volume here so that it outlives the
 # container: a re-created container without one finds it empty, and its
 # static keys start again at sequence number 1, reusing nonces.

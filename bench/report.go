@@ -282,7 +282,7 @@ func (r *report) write(dir string) error {
 	}
 	var b strings.Builder
 	b.WriteString("# ipsecd benchmark\n\n")
-	b.WriteString("Written by `go run ./bench` (see the README). TCP throughput measured with\n" +
+	b.WriteString("Written by `go run ./bench` (how to run it: docs/operations.md). TCP throughput measured with\n" +
 		"iperf3 between two network namespaces joined by a veth pair: over the\n" +
 		"veth itself, through wireguard-go, through ipsecd in tunnel mode with\n" +
 		"ESP in UDP and through strongSwan's charon with kernel-libipsec (its\n" +

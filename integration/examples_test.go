@@ -16,14 +16,14 @@ import (
 	"time"
 )
 
-// TestTwoNamespacesScript follows the README's example as a user would:
+// TestTwoNamespacesScript follows docs/operations.md's example as a user would:
 // examples/two-namespaces.sh up, the two daemons exactly as it prints
 // them, ping through the tunnel both ways as it prints, then down, after
 // which nothing it made is left: no namespace, no process, no key, no
 // config copy, no control socket.
 func TestTwoNamespacesScript(t *testing.T) {
 	// Names of this run's own, so as not to meet the user's ipsecd-a and
-	// ipsecd-b; the defaults are what the README shows (checked below).
+	// ipsecd-b; the defaults are what docs/operations.md shows (checked below).
 	nsA, nsB, dir, script := exampleScript(t, "two-namespaces.sh", "ex")
 
 	out, err := script("up", dir)
@@ -130,8 +130,8 @@ func TestTwoNamespacesScript(t *testing.T) {
 		}
 	}
 
-	// The names the README shows are the script's defaults.
-	readme, err := os.ReadFile("../README.md")
+	// The names docs/operations.md shows are the script's defaults.
+	page, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +145,8 @@ func TestTwoNamespacesScript(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"examples/two-namespaces.sh up", "ip netns exec ipsecd-a ./ipsecd run --config examples/host-a.yaml", "ip netns exec ipsecd-b ./ipsecd run --config examples/host-b.yaml"} {
-		if !strings.Contains(string(readme), want) {
-			t.Errorf("README.md lacks %q (what two-namespaces.sh prints)", want)
+		if !strings.Contains(string(page), want) {
+			t.Errorf("docs/operations.md lacks %q (what two-namespaces.sh prints)", want)
 		}
 	}
 }
