@@ -118,7 +118,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets")
+	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets", "pools")
 	if !ok {
 		return
 	}

@@ -45,6 +45,7 @@ type IKEConfig struct {
 	IKE         IKE
 	Connections []Connection
 	Secrets     []Secret
+	Pools       []Pool // pools: (pools.go)
 }
 
 // IKE is the ike: section: settings of the daemon's one IKE responder and
@@ -90,7 +91,13 @@ type Connection struct {
 	// addresses.
 	LocalAddrs, RemoteAddrs []netip.Addr
 	LocalAny, RemoteAny     bool
-	Proposals               []proposal.Proposal
+	// Pools are the names of the pools whose addresses a gateway
+	// hands this connection's clients, the first with one left of the
+	// family asked for; VIPs the virtual IPs a client asks for
+	// (0.0.0.0 or :: for any of that family).
+	Pools     []string
+	VIPs      []netip.Addr
+	Proposals []proposal.Proposal
 	// AllowLegacy lets proposals name legacy algorithms (modp1024) that
 	// no preset asks for (allow_legacy: true).
 	AllowLegacy   bool
@@ -147,13 +154,16 @@ type Child struct {
 	IfID              uint32 // the interface whose traffic it carries
 	Transport         bool   // mode transport; tunnel otherwise
 	LocalTS, RemoteTS []netip.Prefix
-	ESPProposals      []proposal.Proposal
-	RekeyTime         time.Duration
-	LifeTime          time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
-	ReplayWindow      uint32
-	StartAction       StartAction
-	DPDAction         DPDAction
-	Line              int
+	// RemoteDynamic: remote_ts has dynamic, the clients' virtual IPs
+	// (the connection's pools), whose prefixes RemoteTS holds too.
+	RemoteDynamic bool
+	ESPProposals  []proposal.Proposal
+	RekeyTime     time.Duration
+	LifeTime      time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
+	ReplayWindow  uint32
+	StartAction   StartAction
+	DPDAction     DPDAction
+	Line          int
 }
 
 // StartAction is a child's start_action (swanctl's): what the daemon
@@ -284,8 +294,12 @@ func (ch *Child) engineConfig() ike.ChildConfig {
 // String describes c in the shape of the file, without keys.
 func (c *IKEConfig) String() string {
 	var b strings.Builder
-	if len(c.Connections) == 0 && len(c.Secrets) == 0 {
+	if len(c.Connections) == 0 && len(c.Secrets) == 0 && len(c.Pools) == 0 {
 		return ""
+	}
+	for _, p := range c.Pools {
+		fmt.Fprintf(&b, "pool %s addrs %s (%d addresses) dns %v split_include %v dns_domains %q\n",
+			p.Name, p.Addrs, p.Addrs.Size, p.DNS, p.SplitInclude, p.DNSDomains)
 	}
 	fmt.Fprintf(&b, "ike: {port: %d, retransmit: {timeout: %s, base: %g, tries: %d}, cookie_threshold: %d, block_threshold: %d, init_limit_half_open: %d, max_children: %d, max_ike_sas_per_peer: %d, keylog: %q}\n",
 		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold,
@@ -294,6 +308,9 @@ func (c *IKEConfig) String() string {
 		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v allow_legacy %t encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
 			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),
 			cn.Proposals, cn.AllowLegacy, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
+		if len(cn.Pools) > 0 || len(cn.VIPs) > 0 {
+			fmt.Fprintf(&b, "  pools %v vips %v\n", cn.Pools, cn.VIPs)
+		}
 		for _, ch := range cn.Children {
 			mode := "tunnel"
 			if ch.Transport {
@@ -313,13 +330,20 @@ func (c *IKEConfig) String() string {
 // without connections.
 func (c *IKEConfig) summary() string {
 	if len(c.Connections) == 0 {
+		if len(c.Pools) > 0 {
+			return fmt.Sprintf(", %d pools", len(c.Pools))
+		}
 		return ""
 	}
 	n := 0
 	for _, cn := range c.Connections {
 		n += len(cn.Children)
 	}
-	return fmt.Sprintf(", %d connections, %d children, %d secrets", len(c.Connections), n, len(c.Secrets))
+	s := fmt.Sprintf(", %d connections, %d children, %d secrets", len(c.Connections), n, len(c.Secrets))
+	if len(c.Pools) > 0 {
+		s += fmt.Sprintf(", %d pools", len(c.Pools))
+	}
+	return s
 }
 
 func addrList(as []netip.Addr, any bool) string {

@@ -60,6 +60,10 @@ func (d *decoder) children(n *yaml.Node, field string, cn *Connection, ifaces ma
 			tf := join(f, ts.key)
 			items, _ := d.list(v, tf)
 			for j, pn := range items {
+				if pn.Kind == yaml.ScalarNode && pn.Value == "dynamic" {
+					d.dynamicTS(pn, index(tf, j), ts.key, cn, &ch)
+					continue
+				}
 				p, ok := d.prefix(pn, index(tf, j), false)
 				switch {
 				case !ok:
@@ -123,4 +127,19 @@ func sharedPrefixFamily(a, b []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// dynamicTS decodes dynamic in a child's local_ts or remote_ts (key):
+// in remote_ts of a connection with pools, the clients' virtual IPs.
+func (d *decoder) dynamicTS(n *yaml.Node, field, key string, cn *Connection, ch *Child) {
+	switch {
+	case key != "remote_ts":
+		d.errorf(n, field, "dynamic is supported in remote_ts only (the clients' virtual IPs, with the connection's pools); write the prefixes")
+	case len(cn.Pools) == 0:
+		d.errorf(n, field, "dynamic stands for the clients' virtual IPs and needs the connection's pools; give pools: [NAME], or write the prefixes")
+	case ch.RemoteDynamic:
+		d.errorf(n, field, "dynamic is given twice")
+	default:
+		ch.RemoteDynamic = true
+	}
 }

@@ -23,7 +23,7 @@ import (
 // had errors of their own). A file with none of them leaves c.IKEConfig
 // zero: the daemon speaks no IKE.
 func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uint32]bool) {
-	if m["ike"] == nil && m["connections"] == nil && m["secrets"] == nil {
+	if m["ike"] == nil && m["connections"] == nil && m["secrets"] == nil && m["pools"] == nil {
 		return
 	}
 	ic := &c.IKEConfig
@@ -36,8 +36,12 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	if v := m["secrets"]; v != nil {
 		d.secrets(v, ic)
 	}
+	poolErrs := len(d.errs)
+	if v := m["pools"]; v != nil {
+		d.pools(v, ic) // pools.go
+	}
 	if v := m["connections"]; v != nil {
-		d.connections(v, ic, ifaces)
+		d.connections(v, ic, ifaces, len(d.errs) > poolErrs)
 	}
 }
 
@@ -147,11 +151,12 @@ func (d *decoder) duration(n *yaml.Node, field string) (time.Duration, bool) {
 }
 
 var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs", "proposals", "encap",
-	"dpd_delay", "rekey_time", "local", "remote", "children", "allow_legacy"}
+	"dpd_delay", "rekey_time", "local", "remote", "children", "allow_legacy", "pools", "vips"}
 
 // connections decodes connections: (swanctl's connections.<name>); a
-// connection with errors is left out of ic.
-func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool) {
+// connection with errors is left out of ic. poolErrs: pools: had errors,
+// so a connection's pools are not checked against what is left of it.
+func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]bool, poolErrs bool) {
 	items, ok := d.list(n, "connections")
 	if !ok {
 		return
@@ -216,10 +221,21 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 				d.endpoint(v, join(f, side.key), side.ep, side.known)
 			}
 		}
+		if v := m["pools"]; v != nil {
+			cn.Pools = d.connectionPools(v, join(f, "pools"), ic, poolErrs)
+		}
+		if v := m["vips"]; v != nil {
+			cn.VIPs = d.vips(v, join(f, "vips"))
+		}
 		if v := m["children"]; v == nil {
 			d.errorf(it, join(f, "children"), "missing; a connection needs a child to carry traffic")
 		} else {
 			d.children(v, join(f, "children"), &cn, ifaces, children)
+		}
+		for i := range cn.Children {
+			if ch := &cn.Children[i]; ch.RemoteDynamic {
+				ch.RemoteTS = append(ch.RemoteTS, ic.dynamicPrefixes(cn.Pools)...)
+			}
 		}
 		if len(d.errs) > before {
 			continue

@@ -509,6 +509,9 @@ func FuzzParseIKE(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good)
+	if ra, err := os.ReadFile("testdata/ra-good.yaml"); err == nil {
+		f.Add(ra)
+	}
 	f.Add([]byte("connections: [{name: a, children: [{name: a}]}]\nsecrets: [{secret: \"0x" + ikeSecret + "\"}]\n"))
 	f.Add([]byte("ike: {retransmit: {timeout: 1.5s, base: 1e308}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

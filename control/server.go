@@ -305,7 +305,7 @@ type handler func(s *Server, req *Request) (any, error)
 
 // handlers lists every command the server answers, one line each; the
 // handlers live in the file of their concept (states.go, policies.go,
-// stats.go, ike.go).
+// stats.go, ike.go, pool.go).
 var handlers = map[string]handler{
 	"ping":          func(*Server, *Request) (any, error) { return "pong", nil },
 	"state.list":    (*Server).stateList,
@@ -327,6 +327,7 @@ var handlers = map[string]handler{
 	"ike.initiate":   (*Server).dispatchIKE,
 	"ike.terminate":  (*Server).dispatchIKE,
 	"ike.rekey":      (*Server).dispatchIKE,
+	"pool.list":      (*Server).poolList, // pool.go
 }
 
 func (s *Server) dispatch(req *Request) (any, error) {

@@ -137,6 +137,8 @@ type Request struct {
 	// IKE and Child name a connection or a child (ike.go).
 	IKE   string `json:"ike,omitempty"`
 	Child string `json:"child,omitempty"`
+	// Leases asks pool.list for each pool's leases (pool.go).
+	Leases bool `json:"leases,omitempty"`
 }
 
 // Response is one line the server answers.

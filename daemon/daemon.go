@@ -34,14 +34,14 @@ type Daemon struct {
 	conn     *underlay.Conn
 	counters *sa.Counters
 
-	guards  *guards // fail-closed guard routes (guards.go)
-	started bool    // startNode succeeded; a failed start keeps the guards it found
-	ctl     *control.Server
-	events  *control.Monitor // what ipsecd monitor streams
-	metrics *http.Server
-	// metricsAddr is where metrics listens (the port chosen, for ":0").
-	metricsAddr net.Addr
-	ike         ikeRunner // ike.go
+	guards      *guards // fail-closed guard routes (guards.go)
+	started     bool    // startNode succeeded; a failed start keeps the guards it found
+	ctl         *control.Server
+	events      *control.Monitor // what ipsecd monitor streams
+	metrics     *http.Server
+	metricsAddr net.Addr   // where metrics listens (the port chosen, for ":0")
+	ike         ikeRunner  // ike.go
+	pools       poolKeeper // pools.go
 
 	mu sync.Mutex
 	// mu guards: cfg, and serialises reloads.
@@ -164,8 +164,9 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *Daemon, err error) {
 	}
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
 
-	// IKE before the control socket: whoever sees the socket answer
-	// (a probe, a test) may ask for ike list at once.
+	// Pools and IKE before the control socket: whoever sees the socket
+	// answer (a probe, a test) may ask for ike list at once.
+	n.startPools(cfg)
 	if err := n.startIKE(cfg); err != nil {
 		return n, err
 	}
@@ -329,6 +330,7 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 	n.cfg = cfg
 	applied = true
 	n.reloadIKE(cfg)
+	n.reloadPools(cfg)
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
 	if err := ConfigureLog(n.log, cfg.Log); err != nil {
@@ -359,6 +361,7 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 func (n *Daemon) stop() error {
 	var errs []error
 	n.stopIKE() // while the underlay still carries its deletes
+	n.stopPools()
 	if n.ctl != nil {
 		errs = append(errs, n.ctl.Close())
 	}

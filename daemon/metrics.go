@@ -71,6 +71,10 @@ var (
 		"IKE datagrams dropped before any SA handled them, by reason: malformed, no_sa (for an SA that is gone), no_connection (no connection admits the addresses), cookie (answered with a cookie under load), block_threshold (an IKE_SA_INIT from an address with ike.block_threshold half-open IKE SAs), init_limit_half_open (an IKE_SA_INIT while ike.init_limit_half_open are half-open), queue_full; send_error counts datagrams the kernel refused to send.",
 		[]string{"reason"}, nil)
 
+	descPoolAddresses = prometheus.NewDesc("ipsecd_pool_addresses",
+		"Addresses of a virtual IP pool by state: online (leased to a client that is connected), offline (kept for a client that left, until the pool needs it), free (never handed out, or free again).",
+		[]string{"pool", "state"}, nil)
+
 	descBuildInfo = prometheus.NewDesc("ipsecd_build_info",
 		"Always 1; the labels say which build of ipsecd runs (from the Go build information).",
 		[]string{"version", "revision", "goversion"}, nil)
@@ -86,6 +90,8 @@ type metricsSource struct {
 	// ike returns the IKE daemon's SAs and counters, false when it does
 	// not run.
 	ike func() ([]control.IKESAInfo, ikenode.Counters, bool)
+	// pools returns the address pools, none when there are none.
+	pools func() []control.PoolInfo
 }
 
 // nodeMetricsSource reads n's SAD, interfaces and counters.
@@ -101,6 +107,12 @@ func nodeMetricsSource(n *Daemon) metricsSource {
 			}
 			sas, err := m.List()
 			return sas, m.Counters(), err == nil
+		},
+		pools: func() []control.PoolInfo {
+			if set := n.pools.pools(); set != nil {
+				return poolInfos(set, false)
+			}
+			return nil
 		},
 	}
 }
@@ -156,6 +168,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
 		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
+		descPoolAddresses,
 	} {
 		ch <- d
 	}
@@ -175,6 +188,13 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.src.ike != nil {
 		if sas, ctr, ok := c.src.ike(); ok {
 			collectIKE(ch, sas, ctr)
+		}
+	}
+	if c.src.pools != nil {
+		for _, p := range c.src.pools() {
+			emit(ch, descPoolAddresses, prometheus.GaugeValue, uint64(p.Online), p.Name, "online")
+			emit(ch, descPoolAddresses, prometheus.GaugeValue, uint64(p.Offline), p.Name, "offline")
+			emit(ch, descPoolAddresses, prometheus.GaugeValue, uint64(max(0, int64(p.Size)-int64(p.Online)-int64(p.Offline))), p.Name, "free")
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ipsecd/ipsecd/internal/atomicfile"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -205,49 +206,10 @@ func readSmall(p string, n int) ([]byte, error) {
 	return b, nil
 }
 
-// writeNew writes a file whole, or not at all: a temporary file, synced,
-// renamed over name, and the directory synced so that the name stays.
+// writeNew writes a file whole, or not at all (atomicfile.Write).
 func writeNew(dir, name string, data []byte) error {
-	p := filepath.Join(dir, name)
-	f, err := os.CreateTemp(dir, "."+name+".tmp*")
-	if err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("state_dir: %s: %w", p, err)
-	}
-	ok = true
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("state_dir %s: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("state_dir %s: %w", dir, err)
+	if err := atomicfile.Write(dir, name, data); err != nil {
+		return fmt.Errorf("state_dir: %w", err)
 	}
 	return nil
 }

@@ -54,6 +54,9 @@ var topics = []topic{
 		{name: "terminate", short: "Close a connection or a child, like swanctl --terminate"},
 		{name: "rekey", short: "Rekey a connection or a child, like swanctl --rekey"},
 	}},
+	{name: "pool", short: "Virtual IP address pools, like swanctl --list-pools", run: cmdPool, verbs: []topic{
+		{name: "list", short: "List the pools, and with --leases their leases, like swanctl --list-pools --leases"},
+	}},
 	{name: "health", short: "Exit 0 when the daemon answers (container and Kubernetes probes)", run: cmdHealth},
 	{name: "reload", short: "Do what SIGHUP does and return the result or the file's errors", run: cmdReload},
 	{name: "monitor", short: "Print SAs, policies, interfaces and IKE SAs as they change, like ip xfrm monitor", run: cmdMonitor},

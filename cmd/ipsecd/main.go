@@ -26,6 +26,7 @@ commands:
   interface list              interfaces and their counters
   stats                       global counters, as /proc/net/xfrm_stat
   ike    list|initiate|terminate|rekey  IKE SAs and children, like swanctl --list-sas, --initiate, ...
+  pool   list [--leases]      virtual IP address pools and leases, like swanctl --list-pools
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
   monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
@@ -35,7 +36,7 @@ commands:
   help [COMMAND...]           this text, or a command's usage (as COMMAND -h)
 
 The control commands (state, policy, interface, stats, health, reload,
-monitor, ike) reach the daemon through --control PATH (default
+monitor, ike, pool) reach the daemon through --control PATH (default
 /run/ipsecd/ipsecd.sock) or --config FILE (its control key), and take
 --json. Run "ipsecd COMMAND -h" or "ipsecd help COMMAND" for its flags.
 

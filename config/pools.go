@@ -1,0 +1,240 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ipsecd/ipsecd/internal/hint"
+	"github.com/ipsecd/ipsecd/pool"
+)
+
+// Pool is one item of pools: (swanctl's pools.<name>): the virtual IP
+// addresses a gateway hands its remote-access clients, and what it tells
+// them with each (RFC 7296 §3.15's configuration attributes).
+type Pool struct {
+	Name  string
+	Addrs pool.Range // a prefix or a range
+	// DNS are the DNS servers (INTERNAL_IP4_DNS, INTERNAL_IP6_DNS).
+	DNS []netip.Addr
+	// SplitInclude are the networks behind the gateway
+	// (INTERNAL_IP4_SUBNET, INTERNAL_IP6_SUBNET); clients may ignore
+	// them, and IKEv2 splits the tunnel by narrowing the child's TS.
+	SplitInclude []netip.Prefix
+	// DNSDomains are the domains whose names the DNS servers resolve
+	// (INTERNAL_DNS_DOMAIN, RFC 8598).
+	DNSDomains []string
+	RADIUS     bool // the address comes from RADIUS (Framed-IP-Address); refused until eap_radius exists
+	Line       int
+}
+
+// poolName is what a pool may be called: it names a metric's label, a
+// column of `ipsecd pool list` and a key of the leases file.
+var poolName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// dnsLabel is one label of a domain name (RFC 1035 §2.3.1, RFC 1123 §2.1).
+var dnsLabel = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+
+// pools decodes pools: into ic.Pools; a pool with errors is left out.
+func (d *decoder) pools(n *yaml.Node, ic *IKEConfig) {
+	items, ok := d.list(n, "pools")
+	if !ok {
+		return
+	}
+	names := map[string]string{}
+	for i, it := range items {
+		f := index("pools", i)
+		m, ok := d.fields(it, f, "name", "addrs", "dns", "split_include", "dns_domains", "radius")
+		if !ok {
+			continue
+		}
+		before := len(d.errs)
+		p := Pool{Line: it.Line}
+		p.Name = d.uniqueName(it, m["name"], f, names, "")
+		if p.Name != "" && !poolName.MatchString(p.Name) {
+			d.errorf(m["name"], join(f, "name"), "%q: want letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64", p.Name)
+		}
+		if v := m["addrs"]; v == nil {
+			d.errorf(it, join(f, "addrs"), "missing; want a prefix (10.3.0.0/24) or a range (10.3.0.10-10.3.0.200)")
+		} else if s, ok := d.str(v, join(f, "addrs")); ok {
+			r, err := pool.ParseRange(s)
+			if err != nil {
+				d.errorf(v, join(f, "addrs"), "%s", strings.TrimPrefix(err.Error(), pool.ErrBadRange.Error()+": "))
+			}
+			p.Addrs = r
+		}
+		if v := m["dns"]; v != nil {
+			items, _ := d.list(v, join(f, "dns"))
+			for j, an := range items {
+				if a, ok := d.addr(an, index(join(f, "dns"), j)); ok {
+					p.DNS = append(p.DNS, a)
+				}
+			}
+		}
+		if v := m["split_include"]; v != nil {
+			for j, sp := range d.prefixes(v, join(f, "split_include"), false) {
+				if sp.Masked() != sp {
+					d.errorf(v.Content[j], index(join(f, "split_include"), j), "%s has host bits set; did you mean %s?", sp, sp.Masked())
+				}
+				p.SplitInclude = append(p.SplitInclude, sp)
+			}
+		}
+		if v := m["dns_domains"]; v != nil {
+			items, _ := d.list(v, join(f, "dns_domains"))
+			for j, dn := range items {
+				if s, ok := d.str(dn, index(join(f, "dns_domains"), j)); ok {
+					if err := checkDomain(s); err != nil {
+						d.errorf(dn, index(join(f, "dns_domains"), j), "%q: %v", s, err)
+					}
+					p.DNSDomains = append(p.DNSDomains, strings.TrimSuffix(s, "."))
+				}
+			}
+		}
+		if v := m["radius"]; v != nil {
+			if on, ok := d.bool(v, join(f, "radius")); ok && on {
+				d.errorf(v, join(f, "radius"), "true is not supported yet: ipsecd has no RADIUS client; leave it false and give addrs")
+			}
+		}
+		if len(d.errs) > before {
+			continue
+		}
+		for _, q := range ic.Pools {
+			if overlaps(p.Addrs, q.Addrs) {
+				d.errorf(m["addrs"], join(f, "addrs"), "%s overlaps pool %s (%s): two clients could get one address", p.Addrs, q.Name, q.Addrs)
+			}
+		}
+		if len(d.errs) == before {
+			ic.Pools = append(ic.Pools, p)
+		}
+	}
+}
+
+// overlaps reports whether ranges a and b share an address.
+func overlaps(a, b pool.Range) bool {
+	if a.Is6() != b.Is6() || a.Size == 0 || b.Size == 0 {
+		return false
+	}
+	aLast, bLast := a.Addr(a.Size-1), b.Addr(b.Size-1)
+	return !aLast.Less(b.First) && !bLast.Less(a.First)
+}
+
+// checkDomain checks a domain name as INTERNAL_DNS_DOMAIN carries it
+// (RFC 8598 §4: a name in its presentation form, without a root label).
+func checkDomain(s string) error {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return fmt.Errorf("want a domain name (corp.example) of 1 to 253 characters")
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !dnsLabel.MatchString(l) {
+			return fmt.Errorf("label %q is not letters, digits and inner hyphens, of at most 63", l)
+		}
+	}
+	return nil
+}
+
+// connectionPools decodes a connection's pools: names of pools: items.
+func (d *decoder) connectionPools(n *yaml.Node, field string, ic *IKEConfig, poolErrs bool) []string {
+	items, ok := d.list(n, field)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		d.errorf(n, field, "empty; want names of pools")
+	}
+	known := make([]string, len(ic.Pools))
+	for i, p := range ic.Pools {
+		known[i] = p.Name
+	}
+	var names []string
+	for j, pn := range items {
+		f := index(field, j)
+		s, ok := d.str(pn, f)
+		switch {
+		case !ok:
+		case slices.Contains(names, s):
+			d.errorf(pn, f, "pool %q is named twice", s)
+		case !slices.Contains(known, s) && !poolErrs:
+			if c := hint.Closest(s, known); c != "" {
+				d.errorf(pn, f, "no pool is named %q; did you mean %s?", s, c)
+			} else {
+				d.errorf(pn, f, "no pool is named %q; the pools are %s", s, orNone(known))
+			}
+		default:
+			names = append(names, s)
+		}
+	}
+	return names
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none (pools: is empty or missing)"
+	}
+	return hint.OrList(names)
+}
+
+// vips decodes a connection's vips: the virtual IPs the client asks its
+// gateway for, 0.0.0.0 or :: for any of that family.
+func (d *decoder) vips(n *yaml.Node, field string) []netip.Addr {
+	items, ok := d.list(n, field)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		d.errorf(n, field, "empty; want 0.0.0.0 and/or :: (any address of that family) or the addresses to ask for")
+	}
+	var as []netip.Addr
+	for j, an := range items {
+		if a, ok := d.addr(an, index(field, j)); ok {
+			if slices.Contains(as, a) {
+				d.errorf(an, index(field, j), "%s is given twice", a)
+				continue
+			}
+			as = append(as, a)
+		}
+	}
+	return as
+}
+
+// PoolSet returns the pools of c as package pool hands out their
+// addresses (an empty set without pools).
+func (c *IKEConfig) PoolSet() *pool.Set {
+	ps := make([]*pool.Pool, len(c.Pools))
+	for i, p := range c.Pools {
+		ps[i] = pool.New(p.Name, p.Addrs)
+	}
+	s, err := pool.NewSet(ps...)
+	if err != nil {
+		panic("config: " + err.Error()) // names are unique: the decoder saw to it
+	}
+	return s
+}
+
+// Pool returns the pool named name, or nil.
+func (c *IKEConfig) Pool(name string) *Pool {
+	for i := range c.Pools {
+		if c.Pools[i].Name == name {
+			return &c.Pools[i]
+		}
+	}
+	return nil
+}
+
+// dynamicPrefixes returns what remote_ts: [dynamic] stands for in a
+// connection with pools: every address the pools hand out. Until IKE_AUTH
+// carries configuration payloads, a child with dynamic admits all of
+// them, not the one address a client was given.
+func (c *IKEConfig) dynamicPrefixes(pools []string) []netip.Prefix {
+	var ps []netip.Prefix
+	for _, name := range pools {
+		if p := c.Pool(name); p != nil {
+			ps = append(ps, p.Addrs.Prefixes()...)
+		}
+	}
+	return ps
+}

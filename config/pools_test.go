@@ -1,0 +1,101 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+func raEdit(t *testing.T, old, new string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/ra-good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("testdata/ra-good.yaml has no %q", old)
+	}
+	return strings.Replace(string(b), old, new, 1)
+}
+
+func TestPoolsParseGood(t *testing.T) {
+	c, err := Load(writeConfig(t, raEdit(t, "", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pools) != 2 {
+		t.Fatalf("got %d pools, want 2", len(c.Pools))
+	}
+	rw, rw6 := c.Pools[0], c.Pools[1]
+	if got := fmt.Sprintln(rw.Name, rw.Addrs, rw.Addrs.Size, rw.DNS, rw.SplitInclude, rw.DNSDomains, rw.Line); got != "rw 10.3.0.0/24 254 [10.3.0.53] [10.4.0.0/16] [corp.example] 4\n" {
+		t.Errorf("pool rw: got %s", got)
+	}
+	if got := fmt.Sprintln(rw6.Name, rw6.Addrs.First, rw6.Addrs.Size, rw6.DNS); got != "rw6 fd00:3::10 240 [fd00:3::53]\n" {
+		t.Errorf("pool rw6: got %s", got)
+	}
+	gw, client := c.Connections[0], c.Connections[1]
+	if fmt.Sprint(gw.Pools) != "[rw rw6]" || len(gw.VIPs) != 0 || fmt.Sprint(client.VIPs) != "[0.0.0.0 ::]" {
+		t.Errorf("pools %v vips %v, client vips %v", gw.Pools, gw.VIPs, client.VIPs)
+	}
+	ch := gw.Children[0]
+	// dynamic: what the pools hand out, exactly.
+	if !ch.RemoteDynamic || fmt.Sprint(ch.RemoteTS) != "[10.3.0.1/32 10.3.0.2/31 10.3.0.4/30 10.3.0.8/29 10.3.0.16/28 10.3.0.32/27 10.3.0.64/26 10.3.0.128/26 10.3.0.192/27 10.3.0.224/28 10.3.0.240/29 10.3.0.248/30 10.3.0.252/31 10.3.0.254/32 fd00:3::10/124 fd00:3::20/123 fd00:3::40/122 fd00:3::80/121]" {
+		t.Errorf("remote_ts [dynamic]: got %v", ch.RemoteTS)
+	}
+	if got, want := c.Summary(), "1 interfaces, 0 states, 0 policies, 2 connections, 2 children, 1 secrets, 2 pools"; got != want {
+		t.Errorf("Summary() = %q, want %q", got, want)
+	}
+	if s := c.String(); !strings.Contains(s, "pool rw addrs 10.3.0.0/24 (254 addresses)") || !strings.Contains(s, "pools [rw rw6] vips []") {
+		t.Errorf("String() lacks the pools:\n%s", s)
+	}
+	if s := c.PoolSet(); len(s.Pools()) != 2 || s.Pool("rw6").Range().Size != 240 {
+		t.Errorf("PoolSet: %v", s.Pools())
+	}
+}
+
+func TestPoolsOnly(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("pools:\n  - {name: rw, addrs: 10.3.0.0/28}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pools) != 1 || c.Summary() != "0 interfaces, 0 states, 0 policies, 1 pools" {
+		t.Errorf("got %d pools, summary %q", len(c.Pools), c.Summary())
+	}
+}
+
+func TestPoolsErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name, old, new string
+		want           string // a line of the errors, after "FILE:"
+	}{
+		{"bad addrs", "addrs: 10.3.0.0/24", "addrs: 10.3.0.300/24", `5: pools[0].addrs: want a prefix (10.3.0.0/24) or a range (10.3.0.10-10.3.0.200), got "10.3.0.300/24"`},
+		{"reversed range", `"fd00:3::10-fd00:3::ff"`, `"fd00:3::ff-fd00:3::10"`, `10: pools[1].addrs: "fd00:3::ff-fd00:3::10" ends before it starts`},
+		{"missing addrs", "{name: rw6, addrs: \"fd00:3::10-fd00:3::ff\",", "{name: rw6,", "10: pools[1].addrs: missing; want a prefix (10.3.0.0/24) or a range (10.3.0.10-10.3.0.200)"},
+		{"overlap", `"fd00:3::10-fd00:3::ff"`, "10.3.0.200-10.3.1.10", "10: pools[1].addrs: 10.3.0.200-10.3.1.10 overlaps pool rw (10.3.0.0/24): two clients could get one address"},
+		{"duplicate name", "{name: rw6,", "{name: rw,", `10: pools[1].name: "rw" is already the name of pools[0]`},
+		{"bad name", "{name: rw6,", "{name: \"rw 6\",", `10: pools[1].name: "rw 6": want letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64`},
+		{"bad dns", "dns: [10.3.0.53]", "dns: [10.3.0.530]", `6: pools[0].dns[0]: want an IP address, got "10.3.0.530"`},
+		{"bad domain", "dns_domains: [corp.example]", "dns_domains: [corp..example]", `8: pools[0].dns_domains[0]: "corp..example": label "" is not letters, digits and inner hyphens, of at most 63`},
+		{"split host bits", "split_include: [10.4.0.0/16]", "split_include: [10.4.0.1/16]", "7: pools[0].split_include[0]: 10.4.0.1/16 has host bits set; did you mean 10.4.0.0/16?"},
+		{"radius", "radius: false", "radius: true", "9: pools[0].radius: true is not supported yet: ipsecd has no RADIUS client; leave it false and give addrs"},
+		{"unknown pool key", "radius: false", "radios: false", "9: pools[0].radios: unknown field; did you mean radius?"},
+		{"unknown pool", "pools: [rw, rw6]", "pools: [rw, rx6]", `15: connections[0].pools[1]: no pool is named "rx6"; did you mean rw6?`},
+		{"pool twice", "pools: [rw, rw6]", "pools: [rw, rw]", `15: connections[0].pools[1]: pool "rw" is named twice`},
+		{"empty pools", "pools: [rw, rw6]", "pools: []", "15: connections[0].pools: empty; want names of pools"},
+		{"dynamic without pools", "    pools: [rw, rw6]\n", "", "18: connections[0].children[0].remote_ts[0]: dynamic stands for the clients' virtual IPs and needs the connection's pools; give pools: [NAME], or write the prefixes"},
+		{"dynamic in local_ts", "local_ts: [10.4.0.0/16]", "local_ts: [dynamic]", "19: connections[0].children[0].local_ts[0]: dynamic is supported in remote_ts only (the clients' virtual IPs, with the connection's pools); write the prefixes"},
+		{"bad vip", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, any]", `23: connections[1].vips[1]: want an IP address, got "any"`},
+		{"vip twice", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, 0.0.0.0]", "23: connections[1].vips[1]: 0.0.0.0 is given twice"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("ra.yaml", []byte(raEdit(t, tt.old, tt.new)))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), "ra.yaml:"+tt.want) {
+				t.Errorf("got:\n%v\nwant a line:\nra.yaml:%s", err, tt.want)
+			}
+		})
+	}
+}
