@@ -223,9 +223,11 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		}
 		if v := m["pools"]; v != nil {
 			cn.Pools = d.connectionPools(v, join(f, "pools"), ic, poolErrs)
+			d.warnf(v, join(f, "pools"), "IKE_AUTH does not carry configuration payloads yet: clients get no address from the pools")
 		}
 		if v := m["vips"]; v != nil {
 			cn.VIPs = d.vips(v, join(f, "vips"))
+			d.warnf(v, join(f, "vips"), "IKE_AUTH does not carry configuration payloads yet: no virtual IP is asked for")
 		}
 		if v := m["children"]; v == nil {
 			d.errorf(it, join(f, "children"), "missing; a connection needs a child to carry traffic")

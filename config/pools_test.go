@@ -99,3 +99,17 @@ func TestPoolsErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolsWarnUnused: until IKE_AUTH carries configuration payloads,
+// check says that pools and vips of a connection do nothing yet.
+func TestPoolsWarnUnused(t *testing.T) {
+	c, err := Load(writeConfig(t, raEdit(t, "", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(c.Warnings, "\n")
+	if !strings.Contains(w, "connections[0].pools: IKE_AUTH does not carry configuration payloads yet") ||
+		!strings.Contains(w, "connections[1].vips: IKE_AUTH does not carry configuration payloads yet") {
+		t.Errorf("warnings:\n%s", w)
+	}
+}
