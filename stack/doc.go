@@ -11,8 +11,9 @@
 // the daemon (package daemon) builds on too (SAD, registry, underlay,
 // engine, lifetime ticker, key-use memory, state directory), with the
 // netstack where a TUN would be. Package stack/stackfile builds a Net
-// from a daemon config file; stack itself links neither the YAML decoder
-// nor the IKE engine (TestImportsNoConfigOrIKE):
+// from a daemon config file, and package stack/stackike runs IKEv2 for
+// one (on its Node); stack itself links neither the YAML decoder nor the
+// IKE engine (TestImportsNoConfigOrIKE):
 //
 //	app ─► netstack ─► WritePackets ─► queue ─► Read (GSO split, copy) ─► datapath: seal, UDP GSO send
 //	app ◄─ netstack ◄─ GRO, flush per batch ◄─ Write (copy) ◄─ datapath: UDP GRO read, open

@@ -286,6 +286,13 @@ func (n *Net) UnderlayAddr() netip.AddrPort { return n.underlay }
 // starts at 1 after every restart).
 func (n *Net) SAD() *sa.SAD { return n.core.SAD() }
 
+// Node returns the node the netstack runs on: its SAD, underlay socket
+// and the hooks where a control plane attaches (SetNonESPHandler for IKE
+// on the ESP-in-UDP port, SetAcquireHandler, InstallChild). Package
+// stack/stackike runs IKEv2 on it; a program adds static SAs through
+// AddState instead. The node is the Net's: Close closes it.
+func (n *Net) Node() *node.Node { return n.core }
+
 // Counters returns the global xfrm counters (/proc/net/xfrm_stat names).
 func (n *Net) Counters() *sa.Counters { return n.core.Counters() }
 

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
-	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/internal/tcpcheck"
 )
 
 //go:embed demo/endpoint.yaml.tmpl
@@ -288,7 +287,7 @@ func demoWait(ctx context.Context, e *demoEndpoint) error {
 
 // demoTCP sends size pseudo-random bytes from a socket in from's namespace
 // to one in to's, and compares SHA-256 digests at both ends; mid, if not
-// nil, runs half-way through (see demoStream).
+// nil, runs half-way through (see tcpcheck.Stream).
 func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64, mid func(sent *atomic.Int64) error) (time.Duration, error) {
 	var ln net.Listener
 	if err := inNetns(to.NS, func() (err error) {
@@ -297,7 +296,7 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64, mid func(s
 	}); err != nil {
 		return 0, err
 	}
-	return demoStream(ctx, ln, func(ctx context.Context) (c net.Conn, err error) {
+	return tcpcheck.Stream(ctx, ln, func(ctx context.Context) (c net.Conn, err error) {
 		err = inNetns(from.NS, func() (err error) {
 			d := net.Dialer{Timeout: 10 * time.Second}
 			c, err = d.DialContext(ctx, "tcp", net.JoinHostPort(to.Inner, "5201"))
@@ -305,93 +304,6 @@ func demoTCP(ctx context.Context, from, to *demoEndpoint, size int64, mid func(s
 		})
 		return c, err
 	}, size, mid)
-}
-
-// demoStream accepts one connection on ln (and closes ln), sends size
-// pseudo-random bytes to it over a connection from dial, and compares the
-// SHA-256 digests at both ends. It returns the time from the first byte
-// sent to the far end's digest. If mid is not nil, it starts once half
-// the bytes are sent and runs while the rest go out (sent counts the
-// bytes sent so far), all but the last eighth, which waits for it: what
-// mid does happens under the stream's load, the stream goes on after it,
-// and its error is the stream's.
-func demoStream(ctx context.Context, ln net.Listener, dial func(context.Context) (net.Conn, error), size int64, mid func(sent *atomic.Int64) error) (time.Duration, error) {
-	defer ln.Close()
-	got := make(chan string, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- err.Error()
-			return
-		}
-		defer c.Close()
-		h := sha256.New()
-		io.Copy(h, c)
-		got <- hex.EncodeToString(h.Sum(nil))
-	}()
-
-	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	c, err := dial(dialCtx)
-	cancel()
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	context.AfterFunc(ctx, func() { c.Close() })
-	var seed [32]byte
-	crand.Read(seed[:])
-	h := sha256.New()
-	var sent atomic.Int64
-	w := io.MultiWriter(c, h, demoCounter{&sent})
-	src := rand.NewChaCha8(seed)
-	start := time.Now()
-	first := size
-	if mid != nil {
-		first = size / 2
-	}
-	if _, err := io.Copy(w, io.LimitReader(src, first)); err != nil {
-		return 0, err
-	}
-	if mid != nil {
-		// The last eighth waits for mid, so that it crosses after
-		// whatever mid did (the rekeyed SAs), however fast the rest went.
-		tail := size / 8
-		midErr := make(chan error, 1)
-		go func() { midErr <- mid(&sent) }()
-		if _, err := io.Copy(w, io.LimitReader(src, size-first-tail)); err != nil {
-			return 0, err
-		}
-		if err := <-midErr; err != nil {
-			return 0, err
-		}
-		if _, err := io.Copy(w, io.LimitReader(src, tail)); err != nil {
-			return 0, err
-		}
-	}
-	// The far end's copy ends at our FIN.
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		c.Close()
-	}
-	select {
-	case digest := <-got:
-		took := time.Since(start)
-		if want := hex.EncodeToString(h.Sum(nil)); digest != want {
-			return 0, fmt.Errorf("far end got SHA-256 %s, sent %s", digest, want)
-		}
-		return took, nil
-	case <-time.After(60 * time.Second):
-		return 0, errors.New("no digest from the far end within 60 s")
-	}
-}
-
-// demoCounter is an io.Writer that counts what is written to it.
-type demoCounter struct{ n *atomic.Int64 }
-
-func (c demoCounter) Write(p []byte) (int, error) {
-	c.n.Add(int64(len(p)))
-	return len(p), nil
 }
 
 // demoReport prints e's SAs and the counters that are not zero.

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/internal/tcpcheck"
 	"github.com/ipsecd/ipsecd/stack"
 	"github.com/ipsecd/ipsecd/stack/stackfile"
 )
@@ -78,7 +79,7 @@ func demoNetstack(size int64) error {
 		if err != nil {
 			return fmt.Errorf("endpoint %s: listen on %s: %w", to.Name, addr, err)
 		}
-		took, err := demoStream(ctx, ln, func(ctx context.Context) (net.Conn, error) {
+		took, err := tcpcheck.Stream(ctx, ln, func(ctx context.Context) (net.Conn, error) {
 			return nets[from].DialContext(ctx, "tcp", addr)
 		}, size, nil)
 		if err != nil {

@@ -1,0 +1,130 @@
+package stackike
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/internal/charontest"
+	"github.com/ipsecd/ipsecd/tun/netnstest"
+)
+
+// TestCharon: a sidecar against strongSwan's charon (5.9.8, with
+// kernel-libipsec) in a network namespace. The sidecar's underlay socket
+// is bound in a second namespace joined to charon's by a veth pair (the
+// netstack and the IKE goroutine stay in the test's), at 192.0.2.2:4500;
+// charon is at 192.0.2.1 with 198.51.100.1 behind it. The sidecar
+// initiates on port 4500 from its first message, a checksummed TCP
+// stream goes each way between the netstack and a socket in charon's
+// namespace, with the child rekeyed by the sidecar in the middle of the
+// first and by charon in the middle of the second.
+func TestCharon(t *testing.T) {
+	charontest.Require(t)
+	nsC := netnstest.New(t, "stackike-charon")
+	nsS := netnstest.New(t, "stackike-sidecar")
+	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns", nsS.Name)
+	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
+	nsS.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vs")
+	nsC.IP(t, "link", "set", "vc", "up")
+	nsS.IP(t, "link", "set", "vs", "up")
+	// kernel-libipsec routes remote_ts into its TUN device from an
+	// address of local_ts, and needs a route towards the peer to do it.
+	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
+	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
+	ch := charontest.Start(t, nsC.Name, "")
+	ch.Load(charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes128gcm16-prfsha256-x25519", Encap: true,
+		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
+		LocalTS: "198.51.100.0/24", RemoteTS: "203.0.113.0/24", ESP: "aes128gcm16-x25519"}.String())
+
+	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
+		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
+	var n *Net
+	if err := nsS.Do(func() (err error) {
+		n, err = New(Config{File: pairConfig(t, e, charontest.PSK)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+
+	if err := n.Initiate(ikenode.Target{IKE: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := waitOne(n, anySA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := ch.Swanctl("--list-sas")
+	if !strings.Contains(list, before.SPIInitiator+"_i") || !strings.Contains(list, "INSTALLED") {
+		t.Fatalf("charon does not list the sidecar's IKE SA %s_i with a child:\n%s", before.SPIInitiator, list)
+	}
+
+	const size = 8 << 20
+	rekeyedFrom := func(old control.IKESAInfo) func(control.IKESAInfo) bool {
+		return func(s control.IKESAInfo) bool { return s.Children[0].SPIIn != old.Children[0].SPIIn }
+	}
+	// Sidecar → charon's namespace, the sidecar rekeying.
+	var ln net.Listener
+	if err := nsC.Do(func() (err error) { ln, err = net.Listen("tcp", "198.51.100.1:5201"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	err = stream(ln, func(ctx context.Context) (net.Conn, error) { return n.DialContext(ctx, "tcp", "198.51.100.1:5201") }, size, func() error {
+		if err := n.Rekey(ikenode.Target{Child: "net"}); err != nil {
+			return err
+		}
+		_, err := waitOne(n, rekeyedFrom(before))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("TCP sidecar → charon across the sidecar's child rekey: %v", err)
+	}
+	mid, err := waitOne(n, anySA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Charon's namespace → sidecar, charon rekeying.
+	ln, err = n.ListenTCP(&net.TCPAddr{IP: net.ParseIP("203.0.113.1"), Port: 5201})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stream(ln, func(ctx context.Context) (c net.Conn, err error) {
+		err = nsC.Do(func() (err error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("198.51.100.1")}}
+			c, err = d.DialContext(ctx, "tcp", "203.0.113.1:5201")
+			return err
+		})
+		return c, err
+	}, size, func() error {
+		if out, err := ch.Swanctl("--rekey", "--child", "net"); err != nil {
+			t.Logf("swanctl --rekey: %s", out)
+			return err
+		}
+		_, err := waitOne(n, rekeyedFrom(mid))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("TCP charon → sidecar across charon's child rekey: %v", err)
+	}
+	after, err := waitOne(n, anySA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("child SPIs %s_i %s_o → %s_i %s_o → %s_i %s_o", before.Children[0].SPIIn, before.Children[0].SPIOut,
+		mid.Children[0].SPIIn, mid.Children[0].SPIOut, after.Children[0].SPIIn, after.Children[0].SPIOut)
+	n.Counters().Each(func(counter string, v uint64) {
+		if v != 0 && strings.HasPrefix(counter, "Xfrm") {
+			t.Errorf("sidecar: %s %d, want 0: a packet was dropped", counter, v)
+		}
+	})
+}
+
+// waitOne waits until n alone is settled and done holds for its SA.
+func waitOne(n *Net, done func(control.IKESAInfo) bool) (control.IKESAInfo, error) {
+	return waitSettled(n, n, "the sidecar's SAs", func(s, _ control.IKESAInfo) bool { return done(s) })
+}
+
+func anySA(control.IKESAInfo) bool { return true }

@@ -1,0 +1,179 @@
+// Package stackike runs IKEv2 for a sidecar: a netstack (package stack)
+// whose SAs are negotiated by the daemon's IKE runner (package ikenode)
+// instead of given as static keys. It is apart from stack so that only a
+// program that asks for IKE links the engine, the config file's decoder
+// and their crypto.
+//
+// New builds the netstack from a daemon config file, as stackfile.New
+// does (one interface, underlay.udp), and runs the file's connections:
+// and secrets: on it. The children go into the netstack's node under
+// node.OwnerIKE, exactly as in `ipsecd run`, and are rekeyed, checked
+// for liveness (dpd_delay) and deleted there.
+//
+// # One port, no privilege
+//
+// IKE runs on the netstack's own ESP-in-UDP socket, after the non-ESP
+// marker (RFC 3948 §2.2), from the first message on: the sidecar binds
+// no IKE port 500, which would need privilege, and no second socket. An
+// initiator may start on port 4500 (RFC 7296 §2.23), and ipsecd and
+// strongSwan both answer there. So the underlay's port must be 4500,
+// the port IKE's peers send to, every connection is UDP-encapsulated
+// (ESP and IKE share the socket), and a peer that initiates must send to
+// port 4500 (strongSwan's remote_port = 4500); ike.port is not used.
+//
+// # Later: a virtual IP
+//
+// A road warrior takes its inner address from the gateway (vips:, a
+// configuration payload). That address will reach the netstack the way
+// the children reach the node: the IKE runner reports it, and the Net
+// adds it to the netstack's NIC (and removes it when the IKE SA ends), so
+// that a road warrior's interface may then have no addresses of its own
+// in the file. Nothing of it is built yet.
+//
+// A Net is safe for concurrent use; its IKE goroutine is the ikenode
+// Daemon's Run, started by New and stopped by Close.
+package stackike
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/sa"
+	"github.com/ipsecd/ipsecd/stack"
+	"github.com/ipsecd/ipsecd/stack/stackfile"
+)
+
+// stopWait bounds how long Close waits for the IKE goroutine to send its
+// deletes and end.
+const stopWait = 5 * time.Second
+
+// Config is what New needs.
+type Config struct {
+	// File is a daemon config with exactly one interface (stackfile.New's
+	// rules), underlay.udp on port 4500, and connections: whose
+	// children's if_id is the interface's. Its states:, if any, run
+	// beside the negotiated children.
+	File *config.Config
+	// Log gets the IKE runner's and the data path's log lines; nil
+	// discards them.
+	Log logrus.FieldLogger
+	// OnEvent, when set, is told of every IKE SA and child that comes
+	// up, goes down, is rekeyed or fails (ikenode.Event). It is called
+	// in the IKE goroutine and must not block.
+	OnEvent func(ikenode.Event)
+}
+
+// Net is a sidecar netstack whose SAs IKEv2 negotiates: a stack.Net (dial
+// and listen through it as with package net) and the IKE daemon that
+// runs its connections.
+type Net struct {
+	*stack.Net
+	ike    *ikenode.Daemon
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New brings the netstack up and starts IKE: connections with
+// start_action start initiate at once (and retry with backoff), others
+// wait for the peer or Initiate. A bad Config is refused with an error
+// naming the field, wrapping stack.ErrInvalidConfig; on any error nothing
+// is left running or bound.
+func New(cfg Config) (_ *Net, err error) {
+	f := cfg.File
+	if f == nil {
+		return nil, fmt.Errorf("%w: no config file", stack.ErrInvalidConfig)
+	}
+	if len(f.Connections) == 0 {
+		return nil, fmt.Errorf("%w: %s: connections: none (a sidecar with static keys only is stackfile.New's)", stack.ErrInvalidConfig, f.File)
+	}
+	if p := f.Underlay.UDP.Port(); p != ike.NATTPort {
+		return nil, fmt.Errorf("%w: %s: underlay.udp: port %d: a sidecar runs IKE on its ESP-in-UDP socket, which must be port %d, where IKE's peers send (RFC 7296 §2.23)",
+			stack.ErrInvalidConfig, f.File, p, ike.NATTPort)
+	}
+	log := cfg.Log
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	sn, err := stackfile.New(f)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			sn.Close()
+		}
+	}()
+	nd := sn.Node()
+	d, err := ikenode.New(ikenode.Config{
+		IKE:       &f.IKEConfig,
+		Node:      nd,
+		NATT:      nd.Underlay(),
+		NATTAddr:  f.Underlay.UDP.Addr().Unmap(),
+		PeerPort:  ike.NATTPort,
+		Trap:      true, // the node raises acquires: start_action trap works
+		Stats:     ikenode.StatsFromSAD(sn.SAD()),
+		Log:       log.WithField("part", "ike"),
+		Transport: underlayTransport{nd.Underlay()},
+		OnEvent:   cfg.OnEvent,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stackike: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Net{Net: sn, ike: d, cancel: cancel, done: make(chan struct{})}
+	nd.SetNonESPHandler(d.DeliverNonESP)
+	nd.SetAcquireHandler(func(a sa.Acquire) { d.Acquire(a.Policy.IfID, a.Src, a.Dst) })
+	go n.routineIKE(ctx)
+	return n, nil
+}
+
+// routineIKE runs the IKE daemon until Close.
+func (n *Net) routineIKE(ctx context.Context) {
+	defer close(n.done)
+	n.ike.Run(ctx)
+}
+
+// Initiate brings up a connection's IKE SA with its children, or one
+// child (t.Child), as `ipsecd ike initiate` does. It returns once the
+// request is sent; List or Config.OnEvent tell when the SAs are up.
+func (n *Net) Initiate(t ikenode.Target) error { return n.ike.Initiate(t) }
+
+// Rekey rekeys a child (t.Child) or an IKE SA (t.IKE), make-before-break,
+// as `ipsecd ike rekey` does.
+func (n *Net) Rekey(t ikenode.Target) error { return n.ike.Rekey(t) }
+
+// Terminate deletes a child or an IKE SA with the peer, as `ipsecd ike
+// terminate` does.
+func (n *Net) Terminate(t ikenode.Target) error { return n.ike.Terminate(t) }
+
+// List returns the IKE SAs and their children, as `ipsecd ike list`
+// shows them.
+func (n *Net) List() ([]control.IKESAInfo, error) { return n.ike.List() }
+
+// Close deletes the IKE SAs with their peers (one try), stops the IKE
+// goroutine (waiting stopWait at most), then closes the netstack, which
+// zeroes the children's keys. It is idempotent.
+func (n *Net) Close() error {
+	n.cancel()
+	var err error
+	select {
+	case <-n.done:
+	case <-time.After(stopWait):
+		err = errors.New("stackike: the IKE daemon did not stop within 5 s")
+	}
+	nd := n.Node()
+	nd.SetNonESPHandler(nil)
+	nd.SetAcquireHandler(nil)
+	return errors.Join(err, n.Net.Close())
+}
