@@ -2,8 +2,11 @@
 // IKE header, the generic payload header with its critical bit, and the
 // payloads ipsecd understands (SA with proposals, transforms and
 // attributes, KE, Nonce, Notify, Delete, IDi/IDr, AUTH, TSi/TSr, CERT
-// and CERTREQ, the SK envelope and RFC 7383's Encrypted Fragment, SKF).
-// VendorID, CP and EAP are kept as opaque bodies. It neither encrypts
+// and CERTREQ, the SK envelope and RFC 7383's Encrypted Fragment, SKF,
+// the Configuration payload CP with its attributes (cp.go, RFC 8598's
+// INTERNAL_DNS_DOMAIN among them) and the EAP payload's packet (eap.go;
+// package ike/eap runs the methods). VendorID is kept as an opaque body.
+// It neither encrypts
 // nor authenticates: the SK and SKF payloads' bodies are handed over as
 // bytes, and package ike/keys (SKCipher) opens and seals them.
 //

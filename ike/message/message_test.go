@@ -180,6 +180,12 @@ func FuzzParse(f *testing.F) {
 				}
 			case TypeSK:
 				ParsePayloads(p.Inner, p.Body)
+			case TypeCP:
+				CP(p.Body).Attributes()
+			case TypeEAP:
+				if e := EAP(p.Body); e.IsValid() && e.Code() <= EAPResponse {
+					e.Data()
+				}
 			}
 		}
 		// Reserved bits and the minor version are not kept, so the
