@@ -16,14 +16,8 @@ import (
 // past the idle timeout, takes longer than the request timeout to send a
 // request, sends a line longer than MaxLine, or does not take an answer
 // within the write timeout.
+// The Socket closes c once it returns.
 func (s *Server) serveConn(c net.Conn) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		c.Close()
-		s.wg.Done()
-	}()
 	r := bufio.NewReaderSize(c, 4096)
 	w := bufio.NewWriter(c)
 	answer := func(resp Response) error {

@@ -152,6 +152,24 @@ func (m *Monitor) unsubscribe(s *subscription) {
 	m.mu.Unlock()
 }
 
+// Subscription is one subscriber's queue of events (Monitor.Subscribe),
+// for consumers of the events other than the monitor command (package
+// vici). Safe for concurrent use.
+type Subscription struct{ s *subscription }
+
+// Subscribe returns a new queue of MonitorQueue events; Cancel ends it.
+func (m *Monitor) Subscribe() Subscription { return Subscription{m.subscribe()} }
+
+// Events is where the events arrive.
+func (s Subscription) Events() <-chan Event { return s.s.ch }
+
+// Lost returns how many events were dropped, the queue being full,
+// since the last call.
+func (s Subscription) Lost() uint64 { return s.s.takeLost() }
+
+// Cancel ends the subscription of m: no event is queued after it.
+func (s Subscription) Cancel(m *Monitor) { m.unsubscribe(s.s) }
+
 // takeLost returns the events dropped since the last call.
 func (s *subscription) takeLost() uint64 {
 	s.mu.Lock()

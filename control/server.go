@@ -5,12 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -88,216 +83,42 @@ type Server struct {
 
 	backend Backend
 	log     logrus.FieldLogger
-	ln      *net.UnixListener
-	path    string
-	owner   uint32 // the uid that, besides root, may connect
-
-	// mu guards:
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	// lastRefusalLog and refusalsNotLogged rate-limit logRefusal.
-	lastRefusalLog    time.Time
-	refusalsNotLogged int
-
-	wg sync.WaitGroup // one per connection goroutine
+	sock    *Socket // socket.go: who may connect, how many, and Close
 }
 
-// Listen creates the control socket at path: the parent directory is
-// created with mode 0700 if missing, a stale socket (one nobody answers
-// on) is removed, and the socket gets mode 0600 before it appears at path
-// (it is bound under a temporary name, chmodded, then renamed). It fails if
-// another process answers on path or path is not a socket. log may be nil.
+// Listen creates the control socket at path (ListenSocket: a 0700
+// directory, mode 0600, a stale socket replaced, one in use refused).
+// log may be nil.
 func Listen(path string, b Backend, log logrus.FieldLogger) (*Server, error) {
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	if err := removeStale(path); err != nil {
+	sock, err := ListenSocket("control", path, log)
+	if err != nil {
 		return nil, err
 	}
-	tmp := filepath.Join(dir, fmt.Sprintf(".%s.%d.tmp", filepath.Base(path), os.Getpid()))
-	os.Remove(tmp)
-	if len(tmp) > 107 {
-		tmp = path // no room for a temporary name: chmod after bind instead
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
-	if err != nil {
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	ln.SetUnlinkOnClose(false) // Close removes path itself
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		ln.Close()
-		os.Remove(tmp)
-		return nil, fmt.Errorf("control: %w", err)
-	}
-	if tmp != path {
-		if err := os.Rename(tmp, path); err != nil {
-			ln.Close()
-			os.Remove(tmp)
-			return nil, fmt.Errorf("control: %w", err)
-		}
-	}
-	return &Server{backend: b, log: log, ln: ln, path: path, owner: uint32(os.Geteuid()), conns: map[net.Conn]struct{}{}}, nil
-}
-
-// removeStale removes a socket at path that no process answers on.
-func removeStale(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("control: %w", err)
-	}
-	if fi.Mode()&os.ModeSocket == 0 {
-		return fmt.Errorf("control: %s exists and is not a socket", path)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return fmt.Errorf("control: %s is in use by another process (is ipsecd already running?)", path)
-	}
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("control: removing stale socket: %w", err)
-	}
-	return nil
+	return &Server{backend: b, log: sock.log, sock: sock}, nil
 }
 
 // Path returns the socket's path.
-func (s *Server) Path() string { return s.path }
+func (s *Server) Path() string { return s.sock.Path() }
 
 // Serve accepts connections until Close, and then returns nil. A
 // connection from a uid that is neither root nor the socket's owner, or
 // one past the connection cap, is answered with an error ("denied" or
 // "busy") and closed at once.
 func (s *Server) Serve() error {
-	var backoff time.Duration
-	for {
-		c, err := s.ln.AcceptUnix()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
-				errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED) {
-				// Out of descriptors or memory for now, perhaps for
-				// reasons outside this socket: wait and try again
-				// rather than stop answering for good.
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.WithError(err).Warnf("control: accept failed; retrying in %v", backoff)
-				time.Sleep(backoff)
-				continue
-			}
-			return fmt.Errorf("control: %w", err)
-		}
-		backoff = 0
-		if err := s.checkPeer(c); err != nil {
-			s.refuse(c, errorResponse(err))
-			continue
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return nil
-		}
-		if n := len(s.conns); n >= s.maxConns() {
-			s.mu.Unlock()
-			s.refuse(c, errorResponse(fmt.Errorf("%w: %d open, the most the daemon serves at once; try again", ErrBusy, n)))
-			continue
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(c)
-	}
+	s.sock.MaxConns = s.MaxConns
+	return s.sock.Serve(s.serveConn, func(c net.Conn, why error) {
+		out, _ := json.Marshal(errorResponse(why))
+		c.Write(append(out, '\n'))
+	})
 }
 
-func (s *Server) maxConns() int                 { return cmp.Or(s.MaxConns, MaxConns) }
 func (s *Server) idleTimeout() time.Duration    { return cmp.Or(s.IdleTimeout, IdleTimeout) }
 func (s *Server) requestTimeout() time.Duration { return cmp.Or(s.RequestTimeout, RequestTimeout) }
 func (s *Server) writeTimeout() time.Duration   { return cmp.Or(s.WriteTimeout, WriteTimeout) }
 
-// checkPeer returns an error wrapping ErrDenied unless c's peer runs as
-// root or as the socket's owner. The socket's mode (0600, in a 0700
-// directory) already keeps others out; this holds when the mode was
-// loosened, the socket was bind-mounted elsewhere, or the peer can
-// override file permissions without being root (CAP_DAC_OVERRIDE).
-func (s *Server) checkPeer(c *net.UnixConn) error {
-	uid, err := peerUID(c)
-	if err != nil {
-		return fmt.Errorf("%w: cannot tell who connected: %v", ErrDenied, err)
-	}
-	if uid == 0 || uid == s.owner {
-		return nil
-	}
-	if s.owner == 0 {
-		return fmt.Errorf("%w: uid %d is not root (root owns the socket)", ErrDenied, uid)
-	}
-	return fmt.Errorf("%w: uid %d is neither root nor the socket's owner (uid %d)", ErrDenied, uid, s.owner)
-}
-
-// refuse answers c with resp, logs it and closes c, from the accept loop:
-// the write is bounded by refuseTimeout.
-func (s *Server) refuse(c net.Conn, resp Response) {
-	s.logRefusal(resp.Error)
-	out, _ := json.Marshal(resp)
-	c.SetWriteDeadline(time.Now().Add(refuseTimeout))
-	c.Write(append(out, '\n'))
-	c.Close()
-}
-
-// logRefusal logs why a connection was refused, at most once per
-// refusalLogInterval, with the number of refusals not logged since.
-func (s *Server) logRefusal(why string) {
-	s.mu.Lock()
-	now := time.Now()
-	if now.Sub(s.lastRefusalLog) < refusalLogInterval {
-		s.refusalsNotLogged++
-		s.mu.Unlock()
-		return
-	}
-	s.lastRefusalLog = now
-	skipped := s.refusalsNotLogged
-	s.refusalsNotLogged = 0
-	s.mu.Unlock()
-	l := s.log
-	if skipped > 0 {
-		l = l.WithField("refused_since_last_log", skipped)
-	}
-	l.Warn("control: connection refused: " + why)
-}
-
 // Close stops listening, closes every connection, waits for their
 // goroutines and removes the socket.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	err := s.ln.Close()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	os.Remove(s.path)
-	return err
-}
+func (s *Server) Close() error { return s.sock.Close() }
 
 // handler answers one command. The result is marshalled as the answer's
 // "result"; an error becomes its "error" and "code" (errorResponse).
