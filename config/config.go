@@ -37,6 +37,9 @@ type Config struct {
 	File    string // the name it was parsed from
 	Log     Log
 	Control string // unix socket path of the control socket
+	// Vici is the unix socket path where strongSwan's vici protocol is
+	// served (package vici); "" (the default) serves none.
+	Vici    string
 	Metrics string // host:port of the Prometheus listener; "" disables it
 	Pprof   bool   // also serve Go's profiler at /debug/pprof/ on the Metrics listener
 	// StateDir is the directory of the static keys' sequence
@@ -162,6 +165,9 @@ func (c *Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "log: {level: %s, format: %s}\n", c.Log.Level, c.Log.Format)
 	fmt.Fprintf(&b, "control: %s\n", c.Control)
+	if c.Vici != "" {
+		fmt.Fprintf(&b, "vici: %s\n", c.Vici)
+	}
 	fmt.Fprintf(&b, "state_dir: %s\n", c.StateDir)
 	if c.Metrics != "" {
 		fmt.Fprintf(&b, "metrics: %s\n", c.Metrics)

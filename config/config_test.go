@@ -283,6 +283,11 @@ func TestParseErrors(t *testing.T) {
 		{"state_dir empty", "control:", "state_dir: \"\"\ncontrol:",
 			[]string{`f.yaml:2: state_dir: empty; want the directory that keeps the sequence numbers of static keys across restarts`}},
 		{"state_dir type", "control:", "state_dir: [a]\ncontrol:", []string{`f.yaml:2: state_dir: want a string, got a list`}},
+		{"vici on the control socket", "control:", "vici: /tmp/ipsecd.sock\ncontrol:",
+			[]string{`f.yaml:2: vici: /tmp/ipsecd.sock is the control socket's path; vici needs a socket of its own`}},
+		{"vici too long", "control:", "vici: /" + strings.Repeat("v", 110) + "\ncontrol:",
+			[]string{`f.yaml:2: vici: 111 bytes long; a unix socket path has at most 107`}},
+		{"vici type", "control:", "vici: [a]\ncontrol:", []string{`f.yaml:2: vici: want a string, got a list`}},
 		{"unknown top key", "control:", "contrl:",
 			[]string{`f.yaml:2: contrl: unknown field; did you mean control?`}},
 		{"duplicate key", "    esn: true\n", "    esn: true\n    esn: false\n",
@@ -509,6 +514,22 @@ func TestExamples(t *testing.T) {
 		if _, err := Load(copied); err != nil {
 			t.Errorf("%v", err)
 		}
+	}
+}
+
+func TestVici(t *testing.T) {
+	c, err := Parse("f.yaml", []byte(edit(t, "control:", "vici: /run/ipsecd/charon.vici\ncontrol:")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Vici != "/run/ipsecd/charon.vici" {
+		t.Errorf("Vici = %q, want /run/ipsecd/charon.vici", c.Vici)
+	}
+	if !strings.Contains(c.String(), "vici: /run/ipsecd/charon.vici\n") {
+		t.Errorf("String() leaves vici out:\n%s", c)
+	}
+	if c, _ := Parse("f.yaml", []byte(good)); c.Vici != "" {
+		t.Errorf("without vici: Vici = %q, want off", c.Vici)
 	}
 }
 

@@ -118,7 +118,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets", "pools")
+	m, ok := d.fields(n, "", "log", "control", "vici", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets", "pools")
 	if !ok {
 		return
 	}
@@ -134,6 +134,18 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 				d.errorf(v, "control", "%d bytes long; a unix socket path has at most %d", len(s), maxUnixPath)
 			default:
 				c.Control = s
+			}
+		}
+	}
+	if v := m["vici"]; v != nil {
+		if s, ok := d.str(v, "vici"); ok && s != "" {
+			switch {
+			case len(s) > maxUnixPath:
+				d.errorf(v, "vici", "%d bytes long; a unix socket path has at most %d", len(s), maxUnixPath)
+			case filepath.Clean(s) == filepath.Clean(c.Control):
+				d.errorf(v, "vici", "%s is the control socket's path; vici needs a socket of its own", s)
+			default:
+				c.Vici = s
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	ipnode "github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/underlay"
+	"github.com/ipsecd/ipsecd/vici"
 	"github.com/ipsecd/ipsecd/xfrmif"
 )
 
@@ -37,7 +38,8 @@ type Daemon struct {
 	guards      *guards // fail-closed guard routes (guards.go)
 	started     bool    // startNode succeeded; a failed start keeps the guards it found
 	ctl         *control.Server
-	events      *control.Monitor // what ipsecd monitor streams
+	events      *control.Monitor // what ipsecd monitor streams, and vici's events
+	vici        *vici.Server     // vici.go; nil without vici:
 	metrics     *http.Server
 	metricsAddr net.Addr   // where metrics listens (the port chosen, for ":0")
 	ike         ikeRunner  // ike.go
@@ -176,6 +178,9 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *Daemon, err error) {
 	}
 	n.ctl.Events = n.events
 	go n.ctl.Serve()
+	if err := n.openVici(cfg.Vici); err != nil {
+		return n, err
+	}
 
 	if cfg.Metrics != "" {
 		ln, err := net.Listen("tcp", cfg.Metrics)
@@ -331,6 +336,10 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 	applied = true
 	n.reloadIKE(cfg)
 	n.reloadPools(cfg)
+	if err := n.reloadVici(cfg.Vici); err != nil {
+		log.WithError(err).Error("reload")
+		res.Warnings = append(res.Warnings, err.Error())
+	}
 	// The file is checked, so its log section is valid: apply it last,
 	// so that a refused reload changes nothing.
 	if err := ConfigureLog(n.log, cfg.Log); err != nil {
@@ -364,6 +373,9 @@ func (n *Daemon) stop() error {
 	n.stopPools()
 	if n.ctl != nil {
 		errs = append(errs, n.ctl.Close())
+	}
+	if n.vici != nil {
+		errs = append(errs, n.vici.Close())
 	}
 	if n.metrics != nil {
 		errs = append(errs, n.metrics.Close())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -25,12 +26,7 @@ func TestStartReloadStop(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "ipsecd.sock")
 	path := filepath.Join(dir, "ipsecd.yaml")
-	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp := u.LocalAddr().String() // free a moment ago
-	u.Close()
+	udp := freeUDP(t)
 	file := func(level string) string {
 		return "control: " + sock + "\nstate_dir: " + filepath.Join(dir, "state") +
 			"\nlog: {level: " + level + "}\nunderlay: {udp: " + udp + "}\n"
@@ -38,22 +34,9 @@ func TestStartReloadStop(t *testing.T) {
 	if err := os.WriteFile(path, []byte(file("info")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	d, err := Start(cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			d.Stop()
-		}
-	}()
+	d, stop := startFile(t, path, log)
 	c, err := control.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +69,43 @@ func TestStartReloadStop(t *testing.T) {
 		t.Fatalf("ping after refused reloads: %v", err)
 	}
 
-	stopped = true
-	if err := d.Stop(); err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("control socket after Stop: %v, want it gone", err)
 	}
+}
+
+// freeUDP returns a loopback UDP address that was free a moment ago.
+func freeUDP(t *testing.T) string {
+	t.Helper()
+	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	return u.LocalAddr().String()
+}
+
+// startFile starts the daemon from the config file at path, as
+// cmd/ipsecd does. stop stops it once (the test's end stops it too).
+func startFile(t *testing.T, path string, log *logrus.Logger) (d *Daemon, stop func() error) {
+	t.Helper()
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = Start(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var stopErr error
+	stop = func() error {
+		once.Do(func() { stopErr = d.Stop() })
+		return stopErr
+	}
+	t.Cleanup(func() { stop() })
+	return d, stop
 }
