@@ -55,13 +55,14 @@ type demoEndpoint struct {
 // hand-keyed pair. Each sends a checksummed TCP stream to the other
 // through the tunnel, then the demo prints what crossed and the counters.
 // Everything it makes is removed when it ends, also on Ctrl-C. Without
-// root, or with --netstack, the two endpoints are static-key netstacks in
-// this process instead (demo_netstack.go).
+// root, or with --netstack, the two endpoints are sidecar netstacks in
+// this process instead, with IKE (demo_netstack_ike.go) or --static
+// (demo_netstack.go).
 func runDemo(args []string, stderr io.Writer) int {
 	fs := newFlags("demo", "demo [--mib N] [--netstack] [--static]", stderr)
 	size := fs.Int("mib", 256, "MiB of TCP to send each way")
-	static := fs.Bool("static", false, "two daemons with static keys from the config (no IKE), as before IKE")
-	netstack := fs.Bool("netstack", false, "two netstacks with static keys in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
+	static := fs.Bool("static", false, "static keys from the config instead of IKEv2, as before IKE (with --netstack too)")
+	netstack := fs.Bool("netstack", false, "two sidecar netstacks in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,15 +77,16 @@ func runDemo(args []string, stderr io.Writer) int {
 		fmt.Fprintf(os.Stderr, "ipsecd demo: --mib %d: want 1..%d\n", *size, 1<<20)
 		return 2
 	}
-	switch {
-	case *netstack:
-		fmt.Println("ipsecd demo: --netstack runs the static-key demo (IKE in the sidecar comes with remote access)")
-	case os.Geteuid() != 0:
-		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the static-key demo in one process (--netstack; IKE in the sidecar comes with remote access)")
+	if !*netstack && os.Geteuid() != 0 {
+		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the demo between two netstacks in one process (--netstack)")
 		*netstack = true
 	}
 	if *netstack {
-		if err := demoNetstack(int64(*size) << 20); err != nil {
+		run := demoNetstackIKE
+		if *static {
+			run = demoNetstack
+		}
+		if err := run(int64(*size) << 20); err != nil {
 			fmt.Fprintln(os.Stderr, "ipsecd demo:", err)
 			return 1
 		}
@@ -187,7 +189,7 @@ func demo(size int64, static bool) (err error) {
 		fmt.Printf("  %s: underlay %s:4500, ipsec1 %s/24, routes %s/24 into the tunnel\n", e.Name, e.Local, e.Inner, e.Remote)
 	}
 	if !static {
-		return demoIKE(ctx, self, a, b, size)
+		return demoIKE(ctx, daemonEnd{a, self}, daemonEnd{b, self}, size)
 	}
 	fmt.Println("  suite rfc4106(gcm(aes)) 128-bit, tunnel mode, ESP in UDP, ESN, replay window 1024")
 	fmt.Println()

@@ -56,20 +56,40 @@ func demoPSK(dir string) (string, error) {
 // rekey. Between two namespaces on one machine each takes milliseconds.
 const demoIKEWait = 15 * time.Second
 
-// demoIKE is the IKE demo once both daemons answer: it has A initiate the
+// demoIKEEnd is one end of the IKE demo: a daemon in a network namespace,
+// driven over its control socket (daemonEnd), or a sidecar in this
+// process (netstackEnd, demo_netstack_ike.go).
+type demoIKEEnd interface {
+	endpoint() *demoEndpoint
+	// ikeAction runs `ipsecd ike initiate|rekey` (cmd ike.initiate,
+	// ike.rekey).
+	ikeAction(cmd string, t control.IKETarget) error
+	ikeList() ([]control.IKESAInfo, error)
+	// ikeListText is what `ipsecd ike list` prints.
+	ikeListText() (string, error)
+	// counters are the end's counters, as `ipsecd stats` lists them,
+	// and what shows them (the command, for a daemon).
+	counters() (what string, cs []control.Counter, err error)
+	// tcp sends a checksummed stream of size bytes to to (tcpcheck.Stream).
+	tcp(ctx context.Context, to demoIKEEnd, size int64, mid func(sent *atomic.Int64) error) (time.Duration, error)
+	// log is what the end logged, for an error.
+	log() string
+}
+
+// demoIKE is the IKE demo once both ends run: it has A initiate the
 // IKE SA, sends a checksummed TCP stream each way and, half-way through,
 // rekeys: the child and then the IKE SA from A in the stream A → B, the
 // child from B in the stream B → A. Then it prints `ipsecd ike list`
 // before and after, the SPIs, the counters, and whether any packet was
 // lost: a drop counted by either data path fails the demo.
-func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) error {
-	fmt.Printf("  IKE SA aes128gcm16-prfsha256-x25519, authenticated by a pre-shared key made for this run (%s, mode 0600, removed at the end)\n", a.PSKFile)
+func demoIKE(ctx context.Context, a, b demoIKEEnd, size int64) error {
+	fmt.Printf("  IKE SA aes128gcm16-prfsha256-x25519, authenticated by a pre-shared key made for this run (%s, mode 0600, removed at the end)\n", a.endpoint().PSKFile)
 	fmt.Println("  child ESP aes128gcm16-x25519 (X25519 again at each rekey), tunnel mode, ESP in UDP, replay window 1024")
 	fmt.Println()
 
 	fmt.Print("initiating from A (ipsecd ike initiate --ike demo), waiting for the IKE SA and its child ... ")
 	start := time.Now()
-	if err := demoIKEAction(a, "ike.initiate", control.IKETarget{IKE: "demo"}); err != nil {
+	if err := a.ikeAction("ike.initiate", control.IKETarget{IKE: "demo"}); err != nil {
 		fmt.Println()
 		return err
 	}
@@ -80,22 +100,23 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 	}
 	fmt.Printf("up in %v\n", demoSinceMS(start))
 	fmt.Println()
-	if err := demoIKEList(self, a, "before the rekeys"); err != nil {
+	if err := demoIKEList(a, "before the rekeys"); err != nil {
 		return err
 	}
 	fmt.Println()
 
-	plan := map[*demoEndpoint][]demoRekey{
+	plan := map[demoIKEEnd][]demoRekey{
 		a: {{by: a, what: "the child", target: control.IKETarget{Child: "net"}}, {by: a, what: "the IKE SA", target: control.IKETarget{IKE: "demo"}}},
 		b: {{by: b, what: "the child", target: control.IKETarget{Child: "net"}}},
 	}
-	for _, dir := range [][2]*demoEndpoint{{a, b}, {b, a}} {
+	for _, dir := range [][2]demoIKEEnd{{a, b}, {b, a}} {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		from, to := dir[0], dir[1]
-		fmt.Printf("TCP %s → %s: sending %d MiB ...\n", from.Name, to.Name, size>>20)
-		took, err := demoTCP(ctx, from, to, size, func(sent *atomic.Int64) error {
+		fe, te := from.endpoint(), to.endpoint()
+		fmt.Printf("TCP %s → %s: sending %d MiB ...\n", fe.Name, te.Name, size>>20)
+		took, err := from.tcp(ctx, to, size, func(sent *atomic.Int64) error {
 			for _, r := range plan[from] {
 				if err := r.run(ctx, a, b, sent, size); err != nil {
 					return err
@@ -104,9 +125,9 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("TCP %s → %s: %w", from.Name, to.Name, err)
+			return fmt.Errorf("TCP %s → %s: %w", fe.Name, te.Name, err)
 		}
-		demoPrintTransfer(from, to, size, took)
+		demoPrintTransfer(fe, te, size, took)
 	}
 	fmt.Println()
 
@@ -114,7 +135,7 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 	if err != nil {
 		return err
 	}
-	if err := demoIKEList(self, a, "after the rekeys"); err != nil {
+	if err := demoIKEList(a, "after the rekeys"); err != nil {
 		return err
 	}
 	fmt.Println()
@@ -125,7 +146,7 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 	fmt.Println()
 
 	lost := 0
-	for _, e := range []*demoEndpoint{a, b} {
+	for _, e := range []demoIKEEnd{a, b} {
 		n, err := demoIKEReport(e)
 		if err != nil {
 			return err
@@ -141,7 +162,7 @@ func demoIKE(ctx context.Context, self string, a, b *demoEndpoint, size int64) e
 
 // demoRekey is one rekey of the demo, started over by's control socket.
 type demoRekey struct {
-	by     *demoEndpoint
+	by     demoIKEEnd
 	what   string // for the progress line
 	target control.IKETarget
 }
@@ -149,14 +170,14 @@ type demoRekey struct {
 // run starts the rekey and waits until both ends have only the new SAs:
 // one established IKE SA with one installed child, whose SPIs (the IKE
 // SA's for target.IKE, the child's otherwise) differ from before.
-func (r demoRekey) run(ctx context.Context, a, b *demoEndpoint, sent *atomic.Int64, size int64) error {
+func (r demoRekey) run(ctx context.Context, a, b demoIKEEnd, sent *atomic.Int64, size int64) error {
 	old, err := demoIKESA(r.by)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  rekeying %s from %s in the middle of the stream (%d of %d MiB sent) ... ", r.what, r.by.Name, sent.Load()>>20, size>>20)
+	fmt.Printf("  rekeying %s from %s in the middle of the stream (%d of %d MiB sent) ... ", r.what, r.by.endpoint().Name, sent.Load()>>20, size>>20)
 	start, at := time.Now(), sent.Load()
-	if err := demoIKEAction(r.by, "ike.rekey", r.target); err != nil {
+	if err := r.by.ikeAction("ike.rekey", r.target); err != nil {
 		fmt.Println()
 		return err
 	}
@@ -179,31 +200,12 @@ func (r demoRekey) run(ctx context.Context, a, b *demoEndpoint, sent *atomic.Int
 	return nil
 }
 
-// demoIKEAction runs `ipsecd ike initiate|rekey` (cmd ike.initiate,
-// ike.rekey) on e.
-func demoIKEAction(e *demoEndpoint, cmd string, t control.IKETarget) error {
-	c, err := control.Dial(e.Control)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.IKEAction(cmd, t); err != nil {
-		return fmt.Errorf("ipsecd %s at %s: %w", strings.Replace(cmd, ".", " ", 1), e.Name, err)
-	}
-	return nil
-}
-
 // demoIKESA returns e's established IKE SA, if there is one and it has
 // one installed child and nothing else (no child being rekeyed). An IKE
 // SA that a rekey replaced stays listed for a moment (REKEYED, ended: the
 // answer to its delete may still come) and does not count.
-func demoIKESA(e *demoEndpoint) (control.IKESAInfo, error) {
-	c, err := control.Dial(e.Control)
-	if err != nil {
-		return control.IKESAInfo{}, err
-	}
-	defer c.Close()
-	sas, err := c.IKEList()
+func demoIKESA(e demoIKEEnd) (control.IKESAInfo, error) {
+	sas, err := e.ikeList()
 	if err != nil {
 		return control.IKESAInfo{}, err
 	}
@@ -242,7 +244,7 @@ func demoIKEStates(sas []control.IKESAInfo) string {
 // demoSettled waits until both ends hold one established IKE SA with one
 // installed child and nothing else, and done(A's, B's) holds; it returns
 // A's. It gives up after demoIKEWait, with both daemons' logs.
-func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func(sa, sb control.IKESAInfo) bool) (control.IKESAInfo, error) {
+func demoSettled(ctx context.Context, a, b demoIKEEnd, what string, done func(sa, sb control.IKESAInfo) bool) (control.IKESAInfo, error) {
 	deadline := time.Now().Add(demoIKEWait)
 	for {
 		sa, errA := demoIKESA(a)
@@ -255,7 +257,7 @@ func demoSettled(ctx context.Context, a, b *demoEndpoint, what string, done func
 		}
 		if time.Now().After(deadline) {
 			return control.IKESAInfo{}, fmt.Errorf("no end to %s within %v (A: %v, B: %v); the daemons' logs:\nA:\n%s\nB:\n%s",
-				what, demoIKEWait, errOrOK(errA), errOrOK(errB), a.log.String(), b.log.String())
+				what, demoIKEWait, errOrOK(errA), errOrOK(errB), a.log(), b.log())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -276,14 +278,14 @@ func demoSinceMS(start time.Time) time.Duration {
 	return time.Since(start).Round(100 * time.Microsecond)
 }
 
-// demoIKEList prints `ipsecd ike list` of e, as the command prints it.
-func demoIKEList(self string, e *demoEndpoint, when string) error {
-	out, err := exec.Command(self, "ike", "list", "--control", e.Control).CombinedOutput()
+// demoIKEList prints e's `ipsecd ike list`.
+func demoIKEList(e demoIKEEnd, when string) error {
+	out, err := e.ikeListText()
 	if err != nil {
-		return fmt.Errorf("ipsecd ike list at %s: %v: %s", e.Name, err, bytes.TrimSpace(out))
+		return err
 	}
-	fmt.Printf("endpoint %s (ipsecd ike list), %s:\n", e.Name, when)
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+	fmt.Printf("endpoint %s (ipsecd ike list), %s:\n", e.endpoint().Name, when)
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		fmt.Println("  " + line)
 	}
 	return nil
@@ -292,26 +294,80 @@ func demoIKEList(self string, e *demoEndpoint, when string) error {
 // demoIKEReport prints e's non-zero counters and returns the sum of its
 // Xfrm counters, which count packets the data path dropped: in the IKE
 // demo all of them must be 0.
-func demoIKEReport(e *demoEndpoint) (int, error) {
-	c, err := control.Dial(e.Control)
+func demoIKEReport(e demoIKEEnd) (int, error) {
+	what, stats, err := e.counters()
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	stats, err := c.Stats()
-	if err != nil {
-		return 0, err
-	}
-	fmt.Printf("endpoint %s (ipsecd stats, non-zero):\n", e.Name)
-	dropped := 0
+	fmt.Printf("endpoint %s (%s, non-zero):\n", e.endpoint().Name, what)
+	dropped, shown := 0, 0
 	for _, s := range stats {
 		if s.Value == 0 {
 			continue
 		}
 		fmt.Printf("  %s\t%d\n", s.Name, s.Value)
+		shown++
 		if strings.HasPrefix(s.Name, "Xfrm") {
 			dropped += int(s.Value)
 		}
 	}
+	if shown == 0 {
+		fmt.Println("  (all zero)")
+	}
 	return dropped, nil
 }
+
+// daemonEnd is an end of the IKE demo that is an `ipsecd run` in a
+// network namespace, driven over its control socket.
+type daemonEnd struct {
+	e    *demoEndpoint
+	self string // this binary, for `ipsecd ike list`
+}
+
+func (d daemonEnd) endpoint() *demoEndpoint { return d.e }
+
+func (d daemonEnd) ikeAction(cmd string, t control.IKETarget) error {
+	c, err := control.Dial(d.e.Control)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.IKEAction(cmd, t); err != nil {
+		return fmt.Errorf("ipsecd %s at %s: %w", strings.Replace(cmd, ".", " ", 1), d.e.Name, err)
+	}
+	return nil
+}
+
+func (d daemonEnd) ikeList() ([]control.IKESAInfo, error) {
+	c, err := control.Dial(d.e.Control)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.IKEList()
+}
+
+// ikeListText runs `ipsecd ike list`, as a user would.
+func (d daemonEnd) ikeListText() (string, error) {
+	out, err := exec.Command(d.self, "ike", "list", "--control", d.e.Control).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("ipsecd ike list at %s: %v: %s", d.e.Name, err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+func (d daemonEnd) counters() (string, []control.Counter, error) {
+	c, err := control.Dial(d.e.Control)
+	if err != nil {
+		return "", nil, err
+	}
+	defer c.Close()
+	cs, err := c.Stats()
+	return "ipsecd stats", cs, err
+}
+
+func (d daemonEnd) tcp(ctx context.Context, to demoIKEEnd, size int64, mid func(sent *atomic.Int64) error) (time.Duration, error) {
+	return demoTCP(ctx, d.e, to.endpoint(), size, mid)
+}
+
+func (d daemonEnd) log() string { return d.e.log.String() }

@@ -105,8 +105,68 @@ func checkDemoOutput(t *testing.T, text string, mib int) {
 	}
 }
 
-// TestDemoNetstack runs `ipsecd demo --netstack --mib 8`: two netstacks in
-// one process, ESP over loopback, a checksummed TCP stream each way.
+// demoSPIs matches the IKE demo's summary of the SPIs before and after
+// the rekeys: the IKE SA's pair and the child's.
+var (
+	demoIKESPIs   = regexp.MustCompile(`(?m)^  IKE SA ([0-9a-f]{16})_i ([0-9a-f]{16})_r → ([0-9a-f]{16})_i ([0-9a-f]{16})_r$`)
+	demoChildSPIs = regexp.MustCompile(`(?m)^  child  (0x[0-9a-f]+)_i (0x[0-9a-f]+)_o → (0x[0-9a-f]+)_i (0x[0-9a-f]+)_o$`)
+)
+
+// checkIKEDemoOutput wants what a successful IKE demo prints: each wait
+// named before it starts and timed when done, the rekeys in the middle
+// of the streams, two transfers whose digests matched, ike list before
+// and after, new SPIs after the rekeys, and 0 lost.
+func checkIKEDemoOutput(t *testing.T, text string, mib int) {
+	t.Helper()
+	if got := strings.Count(text, "SHA-256 equal at both ends"); got != 2 {
+		t.Errorf("demo reported %d checked transfers, want 2:\n%s", got, text)
+	}
+	m := strconv.Itoa(mib)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`waiting for the IKE SA and its child \.\.\. up in \d`),
+		regexp.MustCompile(`TCP A → B: sending ` + m + ` MiB \.\.\.\n  rekeying the child from A in the middle of the stream \(\d+ of ` + m + ` MiB sent\) \.\.\. done in \d`),
+		regexp.MustCompile(`rekeying the IKE SA from A in the middle of the stream \(\d+ of ` + m + ` MiB sent\) \.\.\. done in \d.*\nTCP A 198\.51\.100\.1 → B`),
+		regexp.MustCompile(`TCP B → A: sending ` + m + ` MiB \.\.\.\n  rekeying the child from B in the middle of the stream \(\d+ of ` + m + ` MiB sent\) \.\.\. done in \d.*\nTCP B 203\.0\.113\.1 → A`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("demo output lacks a line matching %q:\n%s", want, text)
+		}
+	}
+	for _, want := range []string{
+		"IKE SA aes128gcm16-prfsha256-x25519",
+		"child ESP aes128gcm16-x25519",
+		"endpoint A (ipsecd ike list), before the rekeys:",
+		"endpoint A (ipsecd ike list), after the rekeys:",
+		"0 lost: both streams arrived whole",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+	ike := demoIKESPIs.FindStringSubmatch(text)
+	child := demoChildSPIs.FindStringSubmatch(text)
+	if ike == nil || child == nil {
+		t.Fatalf("demo output lacks the SPIs before and after:\n%s", text)
+	}
+	if ike[1] == ike[3] || ike[2] == ike[4] {
+		t.Errorf("IKE SA SPIs %s %s before, %s %s after: want both new", ike[1], ike[2], ike[3], ike[4])
+	}
+	if child[1] == child[3] || child[2] == child[4] {
+		t.Errorf("child SPIs %s %s before, %s %s after: want both new", child[1], child[2], child[3], child[4])
+	}
+	for _, spi := range []string{ike[1] + "_i*", ike[3] + "_i*", "SPIs: " + child[1] + "_i " + child[2] + "_o", "SPIs: " + child[3] + "_i " + child[4] + "_o"} {
+		if !strings.Contains(text, spi) {
+			t.Errorf("ike list output lacks %q:\n%s", spi, text)
+		}
+	}
+	if bad := regexp.MustCompile(`(?m)^  Xfrm\w+\t[1-9]`).FindString(text); bad != "" {
+		t.Errorf("demo output shows %q:\n%s", bad, text)
+	}
+}
+
+// TestDemoNetstack runs `ipsecd demo --netstack --mib 8`: two sidecar
+// netstacks in one process that negotiate with IKEv2 over loopback, a
+// checksummed TCP stream each way across the child and IKE rekeys.
 func TestDemoNetstack(t *testing.T) {
 	bin := ipsecdBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
@@ -115,21 +175,95 @@ func TestDemoNetstack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ipsecd demo --netstack: %v\n%s", err, out)
 	}
-	checkDemoOutput(t, string(out), 8)
-	if want := "--netstack runs the static-key demo (IKE in the sidecar comes with remote access)"; !strings.Contains(string(out), want) {
-		t.Errorf("demo output lacks %q:\n%s", want, out)
+	text := string(out)
+	checkIKEDemoOutput(t, text, 8)
+	// The two endpoints are netstacks whose IKE and ESP share a loopback
+	// port.
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`negotiating their keys with IKEv2 on that same port`),
+		regexp.MustCompile(`(?m)^  A: underlay and IKE 127\.\d+\.\d+\.1:4500, netstack 198\.51\.100\.1/24`),
+		regexp.MustCompile(`(?m)^  B: underlay and IKE 127\.\d+\.\d+\.2:4500, netstack 203\.0\.113\.1/24`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
 	}
+}
+
+// TestDemoNamespaces runs the README's main job as root, `ipsecd demo`,
+// with a small transfer: two daemons in network namespaces that
+// negotiate with IKEv2, a checksummed TCP stream each way, the child and
+// the IKE SA rekeyed in the middle of the streams; it must say what it
+// waits for as it goes, show new SPIs after the rekeys and nothing lost,
+// and leave no namespace and no pre-shared key behind.
+func TestDemoNamespaces(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the demo makes network namespaces and TUN devices (TestDemoWithoutRoot runs it as a user)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs the ip command (iproute2)")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("needs /dev/net/tun")
+	}
+	bin := ipsecdBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--mib", "16")
+	out, err := cmd.CombinedOutput()
+	// Its own namespaces (PID-tagged): integration's demo tests may run
+	// at the same time.
+	tag := "-" + strconv.Itoa(cmd.Process.Pid)
+	if ns, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(ns), "ipsecd-demo-a"+tag) || strings.Contains(string(ns), "ipsecd-demo-b"+tag) {
+		t.Errorf("demo left namespaces ipsecd-demo-[ab]%s behind:\n%s", tag, ns)
+	}
+	if err != nil {
+		t.Fatalf("ipsecd demo: %v\n%s", err, out)
+	}
+	text := string(out)
+	checkIKEDemoOutput(t, text, 16)
+	for _, want := range []string{"negotiating their keys with IKEv2", "endpoint B (ipsecd stats, non-zero)", "IpsecdUnderlayRxPackets"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+	if want := regexp.MustCompile(`waiting for the two daemons to answer on their control sockets \.\.\. up in \d`); !want.MatchString(text) {
+		t.Errorf("demo output lacks a line matching %q:\n%s", want, text)
+	}
+	m := regexp.MustCompile(`pre-shared key made for this run \((/\S+), mode 0600`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("demo output does not name its pre-shared key file:\n%s", text)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Errorf("pre-shared key %s after the demo: %v, want it removed", m[1], err)
+	}
+}
+
+// TestDemoNetstackStatic runs `ipsecd demo --netstack --static --mib 8`:
+// the netstack demo as it was before IKE, with static keys.
+func TestDemoNetstackStatic(t *testing.T) {
+	bin := ipsecdBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "demo", "--netstack", "--static", "--mib", "8").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ipsecd demo --netstack --static: %v\n%s", err, out)
+	}
+	checkDemoOutput(t, string(out), 8)
 	// The two endpoints really used the loopback underlay.
 	for _, want := range []string{"A: underlay 127.0.0.1:", "B: underlay 127.0.0.2:"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(string(out), "IKE") {
+		t.Errorf("demo --netstack --static mentions IKE:\n%s", out)
+	}
 }
 
 // TestDemoWithoutRoot runs plain `ipsecd demo` as an unprivileged user
 // (nobody, when the test runs as root): it must choose the netstack demo
-// by itself and succeed.
+// by itself, say why, and negotiate with IKEv2 as the root demo does.
 func TestDemoWithoutRoot(t *testing.T) {
 	bin := ipsecdBinary(t)
 	cmd := exec.Command(bin, "demo", "--mib", "2")
@@ -174,14 +308,10 @@ func TestDemoWithoutRoot(t *testing.T) {
 		t.Fatalf("ipsecd demo did not end within 180 s:\n%s", out.String())
 	}
 	text := out.String()
-	// It says why, and that this demo has static keys: the namespace
-	// demo's IKE is not in the sidecar yet.
-	for _, want := range []string{"not root", "running the static-key demo in one process", "IKE in the sidecar comes with remote access"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("demo without root lacks %q (why it chose the static-key netstack demo):\n%s", want, text)
-		}
+	if want := "not root, so no network namespaces or TUN devices: running the demo between two netstacks in one process (--netstack)"; !strings.Contains(text, want) {
+		t.Errorf("demo without root lacks %q (why it chose the netstack demo):\n%s", want, text)
 	}
-	checkDemoOutput(t, text, 2)
+	checkIKEDemoOutput(t, text, 2)
 }
 
 func uidOf(cmd *exec.Cmd) int {
@@ -248,6 +378,10 @@ func TestDemoIKEConfig(t *testing.T) {
 			ID: "a.example.net", PeerID: "b.example.net", PSKFile: psk, Control: filepath.Join(dir, "a.sock"), StateDir: filepath.Join(dir, "a-state")},
 		{Name: "B", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100", Inner: "203.0.113.1", Remote: "198.51.100.0", Net: "203.0.113.0",
 			ID: "b.example.net", PeerID: "a.example.net", PSKFile: psk, Control: filepath.Join(dir, "b.sock"), StateDir: filepath.Join(dir, "b-state")},
+		// The netstack demo's A: a loopback underlay on 4500, no
+		// control socket.
+		{Name: "netstack-A", Local: "127.0.0.1", Peer: "127.0.0.2", Port: 4500, Inner: "198.51.100.1", Remote: "203.0.113.0", Net: "198.51.100.0",
+			ID: "a.example.net", PeerID: "b.example.net", PSKFile: psk, StateDir: filepath.Join(dir, "n-state")},
 	} {
 		cfg, err := demoIKEConfig(e)
 		if err != nil {
@@ -257,6 +391,9 @@ func TestDemoIKEConfig(t *testing.T) {
 			if !strings.Contains(string(cfg), want) {
 				t.Errorf("endpoint %s: config lacks %q:\n%s", e.Name, want, cfg)
 			}
+		}
+		if hasControl := strings.Contains(string(cfg), "\ncontrol:"); hasControl != (e.Control != "") {
+			t.Errorf("endpoint %s: a control: line %v, want %v:\n%s", e.Name, hasControl, e.Control != "", cfg)
 		}
 		path := filepath.Join(dir, e.Name+".yaml")
 		if err := os.WriteFile(path, cfg, 0o600); err != nil {
