@@ -13,7 +13,7 @@ import (
 // exchange before had left nothing outstanding: a peer that does not
 // follow its rekey with the delete the protocol asks for.
 func rekeyAgain(a *SA) {
-	a.pending, a.create, a.deleting = nil, nil, nil
+	a.pending, a.active = nil, nil
 }
 
 // readAnswer gives a the answer to its request and takes back the

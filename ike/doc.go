@@ -73,6 +73,27 @@
 // apart from Conn: an established SA holds no handshake secret, and less
 // memory.
 //
+// Inside, the long-lived SA (sa.go: SPIs, keys, the message-ID window
+// and its retransmissions in window.go, the children, the queue of our
+// requests in queue.go) is apart from the exchanges it runs after the
+// handshake, each a small type in a file of its own: childCreate
+// (child_create.go), childRekey (child_rekey.go), ikeRekey
+// (ike_rekey.go), childDelete and ikeDelete (delete.go), liveness
+// (liveness.go). A task builds our request and handles the response;
+// the same file answers the peer's request of that exchange. Collisions
+// between ours and the peer's (simultaneous rekeys, a request that
+// overlaps ours) are settled in collide.go alone.
+//
+// To add an exchange (an IKE_FOLLOWUP_KE round of a rekey, an EAP round
+// of IKE_AUTH): write a type with the three methods of task (request,
+// response, clear) in a file of its own; start it with s.start (the
+// only way a request is sent and retransmitted), or, for one the caller
+// asks for, through startOrQueue with a work kind of its own that Next
+// builds again; let response start the task that follows, if any; route
+// the peer's request of that exchange to its answer in handleRequest
+// (answerCreate for CREATE_CHILD_SA); and say in admit (collide.go) what
+// of the peer's may run beside it.
+//
 // Concurrency: an SA is not safe for concurrent use; one goroutine (the
 // daemon's IKE loop) owns it. Buffers passed to Handle are not retained;
 // returned messages belong to the caller. Allocation is not a concern

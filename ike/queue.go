@@ -46,7 +46,7 @@ func (s *SA) Creating(name string) bool {
 	if name == "" {
 		name = s.cfg.Child.Name
 	}
-	if pc := s.create; pc != nil && !pc.ike && pc.old == nil && pc.cfg.Name == name {
+	if x, ok := s.active.(*childCreate); ok && x.cfg.Name == name {
 		return true
 	}
 	return slices.ContainsFunc(s.queue, func(w work) bool {
@@ -57,8 +57,8 @@ func (s *SA) Creating(name string) bool {
 // CreatingNow returns the name of the child whose creation by a
 // CREATE_CHILD_SA of ours is outstanding, or "".
 func (s *SA) CreatingNow() string {
-	if pc := s.create; pc != nil && !pc.ike && pc.old == nil {
-		return pc.cfg.Name
+	if x, ok := s.active.(*childCreate); ok {
+		return x.cfg.Name
 	}
 	return ""
 }
