@@ -188,14 +188,38 @@ const (
 	DPDActionTrap    DPDAction = "trap"    // install its trap policy: traffic initiates it again
 )
 
-// Secret is one item of secrets: (swanctl's secrets.ike<suffix>).
+// Secret is one item of secrets: (swanctl's secrets.ike<suffix>, or
+// secrets.eap<suffix> with Type SecretEAP).
 type Secret struct {
-	IDs []string // empty: any
+	Type SecretType
+	IDs  []string // empty: any (an EAP secret needs them)
 	// Identities are IDs parsed (ike.ParseIdentity), in the same order:
-	// what a connection's ids are compared with.
+	// what a connection's ids are compared with; none for an EAP
+	// secret, whose ids are EAP identities, compared as they are.
 	Identities []ike.Identity
 	Secret     Key
 	Line       int
+}
+
+// SecretType is a secret's type: what it authenticates.
+type SecretType string
+
+// The values of a secret's type.
+const (
+	SecretIKE SecretType = "ike" // a pre-shared key of IKE (auth psk); the default
+	SecretEAP SecretType = "eap" // a user's EAP password (EAP-MSCHAPv2, EAP-MD5)
+)
+
+// EAPSecret returns the secret of the EAP identity id: the first EAP
+// secret whose ids hold it exactly, as strongSwan's eap secrets are
+// found; false when none does.
+func (c *IKEConfig) EAPSecret(id string) (Key, bool) {
+	for _, s := range c.Secrets {
+		if s.Type == SecretEAP && slices.Contains(s.IDs, id) {
+			return s.Secret, true
+		}
+	}
+	return nil, false
 }
 
 // Key is key material (a pre-shared key). It formats as "(key not shown)"
@@ -321,7 +345,12 @@ func (c *IKEConfig) String() string {
 		}
 	}
 	for _, s := range c.Secrets {
-		fmt.Fprintf(&b, "secret ids %v (secret not shown)\n", s.IDs)
+		if s.Type == SecretEAP {
+			b.WriteString("secret type eap ")
+		} else {
+			b.WriteString("secret ")
+		}
+		fmt.Fprintf(&b, "ids %v (secret not shown)\n", s.IDs)
 	}
 	return b.String()
 }

@@ -22,16 +22,21 @@ func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) {
 	seen := map[string]string{} // sorted ids → field
 	for i, it := range items {
 		f := index("secrets", i)
-		m, ok := d.fields(it, f, "ids", "secret", "secret_file")
+		m, ok := d.fields(it, f, "type", "ids", "secret", "secret_file")
 		if !ok {
 			continue
 		}
-		s := Secret{Line: it.Line}
+		s := Secret{Type: SecretIKE, Line: it.Line}
 		good := true
+		if v := m["type"]; v != nil {
+			s.Type, good = oneOfTyped(d, v, join(f, "type"), SecretIKE, SecretEAP)
+		}
 		if v := m["ids"]; v != nil {
 			ids, ok := d.list(v, join(f, "ids"))
 			for j, idn := range ids {
-				if id, ok := d.str(idn, index(join(f, "ids"), j)); ok && id != "" {
+				if id, ok := d.str(idn, index(join(f, "ids"), j)); ok && id != "" && s.Type == SecretEAP {
+					s.IDs = append(s.IDs, id) // an EAP identity: any text, compared as it is
+				} else if ok && id != "" {
 					ident, err := ike.ParseIdentity(id)
 					if err != nil {
 						d.errorf(idn, index(join(f, "ids"), j), "%s", strings.TrimPrefix(err.Error(), ike.ErrBadIdentity.Error()+": "))
@@ -67,7 +72,11 @@ func (d *decoder) secrets(n *yaml.Node, ic *IKEConfig) {
 			d.errorf(it, join(f, "secret"), "missing; want secret: or secret_file:")
 			good = false
 		}
-		key := strings.Join(slices.Sorted(slices.Values(s.IDs)), "\x00")
+		if s.Type == SecretEAP && len(s.IDs) == 0 && good {
+			d.errorf(it, join(f, "ids"), "missing; an eap secret names the EAP identities (eap_id) whose password it is")
+			good = false
+		}
+		key := string(s.Type) + "\x00" + strings.Join(slices.Sorted(slices.Values(s.IDs)), "\x00")
 		if prev, dup := seen[key]; dup && good {
 			d.errorf(it, join(f, "ids"), "the same ids as %s", prev)
 			good = false
@@ -189,6 +198,9 @@ func bestSecret(secrets []Secret, local, remote ike.Identity) int {
 	best, bestRank := -1, 0
 	has := func(ids []ike.Identity, id ike.Identity) bool { return slices.ContainsFunc(ids, id.Equal) }
 	for i, s := range secrets {
+		if s.Type == SecretEAP {
+			continue
+		}
 		rank := 0
 		switch hasL, hasR := has(s.Identities, local), has(s.Identities, remote) || remote.IsAny(); {
 		case len(s.IDs) == 0:

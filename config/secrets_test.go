@@ -112,3 +112,41 @@ func TestControlPathNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+// TestEAPSecrets: secrets of type eap hold users' EAP passwords by EAP
+// identity (any text, a Windows domain's backslash included), apart from
+// the IKE pre-shared keys: never a connection's PSK.
+func TestEAPSecrets(t *testing.T) {
+	text := raEdit(t, `secrets:
+  - {ids: [vpn.example.net], secret: "a long enough test secret"}`, `secrets:
+  - {type: eap, ids: [alice, 'CORP\dave'], secret: "alice-mschapv2-pw"}
+  - {type: eap, ids: [vpn.example.net], secret: "not the psk"}
+  - {ids: [vpn.example.net], secret: "a long enough test secret"}`)
+	c, err := Parse("ra.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"alice", `CORP\dave`} {
+		if k, ok := c.EAPSecret(id); !ok || string(k) != "alice-mschapv2-pw" {
+			t.Errorf("EAPSecret(%q) = %v", id, ok)
+		}
+	}
+	if _, ok := c.EAPSecret("Alice"); ok {
+		t.Error("EAPSecret(Alice) found alice's: EAP identities compare exactly")
+	}
+	if got := string(c.Connections[0].PSK); got != "a long enough test secret" {
+		t.Errorf("the connection's PSK is the eap secret's")
+	}
+	if s := c.String(); !strings.Contains(s, `secret type eap ids [alice CORP\dave] (secret not shown)`) || strings.Contains(s, "alice-mschapv2-pw") {
+		t.Errorf("String():\n%s", s)
+	}
+	for _, tt := range []struct{ old, new, want string }{
+		{`{ids: [vpn.example.net], secret:`, `{type: eap, secret:`, "ra.yaml:29: secrets[0].ids: missing; an eap secret names the EAP identities (eap_id) whose password it is"},
+		{`{ids: [vpn.example.net], secret:`, `{type: xauth, ids: [a], secret:`, `ra.yaml:29: secrets[0].type: want ike or eap, got "xauth"`},
+	} {
+		_, err := Parse("ra.yaml", []byte(raEdit(t, tt.old, tt.new)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v, want %s", err, tt.want)
+		}
+	}
+}

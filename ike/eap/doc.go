@@ -1,0 +1,35 @@
+// Package eap runs the EAP methods of IKEv2's EAP authentication (RFC
+// 7296 §2.16) as sans-I/O state machines: a Server (the gateway, which
+// asks) and a Client (the road warrior, which answers) each take one EAP
+// packet (message.EAP, the EAP payload's body) and return the packet to
+// send, with a Status that says whether the conversation goes on,
+// succeeded or failed. No socket, goroutine or clock: the IKE engine
+// carries the packets in IKE_AUTH exchanges and keys the AUTH payloads
+// with the MSK a method leaves.
+//
+// Methods:
+//
+//   - EAP-Identity (RFC 3748 §5.1): the server asks first; the identity
+//     answered names the user whose secret the method checks, and is the
+//     identity a lease and a log line name.
+//   - EAP-MD5-Challenge (RFC 3748 §5.4, the CHAP computation of RFC 1994):
+//     MD5(identifier | secret | challenge). One way (the server does not
+//     prove itself) and no MSK: AUTH is then keyed as without EAP
+//     (RFC 7296 §2.16).
+//   - EAP-MSCHAPv2 (draft-kamath-pppext-eap-mschapv2-02 framing; the
+//     computations of RFC 2759 §8, and the MSK of RFC 3079 §3 as
+//     strongSwan's eap_mschapv2 lays it out: MasterReceiveKey |
+//     MasterSendKey | 32 zero bytes, 64 bytes in all). Mutual: the client
+//     accepts EAP-Success only after checking the server's authenticator
+//     response.
+//
+// Rules that make it safe: a wrong password and an unknown identity fail
+// the same way for the peer (the computation runs against a random hash
+// for an unknown one), and the caller learns which from AuthError, which
+// names the identity and the method but never a secret. The server
+// refuses an MSCHAPv2 Name that is not the EAP identity, so that the
+// identity a lease and a log line name is the one whose password was
+// checked. Secrets and the values derived from them are zeroed when no
+// longer needed; MSK returns a copy and Wipe clears what is left. A
+// Server or Client is one conversation, not safe for concurrent use.
+package eap

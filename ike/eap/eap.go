@@ -1,0 +1,104 @@
+package eap
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// Status says what follows a packet handled.
+type Status uint8
+
+const (
+	// Continue: send the packet returned and hand over the answer.
+	Continue Status = iota
+	// Succeeded: the method is done and the peer authenticated; a
+	// server's packet returned is the EAP-Success to send, a client's
+	// is nil. MSK holds the key, if the method makes one.
+	Succeeded
+	// Failed: authentication failed; a server's packet returned is the
+	// EAP-Failure to send, a client's is nil. The error says why.
+	Failed
+)
+
+func (s Status) String() string {
+	switch s {
+	case Continue:
+		return "continue"
+	case Succeeded:
+		return "succeeded"
+	}
+	return "failed"
+}
+
+// ErrAuthFailed is wrapped by the AuthError of a wrong secret, an unknown
+// identity, a method the peer refuses, or a server that failed to prove
+// itself: answer AUTHENTICATION_FAILED.
+var ErrAuthFailed = errors.New("eap: authentication failed")
+
+// ErrProtocol is wrapped by the errors of packets that break the method:
+// malformed, out of order, of an unexpected identifier or type.
+var ErrProtocol = errors.New("eap: protocol error")
+
+// AuthError is an authentication failure: the identity (the peer's text:
+// escape it where shown), the method and why, never a secret.
+type AuthError struct {
+	Identity string
+	Method   message.EAPType
+	Reason   string
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("eap: %s of %q failed: %s", MethodName(e.Method), e.Identity, e.Reason)
+}
+
+func (e *AuthError) Unwrap() error { return ErrAuthFailed }
+
+func protocolError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// MethodName returns the name of an EAP method for logs and errors:
+// EAP-MSCHAPv2, EAP-MD5, ..., or EAP(N) for a type without one.
+func MethodName(t message.EAPType) string {
+	switch t {
+	case message.EAPIdentity:
+		return "EAP-Identity"
+	case message.EAPMD5:
+		return "EAP-MD5"
+	case message.EAPMSCHAPv2:
+		return "EAP-MSCHAPv2"
+	case message.EAPTLS:
+		return "EAP-TLS"
+	}
+	return fmt.Sprintf("EAP(%d)", t)
+}
+
+// MaxIdentity is the longest EAP identity accepted (RFC 3748 leaves it
+// open; strongSwan's MSCHAPv2 takes 255 bytes of a name).
+const MaxIdentity = 255
+
+// randReader returns r, or crypto/rand's Reader.
+func randReader(r io.Reader) io.Reader {
+	if r == nil {
+		return rand.Reader
+	}
+	return r
+}
+
+// parse checks that b is a valid EAP packet of one of the codes.
+func parse(b []byte, codes ...message.EAPCode) (message.EAP, error) {
+	e := message.EAP(b)
+	if !e.IsValid() {
+		return nil, protocolError("malformed packet (%d bytes)", len(b))
+	}
+	for _, c := range codes {
+		if e.Code() == c {
+			return e, nil
+		}
+	}
+	return nil, protocolError("unexpected code %d", e.Code())
+}
