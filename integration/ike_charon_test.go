@@ -34,6 +34,7 @@ type ikeSpec struct {
 	charonConf string // extra lines of charon's strongswan.conf
 	noEncap    bool   // ESP in UDP only if a NAT is detected (none here)
 	metrics    bool   // Prometheus metrics on ikeMetricsAddr
+	vici       string // ipsecd's vici socket ("": none)
 }
 
 // ikeMetricsAddr serves ipsecd's metrics inside its namespace.
@@ -64,6 +65,9 @@ func (s ikeSpec) ipsecdConfig(keylog string) string {
 	}
 	if s.metrics {
 		kl += "\nmetrics: " + ikeMetricsAddr
+	}
+	if s.vici != "" {
+		kl += "\nvici: " + s.vici
 	}
 	return fmt.Sprintf("log: {level: debug}\nike:\n  port: 500\n  retransmit: {timeout: 500ms, base: 1, tries: 2}%s\n%s", kl, s.ipsecdConnection())
 }

@@ -25,12 +25,12 @@ func manySAs(n int) []control.IKESAInfo {
 			Local:   netip.MustParseAddrPort("192.0.2.1:4500"),
 			Remote:  netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), 4500),
 			LocalID: "gw.example.net", RemoteID: fmt.Sprintf("peer%d.example.net", i),
-			Algorithms: "aes256gcm16-prfsha384-x25519", Established: established, RekeyIn: 3000, ExpiresIn: 3500,
+			Algorithms: "aes256gcm16-prfsha384-x25519", Established: ago(90 * time.Second), RekeyIn: 3000, ExpiresIn: 3500,
 			Children: []control.IKEChildInfo{{
 				Name: "net", State: "INSTALLED", Mode: "TUNNEL", IfID: uint32(i + 1),
 				SPIIn: fmt.Sprintf("%#x", 0xc0000000+i), SPIOut: fmt.Sprintf("%#x", 0xd0000000+i),
 				Algorithms: "aes256gcm16-esn", LocalTS: []string{"10.1.0.0/24"}, RemoteTS: []string{"10.2.0.0/24"},
-				BytesIn: 1 << 20, PacketsIn: 1000, BytesOut: 1 << 20, PacketsOut: 1000, Installed: installed, RekeyIn: 600, ExpiresIn: 700,
+				BytesIn: 1 << 20, PacketsIn: 1000, BytesOut: 1 << 20, PacketsOut: 1000, Installed: ago(30 * time.Second), RekeyIn: 600, ExpiresIn: 700,
 			}},
 		}
 	}

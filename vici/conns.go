@@ -22,18 +22,22 @@ func listConns(r *request) *Message {
 	return NewMessage()
 }
 
-// connSection writes a connection as charon's list-conn does.
+// connSection writes a connection as charon 5.9's list-conn does, key
+// for key (reauth_time 0: ipsecd does not reauthenticate; unique no:
+// ipsecd keeps no uniqueness policy), with if_id_in and if_id_out where
+// a child has an if_id.
 func connSection(c config.Connection) *Message {
 	m := NewMessage().
 		Set("local_addrs", addrs(c.LocalAddrs, c.LocalAny)).
 		Set("remote_addrs", addrs(c.RemoteAddrs, c.RemoteAny)).
 		Set("version", "IKEv2").
 		Set("reauth_time", "0").
-		Set("rekey_time", strconv.FormatInt(int64(c.RekeyTime.Seconds()), 10))
+		Set("rekey_time", strconv.FormatInt(int64(c.RekeyTime.Seconds()), 10)).
+		Set("unique", "UNIQUE_NO")
 	if c.DPDDelay > 0 {
 		m.Set("dpd_delay", strconv.FormatInt(int64(c.DPDDelay.Seconds()), 10))
 	}
-	m.Set("local-1", authSection(c.Local)).Set("remote-1", authSection(c.Remote))
+	m.Set("local-1", authSection(c.Local, c.Local.Cert)).Set("remote-1", authSection(c.Remote, ""))
 	children := NewMessage()
 	for _, ch := range c.Children {
 		mode := "TUNNEL"
@@ -42,9 +46,10 @@ func connSection(c config.Connection) *Message {
 		}
 		cm := NewMessage().Set("mode", mode).
 			Set("rekey_time", strconv.FormatInt(int64(ch.RekeyTime.Seconds()), 10)).
-			Set("life_time", strconv.FormatInt(int64(ch.LifeTime.Seconds()), 10)).
-			Set("start_action", string(ch.StartAction)).
-			Set("dpd_action", string(ch.DPDAction)).
+			Set("rekey_bytes", "0").
+			Set("rekey_packets", "0").
+			Set("dpd_action", dpdAction(ch.DPDAction)).
+			Set("close_action", "none").
 			Set("local-ts", prefixes(ch.LocalTS)).
 			Set("remote-ts", prefixes(ch.RemoteTS))
 		if ch.IfID != 0 {
@@ -55,22 +60,31 @@ func connSection(c config.Connection) *Message {
 	return m.Set("children", children)
 }
 
+// dpdAction writes a dpd_action as charon's action names: clear is its
+// none (the child is left down), restart its start.
+func dpdAction(a config.DPDAction) string {
+	switch a {
+	case config.DPDActionRestart:
+		return "start"
+	case config.DPDActionTrap:
+		return "trap"
+	}
+	return "none"
+}
+
 // authSection writes an endpoint's auth as list-conn's local-N and
-// remote-N sections.
-func authSection(e config.Endpoint) *Message {
-	m := NewMessage().Set("class", authClass(string(e.Auth)))
+// remote-N sections: cert is the endpoint's certificate file, if any.
+func authSection(e config.Endpoint, cert string) *Message {
 	id := e.ID
 	if id == "" {
 		id = "%any"
 	}
-	m.Set("id", id)
-	if len(e.CACerts) > 0 {
-		m.Set("cacerts", e.CACerts)
+	certs := []string{}
+	if cert != "" {
+		certs = append(certs, cert)
 	}
-	if e.Cert != "" {
-		m.Set("certs", []string{e.Cert})
-	}
-	return m
+	return NewMessage().Set("id", id).Set("class", authClass(string(e.Auth))).
+		Set("groups", []string{}).Set("cert_policy", []string{}).Set("certs", certs).Set("cacerts", nonNil(e.CACerts))
 }
 
 // authClass writes an auth method as charon's auth_class_names.

@@ -83,10 +83,9 @@ func serve(t testing.TB, b vici.Backend, events *control.Monitor) (*vici.Server,
 	return s, sess
 }
 
-var (
-	established = time.Now().Add(-90 * time.Second)
-	installed   = time.Now().Add(-30 * time.Second)
-)
+// ago returns the time d before now: when the fakes' SAs were
+// established and installed, for a listing that follows at once.
+func ago(d time.Duration) time.Time { return time.Now().Add(-d) }
 
 // twoSAs: an initiator's SA with one child through a NAT, and a
 // responder's with none, as ike.list answers them.
@@ -95,11 +94,11 @@ func twoSAs() []control.IKESAInfo {
 		Name: "gw", State: "ESTABLISHED", Initiator: true, SPIInitiator: "1a2b3c4d5e6f7081", SPIResponder: "0011223344556677",
 		Local: netip.MustParseAddrPort("192.0.2.1:4500"), Remote: netip.MustParseAddrPort("198.51.100.2:4500"),
 		LocalID: "gw.example.net", RemoteID: "198.51.100.2", Algorithms: "aes256gcm16-prfsha384-x25519", NAT: true,
-		Established: established, RekeyIn: 3000, ExpiresIn: 3500,
+		Established: ago(90 * time.Second), RekeyIn: 3000, ExpiresIn: 3500,
 		Children: []control.IKEChildInfo{{
 			Name: "net", State: "INSTALLED", Mode: "TUNNEL", IfID: 7, Encap: true, SPIIn: "0xc1a0b2", SPIOut: "0xcafe0001",
 			Algorithms: "aes128-sha256-esn", LocalTS: []string{"10.1.0.0/24"}, RemoteTS: []string{"10.2.0.0/24", "10.3.0.5-10.3.0.9"},
-			BytesIn: 840, PacketsIn: 10, BytesOut: 1680, PacketsOut: 20, Installed: installed, RekeyIn: 600, ExpiresIn: 700,
+			BytesIn: 840, PacketsIn: 10, BytesOut: 1680, PacketsOut: 20, Installed: ago(30 * time.Second), RekeyIn: 600, ExpiresIn: 700,
 		}},
 	}, {
 		Name: "rw", State: "CONNECTING", SPIInitiator: "ffeeddccbbaa9988", SPIResponder: "0000000000000000",
@@ -453,10 +452,13 @@ func TestListConnsAndPolicies(t *testing.T) {
 		got = append(got, flat(m, "")...)
 	}
 	want := "gw.local_addrs=[%any] gw.remote_addrs=[198.51.100.2] gw.version=IKEv2 gw.reauth_time=0 gw.rekey_time=14400 " +
-		"gw.local-1.class=pre-shared key gw.local-1.id=gw.example.net gw.remote-1.class=public key gw.remote-1.id=peer.example.net " +
-		"gw.remote-1.cacerts=[ca.pem] gw.children.net.mode=TUNNEL gw.children.net.rekey_time=3600 gw.children.net.life_time=3960 " +
-		"gw.children.net.start_action=trap gw.children.net.dpd_action=clear gw.children.net.local-ts=[10.1.0.0/24] " +
-		"gw.children.net.remote-ts=[10.2.0.0/24] gw.children.net.if_id_in=7 gw.children.net.if_id_out=7"
+		"gw.unique=UNIQUE_NO gw.local-1.id=gw.example.net gw.local-1.class=pre-shared key gw.local-1.groups=[] " +
+		"gw.local-1.cert_policy=[] gw.local-1.certs=[] gw.local-1.cacerts=[] gw.remote-1.id=peer.example.net " +
+		"gw.remote-1.class=public key gw.remote-1.groups=[] gw.remote-1.cert_policy=[] gw.remote-1.certs=[] " +
+		"gw.remote-1.cacerts=[ca.pem] gw.children.net.mode=TUNNEL gw.children.net.rekey_time=3600 " +
+		"gw.children.net.rekey_bytes=0 gw.children.net.rekey_packets=0 gw.children.net.dpd_action=none " +
+		"gw.children.net.close_action=none gw.children.net.local-ts=[10.1.0.0/24] gw.children.net.remote-ts=[10.2.0.0/24] " +
+		"gw.children.net.if_id_in=7 gw.children.net.if_id_out=7"
 	if g := strings.Join(got, " "); g != want {
 		t.Errorf("list-conns:\n got %s\nwant %s", g, want)
 	}
