@@ -23,33 +23,10 @@ import (
 // namespace, with the child rekeyed by the sidecar in the middle of the
 // first and by charon in the middle of the second.
 func TestCharon(t *testing.T) {
-	charontest.Require(t)
-	nsC := netnstest.New(t, "stackike-charon")
-	nsS := netnstest.New(t, "stackike-sidecar")
-	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns", nsS.Name)
-	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
-	nsS.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vs")
-	nsC.IP(t, "link", "set", "vc", "up")
-	nsS.IP(t, "link", "set", "vs", "up")
-	// kernel-libipsec routes remote_ts into its TUN device from an
-	// address of local_ts, and needs a route towards the peer to do it.
-	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
-	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
-	ch := charontest.Start(t, nsC.Name, "")
+	ch, nsC, n := charonAndSidecar(t)
 	ch.Load(charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes128gcm16-prfsha256-x25519", Encap: true,
 		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
 		LocalTS: "198.51.100.0/24", RemoteTS: "203.0.113.0/24", ESP: "aes128gcm16-x25519"}.String())
-
-	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
-		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
-	var n *Net
-	if err := nsS.Do(func() (err error) {
-		n, err = New(Config{File: pairConfig(t, e, charontest.PSK)})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
 
 	if err := n.Initiate(ikenode.Target{IKE: "t"}); err != nil {
 		t.Fatal(err)
@@ -91,14 +68,7 @@ func TestCharon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = stream(ln, func(ctx context.Context) (c net.Conn, err error) {
-		err = nsC.Do(func() (err error) {
-			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("198.51.100.1")}}
-			c, err = d.DialContext(ctx, "tcp", "203.0.113.1:5201")
-			return err
-		})
-		return c, err
-	}, size, func() error {
+	err = stream(ln, dialFrom(nsC), size, func() error {
 		if out, err := ch.Swanctl("--rekey", "--child", "net"); err != nil {
 			t.Logf("swanctl --rekey: %s", out)
 			return err
@@ -122,9 +92,92 @@ func TestCharon(t *testing.T) {
 	})
 }
 
+// charonAndSidecar starts charon in a namespace of its own at 192.0.2.1,
+// with 198.51.100.1 behind it, and a sidecar (b.test, 203.0.113.1/24,
+// start_action none) whose underlay socket is bound at 192.0.2.2:4500 in
+// a second namespace joined to charon's by a veth pair; the netstack and
+// the IKE goroutine stay in the test's. It skips the test without root
+// or strongSwan.
+func charonAndSidecar(t *testing.T) (*charontest.Charon, *netnstest.NS, *Net) {
+	charontest.Require(t)
+	nsC := netnstest.New(t, "stackike-charon")
+	nsS := netnstest.New(t, "stackike-sidecar")
+	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns", nsS.Name)
+	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
+	nsS.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vs")
+	nsC.IP(t, "link", "set", "vc", "up")
+	nsS.IP(t, "link", "set", "vs", "up")
+	// kernel-libipsec routes remote_ts into its TUN device from an
+	// address of local_ts, and needs a route towards the peer to do it.
+	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
+	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
+	ch := charontest.Start(t, nsC.Name, "")
+
+	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
+		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
+	var n *Net
+	if err := nsS.Do(func() (err error) {
+		n, err = New(Config{File: pairConfig(t, e, charontest.PSK)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return ch, nsC, n
+}
+
+// dialFrom dials from 198.51.100.1 in charon's namespace ns, through
+// charon's tunnel.
+func dialFrom(ns *netnstest.NS) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (c net.Conn, err error) {
+		err = ns.Do(func() (err error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("198.51.100.1")}}
+			c, err = d.DialContext(ctx, "tcp", "203.0.113.1:5201")
+			return err
+		})
+		return c, err
+	}
+}
+
 // waitOne waits until n alone is settled and done holds for its SA.
 func waitOne(n *Net, done func(control.IKESAInfo) bool) (control.IKESAInfo, error) {
 	return waitSettled(n, n, "the sidecar's SAs", func(s, _ control.IKESAInfo) bool { return done(s) })
 }
 
 func anySA(control.IKESAInfo) bool { return true }
+
+// TestCharonInitiates: charon initiates to the sidecar, which binds no
+// port 500: with local_port and remote_port 4500 charon sends its
+// IKE_SA_INIT from and to port 4500, after the non-ESP marker, and the
+// sidecar answers; a checksummed stream then goes from charon's
+// namespace to the netstack. (With remote_port alone charon sends from
+// port 500 without the marker, which the sidecar's ESP socket takes for
+// ESP of an unknown SPI and drops.)
+func TestCharonInitiates(t *testing.T) {
+	ch, nsC, n := charonAndSidecar(t)
+	conf := charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes128gcm16-prfsha256-x25519", Encap: true,
+		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
+		LocalTS: "198.51.100.0/24", RemoteTS: "203.0.113.0/24", ESP: "aes128gcm16-x25519"}.String()
+	conf = strings.Replace(conf, "    remote_addrs = 192.0.2.2\n", "    remote_addrs = 192.0.2.2\n    local_port = 4500\n    remote_port = 4500\n", 1)
+	if !strings.Contains(conf, "remote_port = 4500") {
+		t.Fatalf("no remote_addrs line to add remote_port after:\n%s", conf)
+	}
+	ch.Load(conf)
+	if out, err := ch.Swanctl("--initiate", "--child", "net"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, out)
+	}
+	s, err := waitOne(n, anySA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Initiator {
+		t.Errorf("the sidecar lists itself as the initiator of charon's IKE SA: %+v", s)
+	}
+	ln, err := n.ListenTCP(&net.TCPAddr{IP: net.ParseIP("203.0.113.1"), Port: 5201})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream(ln, dialFrom(nsC), 4<<20, nil); err != nil {
+		t.Fatalf("TCP charon → sidecar: %v", err)
+	}
+}

@@ -18,8 +18,10 @@
 // initiator may start on port 4500 (RFC 7296 §2.23), and ipsecd and
 // strongSwan both answer there. So the underlay's port must be 4500,
 // the port IKE's peers send to, every connection is UDP-encapsulated
-// (ESP and IKE share the socket), and a peer that initiates must send to
-// port 4500 (strongSwan's remote_port = 4500); ike.port is not used.
+// (ESP and IKE share the socket), and a peer that initiates must send
+// from and to port 4500 with the marker (strongSwan's local_port and
+// remote_port = 4500; an ipsecd daemon, which starts on port 500, cannot);
+// ike.port is not used.
 //
 // # Later: a virtual IP
 //
