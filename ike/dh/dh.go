@@ -15,6 +15,15 @@
 //     checks that the peer's point is on the curve.
 //   - x25519 (group 31, RFC 8031): the KE data is the 32-byte u-coordinate;
 //     an all-zero shared secret (a low-order point) is refused.
+//   - mlkem768 and mlkem1024 (transform IDs 36 and 37, RFC 9370's key
+//     exchange methods as draft-ietf-ipsecme-ikev2-mlkem assigns them),
+//     with crypto/mlkem (FIPS 203). A KEM is not symmetric: the
+//     initiator sends its encapsulation key, the responder answers with
+//     a ciphertext made to it, and the initiator decapsulates. A Private
+//     takes its role from its first call (see kem.go), so that the
+//     engine drives both kinds alike: New, Public, Shared. ML-KEM-512
+//     (35) has no implementation in the standard library and is not
+//     offered.
 //
 // A Private is used once: for one exchange, then dropped. It is not safe
 // for concurrent use; distinct ones are independent.
@@ -34,12 +43,15 @@ import (
 const (
 	// None is no key exchange: a Transform Type 4 of ID 0 in an ESP
 	// proposal offers a child without PFS. New refuses it.
-	None     = 0
-	MODP1024 = 2
-	MODP2048 = 14
-	ECP256   = 19
-	ECP384   = 20
-	X25519   = 31
+	None      = 0
+	MODP1024  = 2
+	MODP2048  = 14
+	ECP256    = 19
+	ECP384    = 20
+	X25519    = 31
+	MLKEM512  = 35 // named for the error that refuses it; not implemented
+	MLKEM768  = 36
+	MLKEM1024 = 37
 )
 
 // ErrBadPublic means the peer's KE data is not a valid public value of
@@ -96,11 +108,12 @@ type Private struct {
 	ec     *ecdh.PrivateKey
 	modp   modpGroup
 	x, pub *big.Int // MODP
+	kem    *kem     // ML-KEM
 }
 
 // cleared reports whether Clear was called: it leaves neither a MODP
 // exponent nor a curve key.
-func (p *Private) cleared() bool { return p.x == nil && p.ec == nil }
+func (p *Private) cleared() bool { return p.x == nil && p.ec == nil && p.kem == nil }
 
 func curve(group uint16) ecdh.Curve {
 	switch group {
@@ -117,13 +130,16 @@ func curve(group uint16) ecdh.Curve {
 // Supported reports whether New accepts group.
 func Supported(group uint16) bool {
 	_, modp := modpGroups[group]
-	return modp || curve(group) != nil
+	return modp || curve(group) != nil || isKEM(group)
 }
 
 // New makes a fresh private key of group from rand (crypto/rand when nil).
 func New(group uint16, r io.Reader) (*Private, error) {
 	if r == nil {
 		r = rand.Reader
+	}
+	if isKEM(group) {
+		return &Private{group: group, kem: &kem{}}, nil
 	}
 	if m, ok := modpGroups[group]; ok {
 		x := make([]byte, m.expBytes)
@@ -182,13 +198,20 @@ func (p *Private) Clear() {
 		p.x = nil
 	}
 	p.ec = nil
+	p.kem.clear()
+	p.kem = nil
 }
 
 // Group returns the group number.
 func (p *Private) Group() uint16 { return p.group }
 
-// Public returns the KE payload's data.
+// Public returns the KE payload's data: our public value; for a KEM the
+// initiator's encapsulation key or, after Shared, the responder's
+// ciphertext.
 func (p *Private) Public() []byte {
+	if p.kem != nil {
+		return p.kem.public(p.group)
+	}
 	if p.pub != nil {
 		return p.pub.FillBytes(make([]byte, p.modp.len))
 	}
@@ -203,10 +226,13 @@ func (p *Private) Public() []byte {
 }
 
 // Shared returns g^ir from the peer's KE data, padded to the group's size
-// as RFC 7296 §2.14 requires.
+// as RFC 7296 §2.14 requires; for a KEM, the shared key (see kem.go).
 func (p *Private) Shared(peer []byte) ([]byte, error) {
 	if p.cleared() {
 		return nil, ErrCleared
+	}
+	if p.kem != nil {
+		return p.kem.shared(p.group, peer)
 	}
 	if p.x != nil {
 		m := p.modp
