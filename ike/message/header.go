@@ -54,6 +54,13 @@ const (
 	IKEAuth       ExchangeType = 35
 	CreateChildSA ExchangeType = 36
 	Informational ExchangeType = 37
+	// IKEIntermediate is RFC 9242's IKE_INTERMEDIATE: exchanges between
+	// IKE_SA_INIT and IKE_AUTH, encrypted, here one per additional key
+	// exchange (RFC 9370).
+	IKEIntermediate ExchangeType = 43
+	// IKEFollowupKE is RFC 9370's IKE_FOLLOWUP_KE, the additional key
+	// exchanges of a CREATE_CHILD_SA (not implemented yet).
+	IKEFollowupKE ExchangeType = 44
 )
 
 func (e ExchangeType) String() string {
@@ -66,6 +73,10 @@ func (e ExchangeType) String() string {
 		return "CREATE_CHILD_SA"
 	case Informational:
 		return "INFORMATIONAL"
+	case IKEIntermediate:
+		return "IKE_INTERMEDIATE"
+	case IKEFollowupKE:
+		return "IKE_FOLLOWUP_KE"
 	}
 	return fmt.Sprintf("EXCHANGE(%d)", uint8(e))
 }

@@ -65,6 +65,12 @@ const (
 	MessageIDSyncSupported    NotifyType = 16420
 	FragmentationSupported    NotifyType = 16430
 	SignatureHashAlgorithms   NotifyType = 16431
+	// IntermediateExchangeSupported (RFC 9242 §3.1) announces
+	// IKE_INTERMEDIATE in IKE_SA_INIT.
+	IntermediateExchangeSupported NotifyType = 16438
+	// AdditionalKeyExchange (RFC 9370 §2.2.4) links IKE_FOLLOWUP_KE
+	// exchanges to their CREATE_CHILD_SA.
+	AdditionalKeyExchange NotifyType = 16441
 )
 
 // IsError reports whether t is an error type (RFC 7296 §3.10.1).

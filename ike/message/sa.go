@@ -23,7 +23,18 @@ const (
 	TransINTEG TransformType = 3
 	TransDH    TransformType = 4 // key exchange method
 	TransESN   TransformType = 5
+	// TransADDKE1 to TransADDKE7 (types 6 to 12) are RFC 9370's
+	// Additional Key Exchange 1 to 7: key exchange methods run after
+	// the one of transform type 4, in IKE_INTERMEDIATE (IKE_SA_INIT) or
+	// IKE_FOLLOWUP_KE (CREATE_CHILD_SA), with transform ID 0 (NONE)
+	// making one optional.
+	TransADDKE1 TransformType = 6
+	TransADDKE7 TransformType = 12
 )
+
+// IsAddKE reports whether t is one of RFC 9370's Additional Key
+// Exchange types.
+func (t TransformType) IsAddKE() bool { return t >= TransADDKE1 && t <= TransADDKE7 }
 
 // AttrKeyLength is the Key Length attribute type (TV format).
 const AttrKeyLength = 14

@@ -30,8 +30,14 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 	aead, plain := false, false
 	for _, name := range strings.Split(s, "-") {
 		a, ok := Lookup(name)
+		if !ok && strings.HasSuffix(name, "mlkem512") {
+			return p, fmt.Errorf("proposal %q: %q: ML-KEM-512 is not implemented (Go's crypto/mlkem has ML-KEM-768 and ML-KEM-1024): use mlkem768 or mlkem1024", s, name)
+		}
 		if !ok {
 			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
+		}
+		if proto == message.ProtoESP && a.Type.IsAddKE() && !a.IsNone() {
+			return p, fmt.Errorf("proposal %q: %q: additional key exchanges in ESP proposals need IKE_FOLLOWUP_KE (RFC 9370) on each rekey, which ipsecd does not implement yet; use a single group (%s) for PFS", s, name, name[4:])
 		}
 		if !runs(proto, a) {
 			return p, fmt.Errorf("proposal %q: %q is for IKE proposals only; ESP runs %s", s, name, espNames())
@@ -138,13 +144,13 @@ func (p Proposal) Groups() []uint16 {
 	return g
 }
 
-// WithoutDH returns p without key exchange transforms, as a child's
-// proposal travels in IKE_AUTH (RFC 7296 §1.2: its keys come from the IKE
-// SA's exchange).
+// WithoutDH returns p without key exchange transforms (additional ones
+// included), as a child's proposal travels in IKE_AUTH (RFC 7296 §1.2,
+// RFC 9370 §2.2.3: its keys come from the IKE SA's exchanges).
 func (p Proposal) WithoutDH() Proposal {
 	q := Proposal{Protocol: p.Protocol}
 	for _, a := range p.Algs {
-		if a.Type != message.TransDH {
+		if a.Type != message.TransDH && !a.Type.IsAddKE() {
 			q.Algs = append(q.Algs, a)
 		}
 	}
@@ -160,11 +166,58 @@ func (p Proposal) Message(num uint8, spi []byte) message.Proposal {
 	return m
 }
 
-// Messages numbers ps from 1, each with spi.
+// Messages numbers ps from 1, each with spi, as a CREATE_CHILD_SA (or
+// IKE_AUTH) request offers them: without additional key exchanges
+// (RFC 9370), which those exchanges do not run yet (IKE_FOLLOWUP_KE). A
+// proposal whose additional exchanges are all optional (keN_none) goes
+// without them; one that requires one is left out.
 func Messages(ps []Proposal, spi []byte) []message.Proposal {
-	out := make([]message.Proposal, len(ps))
-	for i, p := range ps {
-		out[i] = p.Message(uint8(i+1), spi)
+	var out []message.Proposal
+	for _, p := range ps {
+		if p.requiresAddKE() {
+			continue
+		}
+		out = append(out, p.withoutAddKE().Message(uint8(len(out)+1), spi))
 	}
 	return out
+}
+
+// MessagesMultiKE numbers ps from 1 as IKE_SA_INIT offers them, with
+// their additional key exchanges. A proposal whose additional exchanges
+// are all optional (keN_none) is followed by a copy without them:
+// strongSwan before 6.0, like any RFC 7296 peer, refuses a proposal
+// with a transform type it does not know (§3.3.6) but takes the copy.
+func MessagesMultiKE(ps []Proposal, spi []byte) []message.Proposal {
+	var out []message.Proposal
+	for _, p := range ps {
+		out = append(out, p.Message(uint8(len(out)+1), spi))
+		if p.HasAddKE() && !p.requiresAddKE() {
+			out = append(out, p.withoutAddKE().Message(uint8(len(out)+1), spi))
+		}
+	}
+	return out
+}
+
+// requiresAddKE reports whether p has an additional exchange type
+// without NONE among its methods.
+func (p Proposal) requiresAddKE() bool {
+	var types, optional [MaxAddKE + 1]bool
+	for _, a := range p.Algs {
+		if n := AddKENumber(a.Type); n > 0 {
+			types[n] = true
+			optional[n] = optional[n] || a.IsNone()
+		}
+	}
+	return types != optional
+}
+
+// withoutAddKE returns p without its additional key exchange transforms.
+func (p Proposal) withoutAddKE() Proposal {
+	q := Proposal{Protocol: p.Protocol}
+	for _, a := range p.Algs {
+		if !a.Type.IsAddKE() {
+			q.Algs = append(q.Algs, a)
+		}
+	}
+	return q
 }

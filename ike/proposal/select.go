@@ -3,6 +3,7 @@ package proposal
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ipsecd/ipsecd/ike/dh"
@@ -17,6 +18,9 @@ type Suite struct {
 	Protocol                  message.ProtocolID
 	SPI                       []byte
 	Encr, PRF, Integ, DH, ESN Alg
+	// AddKE are the additional key exchanges 1 to 7 (RFC 9370): a zero
+	// Alg where the type is absent, a keN_none where NONE was chosen.
+	AddKE [MaxAddKE]Alg
 }
 
 // ErrNoProposalChosen means no proposal of the peer matched one of ours.
@@ -28,7 +32,25 @@ var ErrNoProposalChosen = errors.New("proposal: no proposal chosen")
 // initiator fails the exchange.
 var ErrBadChoice = errors.New("proposal: the responder chose something we did not offer")
 
-var types = []message.TransformType{message.TransENCR, message.TransPRF, message.TransINTEG, message.TransDH, message.TransESN}
+var types = []message.TransformType{message.TransENCR, message.TransPRF, message.TransINTEG, message.TransDH, message.TransESN,
+	6, 7, 8, 9, 10, 11, 12} // the ADDKEs, in order
+
+// addKEMode says what a negotiation does with RFC 9370's additional key
+// exchanges.
+type addKEMode uint8
+
+const (
+	// addKENone: the exchange cannot run additional key exchanges
+	// (CREATE_CHILD_SA until IKE_FOLLOWUP_KE is implemented): only NONE,
+	// or the type's absence, matches.
+	addKENone addKEMode = iota
+	// addKEIgnore: key exchanges play no part at all (a child in
+	// IKE_AUTH, whose keys come from the IKE SA).
+	addKEIgnore
+	// addKERun: additional exchanges are negotiated (IKE_SA_INIT, which
+	// IKE_INTERMEDIATE follows).
+	addKERun
+)
 
 // Select chooses, as a responder, from the peer's proposals theirs, the
 // first of ours (in our order of preference) that one of theirs matches,
@@ -36,14 +58,33 @@ var types = []message.TransformType{message.TransENCR, message.TransPRF, message
 // offer. Transforms we do not implement are ignored, and so are, in an
 // ESP proposal, those package sa does not run (Alg.ESP): what is chosen
 // can be installed. With ignoreDH, key exchange transforms play no part
-// (a child SA in IKE_AUTH).
+// (a child SA in IKE_AUTH). Additional key exchanges (RFC 9370) are not
+// run by the exchanges Select serves (CREATE_CHILD_SA, IKE_AUTH's
+// child): a proposal matches only where they can be NONE (see
+// SelectMultiKE for IKE_SA_INIT).
 func Select(ours []Proposal, theirs []message.Proposal, ignoreDH bool) (Suite, error) {
+	mode := addKENone
+	if ignoreDH {
+		mode = addKEIgnore
+	}
+	return selectMode(ours, theirs, ignoreDH, mode)
+}
+
+// SelectMultiKE is Select for IKE_SA_INIT, where RFC 9370's additional
+// key exchanges are negotiated like any other type, NONE (keN_none) as
+// one of their transforms, and a type one side leaves out matching the
+// other's NONE (§2.2.1).
+func SelectMultiKE(ours []Proposal, theirs []message.Proposal) (Suite, error) {
+	return selectMode(ours, theirs, false, addKERun)
+}
+
+func selectMode(ours []Proposal, theirs []message.Proposal, ignoreDH bool, mode addKEMode) (Suite, error) {
 	for _, o := range ours {
 		for _, t := range theirs {
 			if t.Protocol != o.Protocol {
 				continue
 			}
-			if s, ok := match(o, t, ignoreDH); ok {
+			if s, ok := match(o, t, ignoreDH, mode); ok {
 				return s, nil
 			}
 		}
@@ -51,10 +92,18 @@ func Select(ours []Proposal, theirs []message.Proposal, ignoreDH bool) (Suite, e
 	return Suite{}, ErrNoProposalChosen
 }
 
-func match(o Proposal, t message.Proposal, ignoreDH bool) (Suite, bool) {
+func match(o Proposal, t message.Proposal, ignoreDH bool, mode addKEMode) (Suite, bool) {
 	s := Suite{Num: t.Num, Protocol: t.Protocol, SPI: t.SPI}
 	for _, typ := range types {
-		if typ == message.TransDH && ignoreDH {
+		if typ == message.TransDH && ignoreDH || typ.IsAddKE() && mode == addKEIgnore {
+			continue
+		}
+		if typ.IsAddKE() {
+			a, ok := matchAddKE(o, t, typ, mode)
+			if !ok {
+				return Suite{}, false
+			}
+			s.set(a)
 			continue
 		}
 		var mine []Alg
@@ -115,7 +164,45 @@ func (s *Suite) set(a Alg) {
 		s.DH = a
 	case message.TransESN:
 		s.ESN = a
+	default:
+		if n := AddKENumber(a.Type); n > 0 {
+			s.AddKE[n-1] = a
+		}
 	}
+}
+
+// matchAddKE chooses additional exchange typ: the peer's first method
+// that we offer too, NONE included (in addKENone mode NONE only). A type
+// neither side names is absent (a zero Alg); one side's NONE matches the
+// other's silence, and then the type is absent from the answer as well
+// when the peer did not name it.
+func matchAddKE(o Proposal, t message.Proposal, typ message.TransformType, mode addKEMode) (Alg, bool) {
+	var mine []Alg
+	for _, a := range o.Algs {
+		if a.Type == typ {
+			mine = append(mine, a)
+		}
+	}
+	offered := false
+	for _, tr := range t.Transforms {
+		if tr.Type != typ {
+			continue
+		}
+		offered = true
+		a, ok := ByTransform(tr)
+		if !ok || mode == addKENone && !a.IsNone() {
+			continue
+		}
+		if len(mine) == 0 && a.IsNone() || slices.Contains(mine, a) {
+			return a, true
+		}
+	}
+	if !offered {
+		// The peer's silence is NONE: we match if we can do without.
+		none, _ := addKEOf(typ, dh.None)
+		return Alg{}, len(mine) == 0 || slices.Contains(mine, none)
+	}
+	return Alg{}, false
 }
 
 // CheckChoice validates a responder's SA payload against what we offered
@@ -139,13 +226,31 @@ func CheckChoice(ours []Proposal, answer []message.Proposal, ignoreDH bool) (Sui
 	return s, nil
 }
 
+// CheckChoiceMultiKE is CheckChoice for IKE_SA_INIT's answer, where
+// additional key exchanges are negotiated (SelectMultiKE).
+func CheckChoiceMultiKE(ours []Proposal, answer []message.Proposal) (Suite, error) {
+	if len(answer) != 1 {
+		return Suite{}, ErrBadChoice
+	}
+	seen := map[message.TransformType]bool{}
+	for _, tr := range answer[0].Transforms {
+		if seen[tr.Type] {
+			return Suite{}, ErrBadChoice
+		}
+		seen[tr.Type] = true
+	}
+	s, err := SelectMultiKE(ours, answer)
+	if err != nil {
+		return Suite{}, ErrBadChoice
+	}
+	return s, nil
+}
+
 // Proposal returns the suite as the one proposal a responder sends back.
 func (s Suite) Proposal() message.Proposal {
 	p := message.Proposal{Num: s.Num, Protocol: s.Protocol, SPI: s.SPI}
-	for _, a := range []Alg{s.Encr, s.Integ, s.PRF, s.DH, s.ESN} {
-		if a.Name != "" {
-			p.Transforms = append(p.Transforms, a.Transform())
-		}
+	for _, a := range s.algs() {
+		p.Transforms = append(p.Transforms, a.Transform())
 	}
 	return p
 }
@@ -154,12 +259,22 @@ func (s Suite) Proposal() message.Proposal {
 // theirs; ours is the proposal syntax, "aes256-sha256-prfsha256-x25519".
 func (s Suite) String() string {
 	var names []string
-	for _, a := range []Alg{s.Encr, s.Integ, s.PRF, s.DH, s.ESN} {
-		if a.Name != "" {
-			names = append(names, a.Name)
-		}
+	for _, a := range s.algs() {
+		names = append(names, a.Name)
 	}
 	return strings.Join(names, "-")
+}
+
+// algs returns the suite's algorithms in the order a proposal lists
+// them.
+func (s Suite) algs() []Alg {
+	var out []Alg
+	for _, a := range append([]Alg{s.Encr, s.Integ, s.PRF, s.DH}, append(s.AddKE[:], s.ESN)...) {
+		if a.Name != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // FormatList writes proposals for a log line.

@@ -62,16 +62,23 @@ var (
 	ECP256     = Alg{"ecp256", message.TransDH, dh.ECP256, 0}
 	ECP384     = Alg{"ecp384", message.TransDH, dh.ECP384, 0}
 	X25519     = Alg{"x25519", message.TransDH, dh.X25519, 0}
+	MLKEM768   = Alg{"mlkem768", message.TransDH, dh.MLKEM768, 0}
+	MLKEM1024  = Alg{"mlkem1024", message.TransDH, dh.MLKEM1024, 0}
 	ESNOn      = Alg{"esn", message.TransESN, ESN, 0}
 	ESNOff     = Alg{"noesn", message.TransESN, NoESN, 0}
-	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, ESNOn, ESNOff}
+	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, MLKEM768, MLKEM1024, ESNOn, ESNOff}
 	aliases    = map[string]Alg{"curve25519": X25519, "aes128gcm": AES128GCM, "aes256gcm": AES256GCM}
 	integToPRF = map[uint16]Alg{IntegSHA256: PRF256, IntegSHA384: PRF384, IntegSHA512: PRF512}
 )
 
 // Lookup returns the Alg with the given name (or one of strongSwan's
-// aliases: curve25519, aes128gcm, aes256gcm).
+// aliases: curve25519, aes128gcm, aes256gcm), or an additional key
+// exchange as swanctl writes it (ke1_mlkem768, ke2_x25519, ke1_none;
+// see addKE.go).
 func Lookup(name string) (Alg, bool) {
+	if a, ok := lookupAddKE(name); ok {
+		return a, true
+	}
 	for _, a := range algs {
 		if a.Name == name {
 			return a, true
@@ -86,6 +93,9 @@ func Lookup(name string) (Alg, bool) {
 func ByTransform(t message.Transform) (Alg, bool) {
 	if t.UnknownAttr {
 		return Alg{}, false
+	}
+	if t.Type.IsAddKE() {
+		return addKEOf(t.Type, t.ID)
 	}
 	for _, a := range algs {
 		if a.Type == t.Type && a.ID == t.ID && a.KeyLen == t.KeyLen {
