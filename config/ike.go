@@ -300,6 +300,7 @@ func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
 		ForceEncap:  cn.Encap,
 		Retransmit:  i.Retransmit,
 		MaxChildren: i.MaxChildren,
+		Keylog:      i.Keylog != "",
 		Child:       ch.engineConfig(),
 	}
 	for i := range cn.Children {

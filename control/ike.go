@@ -39,8 +39,12 @@ type IKESAInfo struct {
 	LocalID      string         `json:"local_id"`
 	RemoteID     string         `json:"remote_id"`
 	Algorithms   string         `json:"algorithms"`
-	NAT          bool           `json:"nat"`
-	Established  time.Time      `json:"established,omitzero"`
+	// KeyExchanges are the key exchange methods that made the IKE SA's
+	// keys, as swanctl --list-sas --raw names them: "dh-group=CURVE_25519",
+	// then one "akeN=ML_KEM_768" per additional exchange (RFC 9370).
+	KeyExchanges []string  `json:"key_exchanges,omitempty"`
+	NAT          bool      `json:"nat"`
+	Established  time.Time `json:"established,omitzero"`
 	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
 	RekeyIn   int64          `json:"rekey_in"`
 	ExpiresIn int64          `json:"expires_in"`

@@ -77,14 +77,14 @@ func (s *SA) ourAuth(id []byte) (message.Payload, error) {
 		msg, nonce, skp = s.hs.initResp, s.hs.ni, s.keys.PR
 	}
 	if s.cfg.localAuth() == AuthPSK {
-		auth := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id)
+		auth := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, id, s.intAuth())
 		return message.Payload{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)}, nil
 	}
 	hashes := s.hs.peerHashes
 	if s.cfg.ClassicSignatures {
 		hashes = nil
 	}
-	m, sig, err := sign(s.cfg.PrivateKey, keys.SignedOctets(s.prf, msg, nonce, skp, id), hashes, s.cfg.rand())
+	m, sig, err := sign(s.cfg.PrivateKey, keys.SignedOctets(s.prf, msg, nonce, skp, id, s.intAuth()), hashes, s.cfg.rand())
 	if err != nil {
 		return message.Payload{}, fmt.Errorf("ike: signing AUTH: %w", err)
 	}
@@ -118,7 +118,7 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 		if err != nil {
 			return err
 		}
-		if err := verifySignature(cert.PublicKey, auth.Method(), auth.Data(), keys.SignedOctets(s.prf, msg, nonce, skp, idBody)); err != nil {
+		if err := verifySignature(cert.PublicKey, auth.Method(), auth.Data(), keys.SignedOctets(s.prf, msg, nonce, skp, idBody, s.intAuth())); err != nil {
 			return fmt.Errorf(`%w: AUTH of "%s" (certificate %q): %v`, ErrAuthFailed, id, cert.Subject, err)
 		}
 		s.peerID, s.peerAuth = id, AuthPubkey
@@ -127,7 +127,7 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 	if auth.Method() != message.AuthSharedKey {
 		return fmt.Errorf("%w: peer uses auth method %d, not a pre-shared key", ErrAuthFailed, auth.Method())
 	}
-	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, idBody)
+	want := keys.PSKAuth(s.prf, s.cfg.PSK, msg, nonce, skp, idBody, s.intAuth())
 	if !hmac.Equal(want, auth.Data()) {
 		return fmt.Errorf(`%w: AUTH of "%s" does not verify (pre-shared keys differ)`, ErrAuthFailed, id)
 	}

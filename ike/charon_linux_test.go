@@ -66,6 +66,12 @@ func charonNamespaces(t *testing.T) (*charon, *driver, *netnstest.NS, *netnstest
 
 func charonNamespacesWith(t *testing.T, extra string) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
 	charontest.Require(t)
+	return charonNamespacesStart(t, charontest.Start, extra)
+}
+
+// charonNamespacesStart is charonNamespacesWith with the charon that
+// start starts (charontest.Start, or StartSid for strongSwan 6).
+func charonNamespacesStart(t *testing.T, start func(testing.TB, string, string) *charon, extra string) (*charon, *driver, *netnstest.NS, *netnstest.NS) {
 	nsC := netnstest.New(t, "ike-charon")
 	nsG := netnstest.New(t, "ike-driver")
 	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vg", "netns", nsG.Name)
@@ -77,7 +83,7 @@ func charonNamespacesWith(t *testing.T, extra string) (*charon, *driver, *netnst
 	// address of local_ts, and needs a route to the peer's side to do it.
 	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
 	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
-	ch := charontest.Start(t, nsC.Name, extra)
+	ch := start(t, nsC.Name, extra)
 
 	var c500, c4500 *net.UDPConn
 	if err := nsG.Do(func() (err error) {

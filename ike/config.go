@@ -70,6 +70,10 @@ type Config struct {
 	// CREATE_CHILD_SA that would pass it is answered TEMPORARY_FAILURE.
 	// 0 means DefaultMaxChildren; at least MinMaxChildren.
 	MaxChildren int
+	// Keylog keeps, for the daemon's keylog, the Wireshark lines of the
+	// key sets that IKE_INTERMEDIATE's key updates replaced (TakeKeylog);
+	// KeylogIKE gives the last one.
+	Keylog bool
 	// Rand is the source of SPIs, nonces and private keys; nil means
 	// crypto/rand.
 	Rand io.Reader

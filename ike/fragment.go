@@ -168,6 +168,7 @@ func (s *SA) reassemble(m *message.Message, raw []byte, p message.Payload) ([]me
 	for _, part := range r.parts {
 		whole = append(whole, part...)
 	}
+	s.hs.opened(r.inner, whole)
 	return message.ParsePayloads(r.inner, whole)
 }
 

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/ike/dh"
+	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/ike/proposal"
 )
 
 // handshake is what IKE_SA_INIT and IKE_AUTH need and nothing after them
@@ -23,6 +25,24 @@ type handshake struct {
 	peerCertReq       [][]byte // CA key hashes of the peer's CERTREQs
 	halfOpenUntil     time.Time
 	childInSPI        uint32 // initiator: our inbound SPI of the first child
+
+	// The additional key exchanges (RFC 9370), one IKE_INTERMEDIATE
+	// exchange each (intermediate.go).
+	addKEs []proposal.Alg // those still to run, in order
+	done   int            // IKE_INTERMEDIATE exchanges completed
+	// intAuthI and intAuthR are the last links of RFC 9242's IntAuth
+	// chains (IntAuth_iN, IntAuth_rN), which AUTH signs.
+	intAuthI, intAuthR []byte
+	// peerIntermediate: the peer announced IKE_INTERMEDIATE.
+	peerIntermediate bool
+	// lastPlain and lastInner are the decrypted payloads of the last
+	// message opened (whole, after reassembly) and the type of its first
+	// payload, from which IntAuth is computed.
+	lastPlain []byte
+	lastInner message.PayloadType
+	// shared is, for a responder, the secret of the additional key
+	// exchange just answered, used once the answer is sealed.
+	shared []byte
 }
 
 // clear wipes the secret the handshake may still hold: the DH private
@@ -30,6 +50,8 @@ type handshake struct {
 func (h *handshake) clear() {
 	h.priv.Clear()
 	h.priv = nil
+	clear(h.shared)
+	h.shared = nil
 }
 
 // endHandshake drops the handshake's state once the SA is past it:

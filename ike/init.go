@@ -73,7 +73,7 @@ func (s *SA) initRequest() []byte {
 		ps = append(ps, notify(message.Cookie, s.hs.cookie))
 	}
 	ps = append(ps,
-		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.Messages(s.cfg.Proposals, nil))},
+		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.MessagesMultiKE(s.cfg.Proposals, nil))},
 		message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, s.hs.priv.Group(), s.hs.priv.Public())},
 		message.Payload{Type: message.TypeNONC, Body: s.hs.ni},
 	)
@@ -84,8 +84,17 @@ func (s *SA) initRequest() []byte {
 	if !s.cfg.DisableFragmentation {
 		ps = append(ps, notify(message.FragmentationSupported, nil))
 	}
+	if offersAddKE(s.cfg.Proposals) {
+		ps = append(ps, notify(message.IntermediateExchangeSupported, nil))
+	}
 	s.hs.initReq = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, false), Payloads: ps})
 	return s.hs.initReq
+}
+
+// offersAddKE reports whether one of ps has an additional key exchange
+// (RFC 9370), which IKE_INTERMEDIATE runs.
+func offersAddKE(ps []proposal.Proposal) bool {
+	return slices.ContainsFunc(ps, proposal.Proposal.HasAddKE)
 }
 
 // offersGroup reports whether one of ps offers group g.
@@ -120,7 +129,7 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	}
 	if t, ok := firstError(m.Payloads); ok {
 		if t == message.NoProposalChosen {
-			return nil, s.fail(fmt.Errorf("%w: responder accepted none of %s", ErrNoProposalChosen, proposal.FormatList(proposal.Messages(s.cfg.Proposals, nil))))
+			return nil, s.fail(fmt.Errorf("%w: responder accepted none of %s", ErrNoProposalChosen, proposal.FormatList(proposal.MessagesMultiKE(s.cfg.Proposals, nil))))
 		}
 		return nil, s.fail(fmt.Errorf("%w: IKE_SA_INIT answered with error notify %d", ErrProtocol, t))
 	}
@@ -131,9 +140,12 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	if err != nil {
 		return nil, dropped("%v", err)
 	}
-	suite, err := proposal.CheckChoice(s.cfg.Proposals, sas, false)
+	suite, err := proposal.CheckChoiceMultiKE(s.cfg.Proposals, sas)
 	if err != nil {
 		return nil, s.fail(fmt.Errorf("%w: %v: %s", ErrProtocol, err, proposal.FormatList(sas)))
+	}
+	if _, ok := notifyOf(m.Payloads, message.IntermediateExchangeSupported); len(suite.AddKEs()) > 0 && !ok {
+		return nil, s.fail(fmt.Errorf("%w: the responder chose additional key exchanges (%s) without announcing IKE_INTERMEDIATE", ErrProtocol, suite))
 	}
 	ke := message.KE(m.Get(message.TypeKE))
 	nr := m.Get(message.TypeNONC)
@@ -148,6 +160,7 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 	s.hs.nr = append([]byte(nil), nr...)
 	s.hs.initResp = append([]byte(nil), raw...)
 	s.ikeSuite = suite
+	s.hs.addKEs = suite.AddKEs()
 	s.detectNAT(m.Payloads)
 	s.peerInitNotifies(m.Payloads)
 	if err := s.deriveIKE(gir); err != nil {
@@ -159,6 +172,13 @@ func (s *SA) handleInitResponse(m *message.Message, raw []byte, now time.Time) (
 		// The initiator moves to port 4500 for IKE_AUTH (§2.23).
 		s.local = netip.AddrPortFrom(s.local.Addr(), NATTPort)
 		s.remote = netip.AddrPortFrom(s.remote.Addr(), NATTPort)
+	}
+	if s.intermediatePending() {
+		msg, err := s.intermediateRequest(now)
+		if err != nil {
+			return nil, s.fail(err)
+		}
+		return msg, nil
 	}
 	msg, err := s.authRequest(now)
 	if err != nil {
@@ -268,24 +288,33 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	if err != nil || !ke.IsValid() || len(ni) < 16 || len(ni) > 256 {
 		return nil, refusal(m.HeaderFields, notify(message.InvalidSyntax, nil)), dropped("IKE_SA_INIT request: bad SA, KE or nonce")
 	}
-	suite, err := proposal.Select(cfg.Proposals, sas, false)
+	// Additional key exchanges (RFC 9370) only with a peer that can run
+	// IKE_INTERMEDIATE (§2.2.1).
+	_, intermediate := notifyOf(m.Payloads, message.IntermediateExchangeSupported)
+	choose := func(sas []message.Proposal) (proposal.Suite, error) {
+		if intermediate {
+			return proposal.SelectMultiKE(cfg.Proposals, sas)
+		}
+		return proposal.Select(cfg.Proposals, sas, false)
+	}
+	suite, err := choose(sas)
 	if err == nil && ke.Group() != suite.DH.ID {
 		// Prefer any acceptable proposal in the group the KE already
 		// has over a round trip for INVALID_KE_PAYLOAD.
-		if s, err := proposal.Select(cfg.Proposals, onlyGroup(sas, ke.Group()), false); err == nil {
+		if s, err := choose(onlyGroup(sas, ke.Group())); err == nil {
 			suite = s
 		}
 	}
 	if err != nil {
 		return nil, refusal(m.HeaderFields, notify(message.NoProposalChosen, nil)),
-			fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(proposal.Messages(cfg.Proposals, nil)))
+			fmt.Errorf("%w: peer offered %s; we accept %s", ErrNoProposalChosen, proposal.FormatList(sas), proposal.FormatList(proposal.MessagesMultiKE(cfg.Proposals, nil)))
 	}
 	if ke.Group() != suite.DH.ID {
 		return nil, refusal(m.HeaderFields, notify(message.InvalidKEPayload, binary.BigEndian.AppendUint16(nil, suite.DH.ID))),
 			fmt.Errorf("%w: KE in group %d, asked for %d", ErrDropped, ke.Group(), suite.DH.ID)
 	}
 	s := &SA{cfg: cfg, local: local, remote: remote, state: StateInitDone, ispi: m.ISPI, ikeSuite: suite,
-		lastHeard: now, localID: cfg.localIdentity(), hs: &handshake{halfOpenUntil: now.Add(HalfOpenTimeout)}}
+		lastHeard: now, localID: cfg.localIdentity(), hs: &handshake{halfOpenUntil: now.Add(HalfOpenTimeout), addKEs: suite.AddKEs()}}
 	s.detectNAT(m.Payloads) // the request's hashes cover a zero SPIr
 	s.peerInitNotifies(m.Payloads)
 	spi, err := cfg.randomBytes(8)
@@ -321,6 +350,9 @@ func Respond(cfg *Config, local, remote netip.AddrPort, raw []byte, now time.Tim
 	}
 	if s.fragOK {
 		ps = append(ps, notify(message.FragmentationSupported, nil))
+	}
+	if intermediate {
+		ps = append(ps, notify(message.IntermediateExchangeSupported, nil))
 	}
 	s.hs.initResp = message.Encode(&message.Message{HeaderFields: s.header(message.IKESAInit, 0, true), Payloads: ps})
 	if err := s.deriveIKE(gir); err != nil {

@@ -43,6 +43,28 @@ func (s *SA) KeylogIKE() (string, bool) {
 	return fmt.Sprintf("%016x,%016x,%x,%x,%q,%x,%x,%q", s.ispi, s.rspi, s.keys.EI, s.keys.ER, enc, s.keys.AI, s.keys.AR, integ), true
 }
 
+// keylogPrevious keeps the line of the keys an additional key exchange
+// is about to replace (Config.Keylog): Wireshark decrypts the
+// IKE_INTERMEDIATE exchanges with them, the later messages with the
+// last line (one key set per SPI pair: it takes one file at a time).
+func (s *SA) keylogPrevious() {
+	if !s.cfg.Keylog {
+		return
+	}
+	if line, ok := s.KeylogIKE(); ok {
+		s.keylogEarlier = append(s.keylogEarlier, line)
+	}
+}
+
+// TakeKeylog returns the keylog lines of the key sets that
+// IKE_INTERMEDIATE replaced (with Config.Keylog), oldest first, and
+// forgets them.
+func (s *SA) TakeKeylog() []string {
+	l := s.keylogEarlier
+	s.keylogEarlier = nil
+	return l
+}
+
 // KeylogESP returns the child's two lines (inbound, outbound) for
 // Wireshark's esp_sa file, and false when Wireshark 4.0 cannot decrypt
 // its suite (ChaCha20-Poly1305).

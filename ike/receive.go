@@ -3,6 +3,7 @@ package ike
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -100,7 +101,10 @@ func (s *SA) handleResponse(m *message.Message, raw []byte, now time.Time) ([]by
 		return nil, err
 	}
 	s.pending = nil
-	if m.Exchange == message.IKEAuth {
+	switch m.Exchange {
+	case message.IKEIntermediate:
+		return s.handleIntermediateResponse(m, ps, now)
+	case message.IKEAuth:
 		return s.handleAuthResponse(ps, now)
 	}
 	return s.finish(ps, now)
@@ -120,6 +124,7 @@ func (s *SA) decrypt(m *message.Message, raw []byte) ([]message.Payload, error) 
 		return nil, dropped("%v", err)
 	}
 	s.authenticated()
+	s.hs.opened(sk.Inner, plain)
 	return message.ParsePayloads(sk.Inner, plain)
 }
 
@@ -152,6 +157,11 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 			return nil, err
 		}
 		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
+	case m.Exchange == message.IKEIntermediate && s.state == StateInitDone:
+		reply, handleErr = s.handleIntermediateRequest(m, ps)
+	case m.Exchange == message.IKEAuth && s.state == StateInitDone && s.intermediatePending():
+		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
+		handleErr = s.fail(fmt.Errorf("%w: IKE_AUTH before the additional key exchanges", ErrProtocol))
 	case m.Exchange == message.IKEAuth && s.state == StateInitDone:
 		reply, handleErr = s.handleAuthRequest(ps)
 	case s.state == StateDeleted:
@@ -179,6 +189,13 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 	s.lastReq = sha256.Sum256(raw)
 	if isFragment(m) {
 		s.lastReq = s.reasmFirst
+	}
+	if m.Exchange == message.IKEIntermediate && handleErr == nil && s.state == StateInitDone {
+		// The answer went out under the keys it was sealed with; the
+		// next message uses the updated ones (RFC 9370 §2.2.2).
+		if err := s.intermediateAnswered(m.MessageID, reply); err != nil {
+			return out, s.fail(err)
+		}
 	}
 	return out, handleErr
 }

@@ -65,10 +65,13 @@ type SA struct {
 	// creation, rekey or delete, an IKE rekey or delete, a liveness
 	// check), nil when none; its request is pending. queue holds ours
 	// that wait for it (Next).
-	active   task
-	queue    []work
-	children []*Child
-	events   []Event
+	active task
+	queue  []work
+	// keylogEarlier are the keylog lines of the key sets IKE_INTERMEDIATE
+	// replaced, with Config.Keylog, until TakeKeylog.
+	keylogEarlier []string
+	children      []*Child
+	events        []Event
 
 	// Our requests: a window of one (RFC 7296 §2.3).
 	nextID    uint32

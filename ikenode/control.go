@@ -70,6 +70,7 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 		RekeyIn: secondsUntil(x.rekeyAt, now), ExpiresIn: secondsUntil(x.expireAt, now), Children: []control.IKEChildInfo{}}
 	if x.sa.State() == ike.StateEstablished {
 		info.Algorithms = x.sa.Suite().String()
+		info.KeyExchanges = x.sa.Suite().KeyExchanges()
 	}
 	for _, c := range x.sa.Children() {
 		rec := m.children[c]
@@ -240,6 +241,9 @@ func (m *Daemon) Rekey(t Target) error {
 		// An exchange under way: the engine queues the rekey behind
 		// it, as swanctl queues its requests.
 		if t.IKE != "" {
+			if x.sa.RekeyNeedsFollowupKE() {
+				return ike.ErrFollowupKE
+			}
 			out, err := x.sa.RekeyIKE(now)
 			if err != nil {
 				return err

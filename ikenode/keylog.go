@@ -144,9 +144,17 @@ func (k *keylog) logIKE(s *ike.SA) {
 	if k == nil {
 		return
 	}
+	earlier := s.TakeKeylog()
 	if line, ok := s.KeylogIKE(); ok {
 		k.mu.Lock()
 		fmt.Fprintln(k.ike, line)
+		// Wireshark takes one key set per SPI pair: the last one, which
+		// decrypts IKE_AUTH and everything after, is the line; the keys
+		// that IKE_INTERMEDIATE's updates replaced (RFC 9370) follow as
+		// comments, to swap in for the IKE_INTERMEDIATE messages.
+		for i, l := range earlier {
+			fmt.Fprintf(k.ike, "# before additional key exchange %d (IKE_INTERMEDIATE %d): %s\n", i+1, i+1, l)
+		}
 		k.mu.Unlock()
 	}
 }

@@ -25,10 +25,14 @@ fuzztime=${FUZZTIME:-5s}
 # swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
 # of ike's interop test, run inside charon's namespaces with nsenter and
 # unshare (util-linux); tshark decrypts the capture with ike's keylog lines;
-# conntrack flushes the test NAT's mappings (TestIKENAT's mapping change).
+# conntrack flushes the test NAT's mappings (TestIKENAT's mapping change);
+# debootstrap builds the Debian sid chroot whose strongSwan 6 is the
+# post-quantum peer (scripts/sid-strongswan.sh, below), whose charon and
+# swanctl run under chroot (coreutils) with their mounts (mount).
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
 podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
-swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark conntrack:conntrack"
+swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark conntrack:conntrack
+debootstrap:debootstrap chroot:coreutils mount:mount"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
@@ -54,6 +58,11 @@ if [ "$(id -u)" = 0 ]; then
 	done
 	/usr/bin/python3 -c 'import scapy.all, cryptography' 2>/dev/null || absent="$absent /usr/bin/python3 with scapy (python3-scapy, python3-cryptography)"
 	[ -x /usr/lib/ipsec/charon ] || absent="$absent /usr/lib/ipsec/charon (strongswan-charon)"
+	# strongSwan 6.1 with ML-KEM, the post-quantum interop peer: Debian
+	# 12 has none, so a sid chroot (about 250 MB, under a minute; kept
+	# and refreshed on later runs).
+	echo "== strongSwan 6 chroot (scripts/sid-strongswan.sh)"
+	scripts/sid-strongswan.sh install || absent="$absent the strongSwan 6 chroot (scripts/sid-strongswan.sh install)"
 	if [ -n "$absent" ]; then
 		echo "error: the tests run commands that are still missing after the install:$absent" >&2
 		exit 1

@@ -83,6 +83,9 @@ func writeIKESAs(w io.Writer, sas []control.IKESAInfo) {
 		if s.Algorithms != "" {
 			printf("  %s", s.Algorithms)
 		}
+		if len(s.KeyExchanges) > 0 {
+			printf("  %s", strings.Join(s.KeyExchanges, " "))
+		}
 		line := "  " + role
 		if !s.Established.IsZero() {
 			line += fmt.Sprintf(", established %ds ago", int64(time.Since(s.Established)/time.Second))

@@ -97,17 +97,24 @@ const keyPad = "Key Pad for IKEv2"
 // prf(SK_p, ID)). For the initiator: its IKE_SA_INIT request, Nr, SK_pi
 // and its IDi body; for the responder: its IKE_SA_INIT response, Ni, SK_pr
 // and its IDr body. The verifier computes the same with the peer's values
-// and compares with hmac.Equal.
-func PSKAuth(prf PRF, psk, initMessage, peerNonce, skp, idBody []byte) []byte {
+// and compares with hmac.Equal. When IKE_INTERMEDIATE exchanges ran,
+// intAuth is RFC 9242's IntAuth (§3.3.2), which the signed octets end
+// in.
+func PSKAuth(prf PRF, psk, initMessage, peerNonce, skp, idBody []byte, intAuth ...[]byte) []byte {
 	k := prf.Sum(psk, []byte(keyPad))
 	defer clear(k)
-	return prf.Sum(k, initMessage, peerNonce, prf.Sum(skp, idBody))
+	return prf.Sum(k, SignedOctets(prf, initMessage, peerNonce, skp, idBody, intAuth...))
 }
 
-// SignedOctets returns what a signature in AUTH covers (RFC 7296 §2.15):
-// message | nonce | prf(SK_p, ID), with the same arguments as PSKAuth.
-func SignedOctets(prf PRF, initMessage, peerNonce, skp, idBody []byte) []byte {
+// SignedOctets returns what a signature in AUTH covers (RFC 7296 §2.15,
+// RFC 9242 §3.3.2): message | nonce | prf(SK_p, ID) [| IntAuth], with
+// the same arguments as PSKAuth.
+func SignedOctets(prf PRF, initMessage, peerNonce, skp, idBody []byte, intAuth ...[]byte) []byte {
 	out := make([]byte, 0, len(initMessage)+len(peerNonce)+prf.Size())
 	out = append(append(out, initMessage...), peerNonce...)
-	return append(out, prf.Sum(skp, idBody)...)
+	out = append(out, prf.Sum(skp, idBody)...)
+	for _, b := range intAuth {
+		out = append(out, b...)
+	}
+	return out
 }

@@ -28,11 +28,14 @@ import (
 // Bin is Debian's charon; it is not on PATH.
 const Bin = "/usr/lib/ipsec/charon"
 
+// hostPlugins are the plugins of Debian 12's charon that the tests use.
+const hostPlugins = "random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici"
+
 // conf is strongswan.conf: kernel-libipsec (this kernel has no ESP)
 // before kernel-netlink, and ike = 4, chd = 4 so that the log holds the
 // derived keys that tests compare with their own (level 4; 1 for none).
 const conf = `charon {
-  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici
+  load = %[4]s
   install_routes = yes
   # Short retransmissions, so that a peer that stops answering is given
   # up in seconds, not minutes.
@@ -81,6 +84,8 @@ type Charon struct {
 	Pid int
 	// stopped is closed when the process has exited.
 	stopped chan struct{}
+	// root is the chroot charon runs in (StartSid), "" for the host's.
+	root string
 }
 
 // Start starts charon in the network namespace ns and returns once its
@@ -105,11 +110,19 @@ func start(t testing.TB, ns, extra string, level int) *Charon {
 	dir := t.TempDir()
 	c := &Charon{t: t, Dir: dir, Log: filepath.Join(dir, "charon.log"), out: &syncbuf.Buffer{}}
 	confFile := filepath.Join(dir, "strongswan.conf")
-	if err := os.WriteFile(confFile, []byte(fmt.Sprintf(conf, extra, c.Log, level)), 0o600); err != nil {
+	if err := os.WriteFile(confFile, []byte(fmt.Sprintf(conf, extra, c.Log, level, hostPlugins)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.cmd = exec.Command("ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c",
-		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+confFile+" "+Bin)
+	c.run(exec.Command("ip", "netns", "exec", ns, "unshare", "-m", "sh", "-c",
+		"mount -t tmpfs tmpfs /run && exec env STRONGSWAN_CONF="+confFile+" "+Bin))
+	return c
+}
+
+// run starts cmd, charon, and waits for its vici socket.
+func (c *Charon) run(cmd *exec.Cmd) {
+	t := c.t
+	t.Helper()
+	c.cmd = cmd
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,7 +151,6 @@ func start(t testing.TB, ns, extra string, level int) *Charon {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return c
 }
 
 // signal sends sig and waits up to 5 s for charon to exit, then kills it.
@@ -163,7 +175,11 @@ func (c *Charon) Swanctl(args ...string) (string, error) {
 }
 
 func (c *Charon) swanctlEnv(env []string, args ...string) (string, error) {
-	cmd := exec.Command("nsenter", append([]string{"-t", fmt.Sprint(c.Pid), "-m", "-n", "swanctl"}, args...)...)
+	argv := []string{"-t", fmt.Sprint(c.Pid), "-m", "-n", "swanctl"}
+	if c.root != "" {
+		argv = []string{"-t", fmt.Sprint(c.Pid), "-m", "-n", "chroot", c.root, "swanctl"}
+	}
+	cmd := exec.Command("nsenter", append(argv, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -193,7 +209,17 @@ func (c *Charon) LoadDir(conf, swanctlDir string) {
 	if err := os.WriteFile(f, []byte(conf), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
-	if out, err := c.swanctlEnv([]string{"SWANCTL_DIR=" + swanctlDir}, "--load-all", "--clear", "--file", f); err != nil {
+	dir := swanctlDir
+	if c.root != "" {
+		// The chroot sees Dir as /etc/swanctl (StartSid).
+		rel, err := filepath.Rel(c.Dir, swanctlDir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			c.t.Fatalf("charontest: %s is not under %s, which the chroot sees", swanctlDir, c.Dir)
+		}
+		dir = filepath.Join(sidConfDir, rel)
+		f = filepath.Join(dir, "swanctl.conf")
+	}
+	if out, err := c.swanctlEnv([]string{"SWANCTL_DIR=" + dir}, "--load-all", "--clear", "--file", f); err != nil {
 		c.t.Fatalf("swanctl --load-all: %v\n%s", err, out)
 	}
 }
