@@ -256,6 +256,7 @@ secrets:
 `
 
 type sideOpts struct {
+	proposals            string // IKE, in place of sideYAML's aes128gcm16-prfsha256-x25519
 	start, dpdAction     string
 	ikeRekey, childRekey string
 	dpdDelay             string
@@ -296,6 +297,9 @@ func parseSide(t testing.TB, local, remote, lid, rid, net, rnet string, o sideOp
 	t.Helper()
 	o = o.fill()
 	y := fmt.Sprintf(sideYAML, local, remote, lid, rid, net, rnet, o.start, o.ikeRekey, o.dpdDelay, o.dpdAction, o.childRekey)
+	if o.proposals != "" {
+		y = strings.Replace(y, "aes128gcm16-prfsha256-x25519", o.proposals, 1)
+	}
 	cfg, err := config.Parse("test.yaml", []byte(y))
 	if err != nil {
 		t.Fatal(err)
