@@ -204,6 +204,24 @@ func (d *driver) rekeyChild(t *testing.T, ch *charon, ours bool) {
 	checkChildKeys(t, ch, from, d.sa.Children()[0])
 }
 
+// rekeyIKEBothWays has charon rekey the IKE SA, then us, and checks
+// after each that our new keys are charon's and charon lists our SAs.
+func (d *driver) rekeyIKEBothWays(t *testing.T, ch *charon) {
+	t.Helper()
+	for _, ours := range []bool{false, true} {
+		prev := d.sa
+		from := ch.LogSize()
+		newSA := func() bool { return d.sa != prev && prev.State() == StateDeleted }
+		if ours {
+			d.ask(t, newSA, d.sa.RekeyIKE)
+		} else {
+			d.while(t, ch, newSA, "--rekey", "--ike", "test")
+		}
+		checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
+		d.listed(t, ch)
+	}
+}
+
 // fail lets the connection with cfg fail, with us as role, until failed
 // reports true; as responder, charon's initiate must fail too.
 func (d *driver) fail(t *testing.T, ch *charon, cfg *Config, role string, failed func() bool) {

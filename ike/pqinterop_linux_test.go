@@ -64,18 +64,7 @@ func TestSidCharonPQ(t *testing.T) {
 				d.rekeyChild(t, ch, true)
 				d.listed(t, ch)
 				if !d.sa.RekeyNeedsFollowupKE() {
-					for _, ours := range []bool{false, true} {
-						prev := d.sa
-						from = ch.LogSize()
-						newSA := func() bool { return d.sa != prev && prev.State() == StateDeleted }
-						if ours {
-							d.ask(t, newSA, d.sa.RekeyIKE)
-						} else {
-							d.while(t, ch, newSA, "--rekey", "--ike", "test")
-						}
-						checkKeys(t, ch, from, "Sk_ei secret", d.sa.Keys().EI, "Sk_er secret", d.sa.Keys().ER)
-						d.listed(t, ch)
-					}
+					d.rekeyIKEBothWays(t, ch)
 				}
 				d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
 			})

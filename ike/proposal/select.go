@@ -63,11 +63,16 @@ const (
 // child): a proposal matches only where they can be NONE (see
 // SelectMultiKE for IKE_SA_INIT).
 func Select(ours []Proposal, theirs []message.Proposal, ignoreDH bool) (Suite, error) {
-	mode := addKENone
+	return selectMode(ours, theirs, ignoreDH, withoutAddKE(ignoreDH))
+}
+
+// withoutAddKE is the mode of an exchange that runs no additional key
+// exchange: with ignoreDH none plays a part, else only NONE matches.
+func withoutAddKE(ignoreDH bool) addKEMode {
 	if ignoreDH {
-		mode = addKEIgnore
+		return addKEIgnore
 	}
-	return selectMode(ours, theirs, ignoreDH, mode)
+	return addKENone
 }
 
 // SelectMultiKE is Select for IKE_SA_INIT, where RFC 9370's additional
@@ -209,26 +214,16 @@ func matchAddKE(o Proposal, t message.Proposal, typ message.TransformType, mode 
 // and returns the suite it names: exactly one proposal, with at most one
 // transform of each type, all from one of ours.
 func CheckChoice(ours []Proposal, answer []message.Proposal, ignoreDH bool) (Suite, error) {
-	if len(answer) != 1 {
-		return Suite{}, ErrBadChoice
-	}
-	seen := map[message.TransformType]bool{}
-	for _, tr := range answer[0].Transforms {
-		if seen[tr.Type] {
-			return Suite{}, ErrBadChoice
-		}
-		seen[tr.Type] = true
-	}
-	s, err := Select(ours, answer, ignoreDH)
-	if err != nil {
-		return Suite{}, ErrBadChoice
-	}
-	return s, nil
+	return checkChoice(ours, answer, ignoreDH, withoutAddKE(ignoreDH))
 }
 
 // CheckChoiceMultiKE is CheckChoice for IKE_SA_INIT's answer, where
 // additional key exchanges are negotiated (SelectMultiKE).
 func CheckChoiceMultiKE(ours []Proposal, answer []message.Proposal) (Suite, error) {
+	return checkChoice(ours, answer, false, addKERun)
+}
+
+func checkChoice(ours []Proposal, answer []message.Proposal, ignoreDH bool, mode addKEMode) (Suite, error) {
 	if len(answer) != 1 {
 		return Suite{}, ErrBadChoice
 	}
@@ -239,7 +234,7 @@ func CheckChoiceMultiKE(ours []Proposal, answer []message.Proposal) (Suite, erro
 		}
 		seen[tr.Type] = true
 	}
-	s, err := SelectMultiKE(ours, answer)
+	s, err := selectMode(ours, answer, ignoreDH, mode)
 	if err != nil {
 		return Suite{}, ErrBadChoice
 	}
