@@ -109,3 +109,31 @@ func TestSidCharonPQRefusals(t *testing.T) {
 	}
 	d.listed(t, ch)
 }
+
+// TestCharonOptionalMLKEM: against strongSwan 5.9.8, which knows no
+// additional key exchange, a proposal that makes ML-KEM optional
+// (ke1_mlkem768-ke1_none) connects in both roles with x25519 alone: as
+// initiator we send it twice, with and without transform type 6, and
+// 5.9.8, which refuses a proposal with an unknown transform type,
+// chooses the second; as responder we take 5.9.8's x25519 proposal,
+// whose missing type 6 matches our NONE. The child rekeys with x25519 PFS.
+func TestCharonOptionalMLKEM(t *testing.T) {
+	ch, d := charonPair(t)
+	loadTest(ch, "aes256-sha384-x25519", "aes256gcm16-x25519")
+	cfg := peerConfig(t, "aes256-sha384-x25519-ke1_mlkem768-ke1_none", "aes256gcm16-x25519")
+	for _, role := range []string{"initiator", "responder"} {
+		t.Run(role, func(t *testing.T) {
+			d.establishChecked(t, ch, cfg, role)
+			if got := strings.Join(d.sa.Suite().KeyExchanges(), " "); got != "dh-group=CURVE_25519" {
+				t.Errorf("key exchanges %q, want x25519 alone", got)
+			}
+			if d.sa.RekeyNeedsFollowupKE() {
+				t.Error("an SA without additional exchanges claims to need IKE_FOLLOWUP_KE")
+			}
+			d.rekeyChild(t, ch, false)
+			d.rekeyChild(t, ch, true)
+			d.rekeyIKEBothWays(t, ch)
+			d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
+		})
+	}
+}
