@@ -323,7 +323,7 @@ func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID
 		if !ok {
 			continue
 		}
-		expanded, err := proposal.Expand(proto, s)
+		expanded, err := proposal.ExpandLegacy(proto, s, allowLegacy)
 		if err != nil {
 			d.errorf(pn, f, "%s", strings.TrimPrefix(err.Error(), "proposal: "))
 			continue
@@ -336,9 +336,12 @@ func (d *decoder) proposals(n *yaml.Node, field string, proto message.ProtocolID
 				}
 			}
 		}
+		preset, isPreset := proposal.LookupPreset(s)
+		if isPreset && !allowLegacy && len(preset.LegacyIKE) > 0 && proto == message.ProtoIKE {
+			d.warnf(pn, f, "preset %s leaves out its legacy proposals (%s): %s; set allow_legacy: true on the connection to accept them", s, strings.Join(preset.LegacyIKE, ", "), preset.Why)
+		}
 		if len(legacy) > 0 {
 			names := strings.Join(legacy, ", ")
-			preset, isPreset := proposal.LookupPreset(s)
 			switch {
 			case isPreset:
 				d.warnf(pn, f, "preset %s offers %s, a legacy group (1024-bit MODP, about 80-bit strength; RFC 8247 says SHOULD NOT use it): %s", s, names, preset.Why)

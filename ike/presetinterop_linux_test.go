@@ -3,7 +3,9 @@
 package ike
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,4 +87,84 @@ func TestCharonPresets(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCharonClientPresets negotiates each native-client preset with a
+// charon that stands for the client: it initiates with the proposals the
+// vendor's client sends (as docs/config.md cites them; what strongSwan
+// cannot write, AES-CTR, AES-XCBC, AES-CMAC and GCM with 8 or 12-byte
+// ICVs, left out), ipsecd responds with the preset, and the IKE SA and
+// its child come up with the keys charon derived; then the client
+// rekeys the child as it does (with or without PFS) and we rekey it too.
+// windows without allow_legacy meets only a client told to use group 14
+// or better (the registry value or Set-VpnConnectionIPsecConfiguration).
+func TestCharonClientPresets(t *testing.T) {
+	ch, d := charonPair(t)
+	for _, tc := range []struct {
+		name, preset string
+		allowLegacy  bool
+		ike, esp     string
+		group        string // the IKE group ipsecd must pick
+	}{
+		// Windows 7 to 11 by default (IKE); ESP as
+		// Set-VpnConnectionIPsecConfiguration -CipherTransformConstants
+		// AES256 -AuthenticationTransformConstants SHA256128 sets it,
+		// since Windows' default ESP is SHA1 only.
+		{"windows-default", "windows", true, "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256-sha256", "modp1024"},
+		// Windows 11 by default also offers AES-GCM, with group 2.
+		{"windows11-gcm", "windows", true, "aes128gcm16-aes256gcm16-prfsha1-prfsha256-prfsha384-modp1024, 3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256gcm16", "modp1024"},
+		// NegotiateDH2048_AES256 = 2.
+		{"windows-dh2048", "windows", false, "aes256-sha1-sha256-sha384-modp2048", "aes256-sha256", "modp2048"},
+		// What ipsecd profile windows sets: GCMAES256, SHA384, ECP384,
+		// PFS ECP384.
+		{"windows-profile", "windows", false, "aes256gcm16-prfsha384-ecp384", "aes256gcm16-ecp384", "ecp384"},
+		// iOS 16.5 configured in Settings, rekeying with its IKE group
+		// and without one.
+		{"ios-settings", "apple", false,
+			"aes256-sha256-modp2048, aes256-sha256-ecp256, aes256-sha256-modp1536, aes128-sha1-modp1024, 3des-sha1-modp1024",
+			"aes256-sha256-modp2048, aes256-sha256, aes128-sha1, 3des-sha1", "modp2048"},
+		// macOS 13.4 configured in System Settings: no group on rekey.
+		{"macos-settings", "apple", false,
+			"aes256-sha256-modp2048, aes256-sha256-modp1536, aes128-sha1-modp1024, 3des-sha1-modp1024",
+			"aes256-sha256, aes128-sha1, 3des-sha1", "modp2048"},
+		// A configuration profile's defaults (iOS 14, macOS 11 on),
+		// and tvOS's AES-256-GCM.
+		{"apple-profile", "apple", false, "aes256-sha256-modp2048", "aes256-sha256", "modp2048"},
+		{"tvos-profile", "apple", false, "aes256gcm16-prfsha256-modp2048", "aes256gcm16", "modp2048"},
+		// Android 11 and later, VpnIkev2Utils' two proposals each.
+		{"android", "android", false,
+			"aes256-aes192-aes128-sha512-sha384-sha256-prfsha512-prfsha384-prfsha256-prfsha1-modp4096-curve25519-modp3072-modp2048, " +
+				"chacha20poly1305-aes256gcm16-aes192gcm16-aes128gcm16-prfsha512-prfsha384-prfsha256-prfsha1-modp4096-curve25519-modp3072-modp2048",
+			"aes256-aes192-aes128-sha512-sha384-sha256, chacha20poly1305-aes256gcm16-aes192gcm16-aes128gcm16", "curve25519"},
+		// The strongSwan app: charon's default proposals.
+		{"strongswan-app", "android", false, "default", "default", "curve25519"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			loadTest(ch, tc.ike, tc.esp)
+			cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
+			cfg.Proposals, _ = proposal.ExpandLegacy(message.ProtoIKE, tc.preset, tc.allowLegacy)
+			cfg.Child.Proposals, _ = proposal.Expand(message.ProtoESP, tc.preset)
+			d.establishChecked(t, ch, cfg, "responder")
+			s, c := d.sa.Suite(), d.sa.Children()[0].Suite
+			t.Logf("IKE %s-%s-%s-%s, ESP %s-%s", s.Encr.Name, s.Integ.Name, s.PRF.Name, s.DH.Name, c.Encr.Name, c.Integ.Name)
+			if g := charonGroups[int(s.DH.ID)]; g != tc.group {
+				t.Errorf("IKE group %s, want %s", g, tc.group)
+			}
+			for _, ours := range []bool{false, true} {
+				d.rekeyChild(t, ch, ours)
+			}
+			d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
+		})
+	}
+	// Without allow_legacy the windows preset refuses Windows' default
+	// group 2 with NO_PROPOSAL_CHOSEN.
+	t.Run("windows-default-without-allow_legacy", func(t *testing.T) {
+		loadTest(ch, "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256-sha256")
+		cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
+		cfg.Proposals, _ = proposal.Expand(message.ProtoIKE, "windows")
+		cfg.Child.Proposals, _ = proposal.Expand(message.ProtoESP, "windows")
+		d.fail(t, ch, cfg, "responder", func() bool {
+			return slices.ContainsFunc(d.errs, func(err error) bool { return errors.Is(err, ErrNoProposalChosen) })
+		})
+	})
 }

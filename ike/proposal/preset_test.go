@@ -9,11 +9,16 @@ import (
 )
 
 // TestPresets: every preset parses for IKE and ESP, names its source, and
-// has a legacy algorithm only with a reason; Expand gives a preset's
-// proposals for its name and one parsed proposal otherwise.
+// has a legacy algorithm (with allow_legacy) only with a reason; Expand
+// gives a preset's proposals for its name and one parsed proposal
+// otherwise.
 func TestPresets(t *testing.T) {
-	if len(Presets()) != 3 {
-		t.Fatalf("got %d presets, want aws, gcp and azure", len(Presets()))
+	var names []string
+	for _, pr := range Presets() {
+		names = append(names, pr.Name)
+	}
+	if want := []string{"aws", "gcp", "azure", "windows", "apple", "android"}; !slices.Equal(names, want) {
+		t.Fatalf("got presets %v, want %v", names, want)
 	}
 	for _, pr := range Presets() {
 		t.Run(pr.Name, func(t *testing.T) {
@@ -22,7 +27,7 @@ func TestPresets(t *testing.T) {
 			}
 			legacy := false
 			for _, proto := range []message.ProtocolID{message.ProtoIKE, message.ProtoESP} {
-				ps, err := Expand(proto, pr.Name)
+				ps, err := ExpandLegacy(proto, pr.Name, true)
 				if err != nil || len(ps) == 0 {
 					t.Fatalf("Expand(%v, %q) = %v, %v", proto, pr.Name, ps, err)
 				}
@@ -41,6 +46,45 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := Expand(message.ProtoIKE, "amazon"); err == nil {
 		t.Fatal("Expand of an unknown name succeeded")
+	}
+}
+
+// TestPresetLegacyOptIn: the windows preset offers Windows' default
+// group 2 (modp1024) only to a connection that allows legacy algorithms,
+// after its modern proposals; the azure preset, whose gateway offers
+// nothing else, always.
+func TestPresetLegacyOptIn(t *testing.T) {
+	for _, tc := range []struct {
+		preset            string
+		allow             bool
+		proposals, legacy int
+	}{
+		{"windows", false, 2, 0},
+		{"windows", true, 4, 2},
+		{"azure", false, 1, 1},
+		{"apple", true, 2, 0},
+	} {
+		ps, err := ExpandLegacy(message.ProtoIKE, tc.preset, tc.allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := 0
+		for i, p := range ps {
+			if len(p.Legacy()) > 0 {
+				legacy++
+			} else if legacy > 0 {
+				t.Errorf("%s: proposal %d (%s) follows a legacy one", tc.preset, i, p)
+			}
+		}
+		if len(ps) != tc.proposals || legacy != tc.legacy {
+			t.Errorf("%s allow_legacy=%t: %d proposals, %d legacy; want %d, %d", tc.preset, tc.allow, len(ps), legacy, tc.proposals, tc.legacy)
+		}
+	}
+	ps, _ := Expand(message.ProtoESP, "windows")
+	for _, p := range ps {
+		if len(p.Legacy()) > 0 {
+			t.Errorf("windows ESP proposal %s is legacy", p)
+		}
 	}
 }
 
