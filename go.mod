@@ -18,6 +18,7 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.zx2c4.com/wireguard v0.0.0-20260522210424-ecfc5a8d5446
 	gvisor.dev/gvisor v0.0.0-20250503011706-39ed1f5ac29c
+	layeh.com/radius v0.0.0-20231213012653-1006025d24f8
 )
 
 require (
