@@ -46,8 +46,9 @@ type Daemon struct {
 	pools       poolKeeper // pools.go
 
 	mu sync.Mutex
-	// mu guards: cfg, and serialises reloads.
-	cfg *config.Config
+	// mu guards: cfg, loaded, and serialises reloads.
+	cfg    *config.Config
+	loaded viciLoaded // what vici loaded (vici_load.go)
 }
 
 // attach takes core's parts into n's shortcuts (the underlay once the
@@ -409,4 +410,5 @@ func (n *Daemon) wipeKeys() {
 		n.log.WithError(err).Warn("stopping: emptying the SAD")
 	}
 	n.cfg.WipeKeys()
+	n.loaded.wipe()
 }

@@ -32,7 +32,8 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 	r := &n.ike
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.mgr.Load() != nil || len(cfg.Connections) == 0 {
+	ic := n.ikeConfig(cfg) // the file's connections and vici's
+	if r.mgr.Load() != nil || len(ic.Connections) == 0 {
 		return nil
 	}
 	log := n.log.WithField("part", "ike")
@@ -40,7 +41,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		log.Warnf("ike: the underlay's UDP port is %d: IKE moves to port 4500 after NAT detection (RFC 7296 §2.23), and ESP in UDP with it, so connections that need UDP encapsulation will not work", p)
 	}
 	m, err := ikenode.New(ikenode.Config{
-		IKE:  &cfg.IKEConfig,
+		IKE:  ic,
 		Node: n.core,
 		NATT: n.conn,
 		// The local address of IKE on port 4500 when the underlay is
@@ -69,7 +70,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		defer close(r.done)
 		m.Run(ctx)
 	}()
-	log.WithField("port", m.Port()).Infof("ike: %d connections", len(cfg.Connections))
+	log.WithField("port", m.Port()).Infof("ike: %d connections", len(ic.Connections))
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (n *Daemon) reloadIKE(cfg *config.Config) {
 		}
 		return
 	}
-	res, err := m.Reload(&cfg.IKEConfig)
+	res, err := m.Reload(n.ikeConfig(cfg))
 	if err != nil {
 		n.log.WithError(err).Error("reload: ike")
 		return

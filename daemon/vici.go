@@ -12,13 +12,16 @@ import (
 
 var _ vici.Backend = (*backend)(nil)
 
-// Connections returns the running config's connections.
+// Connections returns the connections IKE runs: the running config's
+// and those loaded over vici.
 func (b *backend) Connections() []config.Connection {
-	cfg := (*Daemon)(b).runningConfig()
-	if cfg == nil {
+	n := (*Daemon)(b)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cfg == nil {
 		return nil
 	}
-	return cfg.Connections
+	return n.ikeConfig(n.cfg).Connections
 }
 
 // ReloadConfig is Reload without its summary (vici's reload-settings).

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -80,4 +81,51 @@ func TestViciFollowsTheConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone(first)
+}
+
+// TestViciLoadConnChecked: a connection loaded over vici is checked with
+// the file's rules, and refused with what is wrong, without the lines of
+// the document the daemon parsed it in; one named as the file's is
+// refused, and so is unloading one the file has.
+func TestViciLoadConnChecked(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ipsecd.yaml")
+	sock := filepath.Join(dir, "v.vici")
+	text := "control: " + filepath.Join(dir, "ipsecd.sock") + "\nstate_dir: " + filepath.Join(dir, "state") +
+		"\nunderlay: {udp: " + freeUDP(t) + "}\nvici: " + sock + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	d, _ := startFile(t, path, log)
+	b := d.Backend().(*backend)
+	item := func(ifID, esp string) []byte {
+		return []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, ` +
+			`remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "` + ifID + `", local_ts: ["10.1.0.0/24"], ` +
+			`remote_ts: ["10.2.0.0/24"], esp_proposals: ["` + esp + `"]}]}`)
+	}
+	// The file has no interfaces: no if_id can be named.
+	for _, tt := range []struct {
+		name string
+		item []byte
+		want string
+	}{
+		{"no interface", item("1", "aes128gcm16"), `children[0].if_id: no interface has if_id 1`},
+		{"bad proposal", item("1", "rot13"), `children[0].esp_proposals[0]: proposal "rot13": unknown algorithm "rot13"`},
+	} {
+		err := b.LoadConn("gw", tt.item)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "vici:") {
+			t.Errorf("%s: %v; want %q without the document's lines", tt.name, err, tt.want)
+		}
+	}
+	if err := b.LoadShared("ike-gw", []byte(`{ids: ["a.test", "b.test"], secret: "0xzz"}`)); err == nil || strings.Contains(err.Error(), "zz") {
+		t.Errorf("a secret that is not hex: %v; want refused, without the secret", err)
+	}
+	if got := b.ViciConns(); len(got) != 0 {
+		t.Errorf("refused connections were kept: %v", got)
+	}
+	if err := b.UnloadConn("gw"); err == nil || !strings.Contains(err.Error(), `no connection "gw" loaded over vici`) {
+		t.Errorf("unloading what was never loaded: %v", err)
+	}
 }

@@ -35,6 +35,7 @@ type ikeSpec struct {
 	noEncap    bool   // ESP in UDP only if a NAT is detected (none here)
 	metrics    bool   // Prometheus metrics on ikeMetricsAddr
 	vici       string // ipsecd's vici socket ("": none)
+	viciOnly   bool   // ipsecd's file has no connection: vici loads it
 }
 
 // ikeMetricsAddr serves ipsecd's metrics inside its namespace.
@@ -69,7 +70,11 @@ func (s ikeSpec) ipsecdConfig(keylog string) string {
 	if s.vici != "" {
 		kl += "\nvici: " + s.vici
 	}
-	return fmt.Sprintf("log: {level: debug}\nike:\n  port: 500\n  retransmit: {timeout: 500ms, base: 1, tries: 2}%s\n%s", kl, s.ipsecdConnection())
+	conn := s.ipsecdConnection()
+	if s.viciOnly {
+		conn, _, _ = strings.Cut(conn, "connections:")
+	}
+	return fmt.Sprintf("log: {level: debug}\nike:\n  port: 500\n  retransmit: {timeout: 500ms, base: 1, tries: 2}%s\n%s", kl, conn)
 }
 
 // ipsecdConnection is ipsecd's side of the connection, the config that

@@ -15,6 +15,7 @@ import (
 
 	govici "github.com/strongswan/govici/vici"
 
+	"github.com/ipsecd/ipsecd/internal/charontest"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
 )
 
@@ -76,7 +77,8 @@ func parseRaw(out string) map[string]string {
 // --list-sas --raw beside charon's own for the same SA, --stats,
 // --rekey of the child and the IKE SA (govici sees child-rekey and
 // ike-rekey with the SPIs both sides installed), --monitor-sa through
-// it all, --terminate --ike, and --load-conns refused with a reason.
+// it all, --terminate --ike, and --load-conns of a child without an
+// interface refused with a reason.
 func TestViciSwanctl(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "charon.vici")
 	r := newIKERig(t, ikeSpec{vici: sock})
@@ -205,11 +207,12 @@ func TestViciSwanctl(t *testing.T) {
 		t.Errorf("swanctl --monitor-sa saw %s; want %s:\n%s", got, want, monitored.String())
 	}
 
-	// --load-conns: not implemented, and swanctl says why.
+	// --load-conns of charon's own swanctl.conf: refused, saying why
+	// (ipsecd's child needs its interface).
 	conf := filepath.Join(t.TempDir(), "swanctl.conf")
 	os.WriteFile(conf, []byte(r.spec.charonConn().String()), 0o600)
 	out, err = viciSwanctlErr(sock, "--load-conns", "--file", conf)
-	if err == nil || !strings.Contains(out, "load-conn: connections come from the config file") {
+	if err == nil || !strings.Contains(out, `loading connection 'test' failed: load-conn: test: children.net: if_id_in "" and if_id_out ""`) {
 		t.Errorf("swanctl --load-conns: %v\n%s\nwant a failure saying why", err, out)
 	}
 }
@@ -227,5 +230,109 @@ func nextViciEvent(t *testing.T, events chan govici.Event, name string) govici.E
 		case <-timeout:
 			t.Fatalf("no %s event within 10 s", name)
 		}
+	}
+}
+
+// viciSwanctlConf is ipsecd's side of the test connection as
+// swanctl.conf, which swanctl --load-all loads into ipsecd over vici;
+// esp is the child's ESP proposal, start its start_action.
+func viciSwanctlConf(esp, start string) string {
+	return fmt.Sprintf(`connections {
+  gw {
+    local_addrs = %s
+    remote_addrs = %s
+    version = 2
+    proposals = aes256-sha256-x25519
+    encap = yes
+    local {
+      auth = psk
+      id = a.test
+    }
+    remote {
+      auth = psk
+      id = b.test
+    }
+    children {
+      net {
+        local_ts = 198.51.100.0/24
+        remote_ts = 203.0.113.0/24
+        esp_proposals = %s
+        start_action = %s
+        if_id_in = 1
+        if_id_out = 1
+      }
+    }
+  }
+}
+secrets {
+  ike-gw {
+    id-a = a.test
+    id-b = b.test
+    secret = %s
+  }
+}
+`, underlayA4, underlayB4, esp, start, charontest.PSK)
+}
+
+// TestViciLoadAll: with no connection in ipsecd's file, swanctl
+// --load-all loads one (PSK, from swanctl.conf) over vici and --initiate
+// brings it up against charon. Loaded again unchanged, and after a reload
+// of ipsecd's file, the SAs stay (same SPIs); changed (another ESP
+// proposal, start_action start), it is re-established with the new
+// proposal; left out of swanctl.conf, --load-conns unloads it and its
+// SAs go.
+func TestViciLoadAll(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "charon.vici")
+	// charon takes either ESP proposal, so that ipsecd's may change.
+	r := newIKERig(t, ikeSpec{vici: sock, viciOnly: true, ike: "aes256-sha256-x25519", esp: "aes128gcm16,aes256gcm16"})
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "swanctl.conf")
+	load := func(text string, args ...string) string {
+		t.Helper()
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("timeout", append([]string{"30", "swanctl"}, append(args, "--file", conf, "--uri", "unix://"+sock)...)...)
+		cmd.Env = append(os.Environ(), "SWANCTL_DIR="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("swanctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := load(viciSwanctlConf("aes128gcm16", "none"), "--load-all")
+	for _, want := range []string{"loaded ike secret 'ike-gw'", "loaded connection 'gw'", "successfully loaded 1 connections, 0 unloaded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("swanctl --load-all: no %q in\n%s", want, out)
+		}
+	}
+	if out := viciSwanctl(t, sock, "--list-conns"); !strings.Contains(out, "gw: IKEv2") {
+		t.Errorf("swanctl --list-conns after --load-all:\n%s", out)
+	}
+	viciSwanctl(t, sock, "--initiate", "--child", "net")
+	child := r.waitUp(t, "initiating the connection vici loaded", childSPIs{})
+
+	load(viciSwanctlConf("aes128gcm16", "none"), "--load-all")
+	r.d.mustCtl(t, "reload")
+	time.Sleep(time.Second) // an SA a reload deleted would be gone by now
+	if now, one := r.ipsecdChild(); !one || now != child {
+		t.Fatalf("after loading the connection unchanged and a reload of the file: child %08x/%08x (one: %v), want %08x/%08x kept",
+			now.in, now.out, one, child.in, child.out)
+	}
+
+	out = load(viciSwanctlConf("aes256gcm16", "start"), "--load-all")
+	changed := r.waitUp(t, "the changed connection re-established", child)
+	if ours := viciSwanctl(t, sock, "--list-sas"); !strings.Contains(ours, "ESP:AES_GCM_16-256") {
+		t.Errorf("after loading a changed ESP proposal:\n%s", ours)
+	}
+	t.Logf("changed: child %08x/%08x replaced by %08x/%08x", child.in, child.out, changed.in, changed.out)
+
+	out = load("connections {}\n", "--load-conns")
+	if !strings.Contains(out, "unloaded 1") && !strings.Contains(out, "1 unloaded") {
+		t.Errorf("swanctl --load-conns without gw: %s", out)
+	}
+	r.waitDown(t, "the connection unloaded", 10*time.Second, true)
+	if out := viciSwanctl(t, sock, "--list-conns"); strings.Contains(out, "gw:") {
+		t.Errorf("swanctl --list-conns after unloading:\n%s", out)
 	}
 }

@@ -39,17 +39,17 @@ var commands = map[string]handler{
 	"list-conns":      listConns,    // conns.go
 	"get-conns":       getConns,     // conns.go
 	"list-policies":   listPolicies, // conns.go
+	"load-conn":       loadConn,     // load.go
+	"unload-conn":     unloadConn,   // load.go
+	"load-shared":     loadShared,   // load.go
+	"unload-shared":   unloadShared, // load.go
+	"get-shared":      getShared,    // load.go
+	"clear-creds":     clearCreds,   // load.go
 
-	"load-conn":        unsupported("connections come from the config file (connections:); loading them over vici is not implemented yet"),
-	"unload-conn":      unsupported("connections come from the config file (connections:); unloading them over vici is not implemented yet"),
-	"load-shared":      unsupported("secrets come from the config file (secrets:); loading them over vici is not implemented yet"),
-	"unload-shared":    unsupported("secrets come from the config file (secrets:); unloading them over vici is not implemented yet"),
-	"get-shared":       unsupported("secrets come from the config file (secrets:); listing them over vici is not implemented yet"),
 	"load-cert":        unsupported("certificates come from the config file (cert:, cacerts:); loading them over vici is not implemented yet"),
 	"load-key":         unsupported("private keys come from the config file (key:); loading them over vici is not implemented yet"),
 	"load-token":       unsupported("ipsecd has no smartcard support"),
 	"get-keys":         unsupported("private keys come from the config file (key:); listing them over vici is not implemented yet"),
-	"clear-creds":      unsupported("credentials come from the config file; clearing them over vici is not implemented yet"),
 	"flush-certs":      unsupported("ipsecd keeps no certificate cache"),
 	"list-certs":       unsupported("listing certificates over vici is not implemented yet"),
 	"list-authorities": unsupported("ipsecd has no certification authority sections"),

@@ -118,11 +118,6 @@ func prefixes(l []netip.Prefix) []string {
 	return out
 }
 
-// getConns answers the names of the connections loaded over vici: none,
-// as ipsecd loads connections from its config file only (charon's
-// get-conns leaves out those of other backends alike).
-func getConns(r *request) *Message { return NewMessage().Set("conns", []string{}) }
-
 // listPolicies streams the trap policies of children with start_action
 // trap (charon's trap policies), and answers. ipsecd has no drop or pass
 // shunt policies in connections.
