@@ -45,6 +45,7 @@ var commands = map[string]handler{
 	"unload-shared":   unloadShared, // load.go
 	"get-shared":      getShared,    // load.go
 	"clear-creds":     clearCreds,   // load.go
+	"get-pools":       getPools,     // pools.go
 
 	"load-cert":        unsupported("certificates come from the config file (cert:, cacerts:); loading them over vici is not implemented yet"),
 	"load-key":         unsupported("private keys come from the config file (key:); loading them over vici is not implemented yet"),
@@ -56,9 +57,8 @@ var commands = map[string]handler{
 	"get-authorities":  unsupported("ipsecd has no certification authority sections"),
 	"load-authority":   unsupported("ipsecd has no certification authority sections"),
 	"unload-authority": unsupported("ipsecd has no certification authority sections"),
-	"load-pool":        unsupported("virtual IP pools over vici are not implemented yet"),
-	"unload-pool":      unsupported("virtual IP pools over vici are not implemented yet"),
-	"get-pools":        unsupported("virtual IP pools over vici are not implemented yet"),
+	"load-pool":        unsupported("address pools come from the config file (pools:); loading them over vici is not implemented yet"),
+	"unload-pool":      unsupported("address pools come from the config file (pools:); unloading them over vici is not implemented yet"),
 	"get-algorithms":   unsupported("listing algorithms over vici is not implemented; docs/config.md lists the proposals ipsecd runs"),
 	"get-counters":     unsupported("charon's IKE counters are not implemented; the metrics listener has ipsecd's"),
 	"reset-counters":   unsupported("charon's IKE counters are not implemented"),
