@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/vici"
 )
 
@@ -164,4 +165,38 @@ func TestConnectionsAreBounded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A client registered for events that stops reading is dropped once an
+// event waits longer than the write timeout, and the daemon's Publish
+// never waits for it.
+func TestStalledEventClientIsDropped(t *testing.T) {
+	events := &control.Monitor{}
+	path := filepath.Join(t.TempDir(), "v.sock")
+	s, err := vici.Listen(path, &fakeIKE{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Events = events
+	s.WriteTimeout = 200 * time.Millisecond
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	c := dial(t, path)
+	send(t, c, append([]byte{byte(vici.EventRegister), 10}, "ike-updown"...))
+	if p := receive(t, c); p.Type != vici.EventConfirm {
+		t.Fatalf("register: %v", p.Type)
+	}
+	waitFor(t, func() bool { return events.Clients() == 1 })
+	// About 3 MB of events, far more than the socket buffers, to a
+	// client that reads none of them.
+	ev := childEvent("ike_up", "gw", "", "")
+	start := time.Now()
+	for range 10000 {
+		events.Publish(ev)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("publishing 10,000 events took %v: the daemon waited for the client", d)
+	}
+	waitFor(t, func() bool { return events.Clients() == 0 })
+	t.Logf("the stalled client was dropped %v after the first event", time.Since(start).Round(time.Millisecond))
 }
