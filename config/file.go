@@ -118,7 +118,7 @@ func ControlPath(path string) (string, error) {
 }
 
 func (d *decoder) root(n *yaml.Node, c *Config) {
-	m, ok := d.fields(n, "", "log", "control", "vici", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets", "pools")
+	m, ok := d.fields(n, "", "log", "control", "vici", "metrics", "pprof", "state_dir", "underlay", "fail_closed", "interfaces", "states", "policies", "ike", "connections", "secrets", "pools", "eap_radius")
 	if !ok {
 		return
 	}

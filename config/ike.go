@@ -45,7 +45,8 @@ type IKEConfig struct {
 	IKE         IKE
 	Connections []Connection
 	Secrets     []Secret
-	Pools       []Pool // pools: (pools.go)
+	Pools       []Pool     // pools: (pools.go)
+	EAPRADIUS   *EAPRADIUS // eap_radius: (eapradius.go), nil without
 }
 
 // IKE is the ike: section: settings of the daemon's one IKE responder and
@@ -239,6 +240,7 @@ func (c *IKEConfig) wipe() {
 		clear(c.Connections[i].PSK)
 		c.Connections[i].Local.PrivateKey = nil // cannot be zeroed; dropped
 	}
+	c.EAPRADIUS.wipe()
 }
 
 // redacted returns a copy of c without keys: no secret, no PSK, no
@@ -256,6 +258,7 @@ func (c IKEConfig) redacted() IKEConfig {
 		cn.Local.PrivateKey = nil
 		r.Connections[i] = cn
 	}
+	r.EAPRADIUS = c.EAPRADIUS.redacted()
 	return r
 }
 

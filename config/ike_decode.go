@@ -23,7 +23,7 @@ import (
 // had errors of their own). A file with none of them leaves c.IKEConfig
 // zero: the daemon speaks no IKE.
 func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uint32]bool) {
-	if m["ike"] == nil && m["connections"] == nil && m["secrets"] == nil && m["pools"] == nil {
+	if m["ike"] == nil && m["connections"] == nil && m["secrets"] == nil && m["pools"] == nil && m["eap_radius"] == nil {
 		return
 	}
 	ic := &c.IKEConfig
@@ -35,6 +35,9 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	}
 	if v := m["secrets"]; v != nil {
 		d.secrets(v, ic)
+	}
+	if v := m["eap_radius"]; v != nil {
+		d.eapRADIUS(v, ic) // eapradius.go
 	}
 	poolErrs := len(d.errs)
 	if v := m["pools"]; v != nil {
