@@ -280,7 +280,7 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 	}
 	s.stats.timeouts.Add(1)
 	if s.markDead(time.Now().Add(c.cfg.DeadTime)) {
-		c.cfg.Log.WithFields(logrus.Fields{"server": s.name, "tries": c.cfg.Tries}).Warn("radius: server not answering; trying the next")
+		c.cfg.Log.WithFields(logrus.Fields{"server": s.name, "tries": c.cfg.Tries}).Warn("radius: server not answering (down, or dropping our requests for a wrong shared secret); trying the next")
 	}
 	return answer{err: fmt.Errorf("%w: %s after %d tries", ErrNoAnswer, s.name, c.cfg.Tries)}
 }

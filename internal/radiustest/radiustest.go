@@ -1,9 +1,11 @@
 // Package radiustest runs Debian's FreeRADIUS 3.2 (freeradius -X) on
 // loopback ports for tests: a config directory of its own made in the
 // test's temporary directory (radiusd.conf with one client, the eap module
-// with EAP-MD5 and EAP-MSCHAPv2, mschap, files with the test's users, and
-// the detail module writing accounting to one file), so that nothing of
-// /etc/freeradius is read or changed. Tests skip when freeradius is not
+// with EAP-MD5, EAP-MSCHAPv2 and EAP-TLS with a test CA made here, mschap,
+// files with the test's users, and the detail module writing accounting
+// to one file), so that nothing of /etc/freeradius is read or changed
+// (Debian's eap module wants ssl-cert's snakeoil files, which a machine
+// without recommends lacks). Tests skip when freeradius is not
 // installed (scripts/test.sh installs it).
 package radiustest
 
@@ -41,6 +43,7 @@ type Server struct {
 	Auth     string // 127.0.0.1:port of authentication
 	Acct     string // 127.0.0.1:port of accounting
 	Secret   string
+	PKI      PKI // the EAP-TLS CA and a client's certificate
 	cmd      *exec.Cmd
 	mu       sync.Mutex
 	log      bytes.Buffer // freeradius -X's output
@@ -73,7 +76,7 @@ func Start(t testing.TB, o Options) *Server {
 func start(t testing.TB, bin string, o Options) (*Server, error) {
 	dir := t.TempDir()
 	auth, acct := freePort(t), freePort(t)
-	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret}
+	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret, PKI: makePKI(t, dir)}
 	files := map[string]string{
 		"radiusd.conf": radiusdConf(dir, o.Secret, auth, acct),
 		"users":        usersFile(o.Users),
@@ -209,7 +212,8 @@ func usersFile(users []User) string {
 
 // radiusdConf is a whole FreeRADIUS config in one file: no include of
 // /etc/freeradius, one client (127.0.0.1 with the secret, which must
-// send Message-Authenticator), EAP-MSCHAPv2 by default and EAP-MD5, the
+// send Message-Authenticator), EAP-MSCHAPv2 by default, EAP-MD5 and
+// EAP-TLS (TLS 1.2, fragments of 1024 bytes), the
 // users file, and accounting to DIR/detail.
 func radiusdConf(dir, secret string, auth, acct int) string {
 	return strings.NewReplacer("@DIR@", dir, "@SECRET@", secret, "@AUTH@", strconv.Itoa(auth), "@ACCT@", strconv.Itoa(acct)).Replace(`
@@ -261,6 +265,22 @@ modules {
 		md5 {
 		}
 		mschapv2 {
+		}
+		tls-config tls-common {
+			private_key_file = @DIR@/server.key
+			certificate_file = @DIR@/server.pem
+			ca_file = @DIR@/ca.pem
+			cipher_list = "DEFAULT"
+			tls_min_version = "1.2"
+			tls_max_version = "1.2"
+			ecdh_curve = "prime256v1"
+			fragment_size = 1024
+			cache {
+				enable = no
+			}
+		}
+		tls {
+			tls = tls-common
 		}
 	}
 	mschap {
