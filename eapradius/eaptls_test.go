@@ -117,7 +117,9 @@ func (p *tlsPeer) Handle(in []byte) ([]byte, eap.Status, error) {
 	if flags&tlsLength != 0 {
 		data = data[4:]
 	}
-	resp := func(b []byte) []byte { return message.AppendEAP(nil, message.EAPResponse, e.Identifier(), message.EAPTLS, b) }
+	resp := func(b []byte) []byte {
+		return message.AppendEAP(nil, message.EAPResponse, e.Identifier(), message.EAPTLS, b)
+	}
 	switch {
 	case flags&tlsStart != 0 && !p.started:
 		p.started = true
