@@ -36,6 +36,7 @@ type ikeSpec struct {
 	metrics    bool   // Prometheus metrics on ikeMetricsAddr
 	vici       string // ipsecd's vici socket ("": none)
 	viciOnly   bool   // ipsecd's file has no connection: vici loads it
+	sid        bool   // strongSwan 6.1 from the sid chroot (charontest.StartSid) instead of Debian 12's 5.9.8
 }
 
 // ikeMetricsAddr serves ipsecd's metrics inside its namespace.
@@ -130,14 +131,20 @@ type ikeRig struct {
 // in A.
 func newIKERig(t *testing.T, spec ikeSpec) *ikeRig {
 	t.Helper()
-	charontest.Require(t)
+	start := charontest.Start
+	if spec.sid {
+		charontest.RequireSid(t)
+		start = charontest.StartSid
+	} else {
+		charontest.Require(t)
+	}
 	spec.fill()
 	r := &ikeRig{p: newPair(t), spec: spec}
 	// kernel-libipsec routes remote_ts into its TUN from an address of
 	// local_ts, and needs a route towards the peer to do it.
 	r.p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
 	r.p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	r.ch = charontest.Start(t, r.p.b.name, spec.charonConf)
+	r.ch = start(t, r.p.b.name, spec.charonConf)
 	r.ch.Load(spec.charonConn().String())
 	r.keylog = filepath.Join(t.TempDir(), "keylog")
 	r.d = startDaemon(t, r.p.a, spec.ipsecdConfig(r.keylog))

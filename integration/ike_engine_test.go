@@ -40,10 +40,13 @@ func engineConfig(t testing.TB, ikeProposal, espProposal string, asA bool) *ike.
 }
 
 // engineHandshake runs one IKE_SA_INIT and IKE_AUTH from c (bound to
-// local, port 500, no NAT: the exchange stays on port 500) to remote with
-// the engine as initiator, and deletes nothing: the responder keeps the
-// SA. It returns the time from the first request to the established SA.
-func engineHandshake(c *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPort) (time.Duration, error) {
+// local, port 500) to remote with the engine as initiator, and deletes
+// nothing: the responder keeps the SA. It returns the time from the
+// first request to the established SA. Without a NAT the exchange stays
+// on port 500; with c4500 (bound to local's address, port 4500) a peer
+// that reports a NAT (charon 6's kernel-libipsec fakes one) is followed
+// to port 4500, with the non-ESP marker.
+func engineHandshake(c, c4500 *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPort) (time.Duration, error) {
 	start := time.Now()
 	sa, msg, err := ike.Initiate(cfg, local, remote, start)
 	if err != nil {
@@ -51,9 +54,17 @@ func engineHandshake(c *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPo
 	}
 	buf := make([]byte, 65536)
 	deadline := start.Add(10 * time.Second)
+	natt := func() bool { _, r := sa.Addrs(); return c4500 != nil && r.Port() == ike.NATTPort }
 	send := func(b []byte) error {
+		_, to := sa.Addrs()
 		for _, p := range sa.Packets(b) {
-			if _, err := c.WriteToUDPAddrPort(p, remote); err != nil {
+			var err error
+			if natt() {
+				_, err = c4500.WriteToUDPAddrPort(append([]byte{0, 0, 0, 0}, p...), to)
+			} else {
+				_, err = c.WriteToUDPAddrPort(p, remote)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -66,8 +77,12 @@ func engineHandshake(c *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPo
 		if sa.Err() != nil {
 			return 0, sa.Err()
 		}
-		c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
-		n, from, err := c.ReadFromUDPAddrPort(buf)
+		conn, at := c, local
+		if natt() {
+			conn, at = c4500, netip.AddrPortFrom(local.Addr(), ike.NATTPort)
+		}
+		conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		if time.Now().After(deadline) {
 			return 0, errors.New("no established SA within 10 s")
 		}
@@ -87,7 +102,14 @@ func engineHandshake(c *net.UDPConn, cfg *ike.Config, local, remote netip.AddrPo
 			}
 			continue
 		}
-		out, err := sa.HandleFrom(buf[:n], local, from, time.Now())
+		in := buf[:n]
+		if conn == c4500 {
+			if n < 4 || in[0]|in[1]|in[2]|in[3] != 0 {
+				continue // ESP, not IKE
+			}
+			in = in[4:]
+		}
+		out, err := sa.HandleFrom(in, at, from, time.Now())
 		if err != nil && !errors.Is(err, ike.ErrDropped) {
 			return 0, fmt.Errorf("%w (from %v)", err, from)
 		}

@@ -50,10 +50,22 @@ func RequireSid(t testing.TB) {
 // derives (level 4), ML-KEM's and IKE_INTERMEDIATE's included.
 func StartSid(t testing.TB, ns, extra string) *Charon {
 	t.Helper()
+	return startSid(t, ns, extra, 4)
+}
+
+// StartSidQuiet is StartSid with charon's default log levels, for
+// measurements (StartQuiet).
+func StartSidQuiet(t testing.TB, ns, extra string) *Charon {
+	t.Helper()
+	return startSid(t, ns, extra, 1)
+}
+
+func startSid(t testing.TB, ns, extra string, level int) *Charon {
+	t.Helper()
 	RequireSid(t)
 	dir := t.TempDir()
 	c := &Charon{t: t, Dir: dir, Log: filepath.Join(dir, "charon.log"), out: &syncbuf.Buffer{}, root: SidRoot()}
-	text := fmt.Sprintf(conf, extra, filepath.Join(sidConfDir, "charon.log"), 4, sidPlugins)
+	text := fmt.Sprintf(conf, extra, filepath.Join(sidConfDir, "charon.log"), level, sidPlugins)
 	if err := os.WriteFile(filepath.Join(dir, "strongswan.conf"), []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
