@@ -156,8 +156,16 @@ func (r *request) act(t control.IKETarget, verb string, do func(control.IKETarge
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	hangup := time.NewTicker(hangupCheck)
+	defer hangup.Stop()
 	for {
 		select {
+		case <-s.closing:
+			return failure("the daemon is stopping")
+		case <-hangup.C:
+			if hungUp(r.conn.c) {
+				return failure("the client closed the connection")
+			}
 		case ev := <-sub.Events():
 			if !r.concerns(t, ev) {
 				continue
@@ -171,11 +179,13 @@ func (r *request) act(t control.IKETarget, verb string, do func(control.IKETarge
 			}
 		case <-timer.C:
 			return failure(fmt.Sprintf("%s '%s': no outcome within %v (ipsecd ike list shows where it stands)", verb, orName(t), wait))
-		case <-r.conn.done:
-			return failure("the connection closed")
 		}
 	}
 }
+
+// hangupCheck is how often a command that waits looks whether its
+// client is still there.
+const hangupCheck = 250 * time.Millisecond
 
 // concerns reports whether ev is about t: its connection, or a child of
 // that name (or its connection's IKE SA, which carries the child).
@@ -202,9 +212,21 @@ func (r *request) connOf(child string) string {
 	return ""
 }
 
-// log sends a control-log event, if the client registered for them.
+// log sends a control-log event, if the client registered for them
+// and its loglevel (charon's default: 1) takes level-1 lines.
 func (r *request) log(msg string) {
-	r.emit("control-log", NewMessage().Set("group", "CFG").Set("level", "1").Set("msg", msg))
+	if r.logLevel() >= 1 {
+		r.emit("control-log", NewMessage().Set("group", "CFG").Set("level", "1").Set("msg", msg))
+	}
+}
+
+// logLevel is the request's loglevel: how much control-log it wants
+// (-1 none; ipsecd writes level-1 lines only).
+func (r *request) logLevel() int {
+	if v, err := strconv.Atoi(r.msg.String("loglevel")); err == nil {
+		return v
+	}
+	return 1
 }
 
 // logEvent writes one of the daemon's events as a control-log line.
@@ -226,6 +248,9 @@ func (r *request) logEvent(ev control.Event) {
 		msg = fmt.Sprintf("%s failed: %s", ev.Type, why(ev))
 	default:
 		msg = ev.Type
+	}
+	if r.logLevel() < 1 {
+		return
 	}
 	group := "IKE"
 	if ev.Type == evChildUp || ev.Type == evChildDown || ev.Type == evChildFailed {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/vici"
 )
@@ -199,4 +200,51 @@ func TestStalledEventClientIsDropped(t *testing.T) {
 	}
 	waitFor(t, func() bool { return events.Clients() == 0 })
 	t.Logf("the stalled client was dropped %v after the first event", time.Since(start).Round(time.Millisecond))
+}
+
+// A client that closes while its initiate waits for the outcome frees
+// the command at once (within hangupCheck), not at the timeout.
+func TestHangUpEndsAWaitingCommand(t *testing.T) {
+	events := &control.Monitor{}
+	path := filepath.Join(t.TempDir(), "v.sock")
+	s, err := vici.Listen(path, &fakeIKE{conns: []config.Connection{{Name: "gw", Children: []config.Child{{Name: "net"}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Events = events
+	s.MaxWait = time.Minute
+	go s.Serve()
+	t.Cleanup(func() { s.Close() })
+	c := dial(t, path)
+	req, _ := (&vici.Packet{Type: vici.CmdRequest, Name: "initiate", Message: vici.NewMessage().Set("child", "net")}).AppendBinary(nil)
+	send(t, c, req)
+	waitFor(t, func() bool { return events.Clients() == 1 }) // it waits for the outcome
+	start := time.Now()
+	c.Close()
+	waitFor(t, func() bool { return events.Clients() == 0 })
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the command ended %v after its client closed", d)
+	}
+}
+
+// Close does not wait for a command that waits for its outcome.
+func TestCloseEndsAWaitingCommand(t *testing.T) {
+	events := &control.Monitor{}
+	path := filepath.Join(t.TempDir(), "v.sock")
+	s, err := vici.Listen(path, &fakeIKE{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Events = events
+	s.MaxWait = time.Minute
+	go s.Serve()
+	c := dial(t, path)
+	req, _ := (&vici.Packet{Type: vici.CmdRequest, Name: "initiate", Message: vici.NewMessage().Set("ike", "gw")}).AppendBinary(nil)
+	send(t, c, req)
+	waitFor(t, func() bool { return events.Clients() == 1 })
+	start := time.Now()
+	s.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v with an initiate waiting", d)
+	}
 }

@@ -3,6 +3,7 @@ package vici
 import (
 	"cmp"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -44,7 +45,9 @@ type Server struct {
 	log     logrus.FieldLogger
 	sock    *control.Socket
 	started time.Time
-	ids     uniqueIDs // ids.go
+	ids     uniqueIDs     // ids.go
+	closing chan struct{} // closed by Close: commands that wait stop waiting
+	once    sync.Once
 }
 
 // MaxWait bounds how long initiate and terminate wait for their outcome
@@ -65,7 +68,7 @@ func Listen(path string, b Backend, log logrus.FieldLogger) (*Server, error) {
 		l.SetLevel(logrus.PanicLevel)
 		log = l
 	}
-	return &Server{backend: b, log: log, sock: sock, started: time.Now()}, nil
+	return &Server{backend: b, log: log, sock: sock, started: time.Now(), closing: make(chan struct{})}, nil
 }
 
 // Path returns the socket's path.
@@ -80,9 +83,12 @@ func (s *Server) Serve() error {
 	return s.sock.Serve(s.serveConn, nil)
 }
 
-// Close stops listening, closes every connection, waits for their
-// goroutines and removes the socket.
-func (s *Server) Close() error { return s.sock.Close() }
+// Close stops listening, ends the commands that wait, closes every
+// connection, waits for their goroutines and removes the socket.
+func (s *Server) Close() error {
+	s.once.Do(func() { close(s.closing) })
+	return s.sock.Close()
+}
 
 func (s *Server) idleTimeout() time.Duration { return cmp.Or(s.IdleTimeout, control.IdleTimeout) }
 func (s *Server) requestTimeout() time.Duration {

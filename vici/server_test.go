@@ -319,6 +319,11 @@ func TestInitiateWaitsForTheOutcome(t *testing.T) {
 		t.Errorf("control-log: got %q, want %q", logs, want)
 	}
 
+	// loglevel -1: no control-log lines.
+	if got := streamed(t, sess, "initiate", "control-log", msg(t, "child", "net", "loglevel", "-1")); len(got) != 0 {
+		t.Errorf("loglevel -1: %d control-log events, want none", len(got))
+	}
+
 	// A failure of the connection's IKE SA fails the child's initiate.
 	f.onAction = publishOn(events, map[string][]control.Event{"initiate": {{Type: "ike_failed", Reason: "authentication failed",
 		Detail: map[string]string{control.DetailConnection: "gw", control.DetailError: "AUTHENTICATION_FAILED"}}}})
@@ -348,7 +353,7 @@ func TestInitiateWaitsForTheOutcome(t *testing.T) {
 	if _, err := sess.Call(context.Background(), "initiate", nil); err == nil {
 		t.Error("initiate without a name succeeded")
 	}
-	if got, want := strings.Join(f.took(), "|"), "initiate ike= child=net|initiate ike= child=net|initiate ike= child=net|initiate ike=gw child=|initiate ike= child=net"; got != want {
+	if got, want := strings.Join(f.took(), "|"), "initiate ike= child=net|initiate ike= child=net|initiate ike= child=net|initiate ike= child=net|initiate ike=gw child=|initiate ike= child=net"; got != want {
 		t.Errorf("actions:\n got %s\nwant %s", got, want)
 	}
 }
