@@ -118,15 +118,19 @@ func prefixes(l []netip.Prefix) []string {
 	return out
 }
 
-// listPolicies streams the trap policies of children with start_action
-// trap (charon's trap policies), and answers. ipsecd has no drop or pass
+// listPolicies streams, with trap=yes, the trap policies of children
+// with start_action trap (charon's trap policies; ike and child select),
+// as charon 5.9 writes them, and answers. ipsecd has no drop or pass
 // shunt policies in connections.
 func listPolicies(r *request) *Message {
 	if !yes(r.msg.String("trap")) && r.msg.String("trap") == "" {
 		return NewMessage()
 	}
-	want := r.msg.String("child")
+	want, wantIKE := r.msg.String("child"), r.msg.String("ike")
 	for _, c := range r.conn.s.backend.Connections() {
+		if wantIKE != "" && c.Name != wantIKE {
+			continue
+		}
 		for _, ch := range c.Children {
 			if ch.StartAction != config.StartActionTrap || (want != "" && ch.Name != want) {
 				continue
@@ -135,7 +139,8 @@ func listPolicies(r *request) *Message {
 			if ch.Transport {
 				mode = "TRANSPORT"
 			}
-			m := NewMessage().Set("mode", mode).Set("local-ts", prefixes(ch.LocalTS)).Set("remote-ts", prefixes(ch.RemoteTS))
+			m := NewMessage().Set("child", ch.Name).Set("ike", c.Name).Set("mode", mode).
+				Set("local-ts", prefixes(ch.LocalTS)).Set("remote-ts", prefixes(ch.RemoteTS))
 			if r.emit("list-policy", NewMessage().Set(c.Name+"/"+ch.Name, m)) != nil {
 				return NewMessage()
 			}

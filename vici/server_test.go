@@ -471,7 +471,7 @@ func TestListConnsAndPolicies(t *testing.T) {
 	for _, m := range streamed(t, sess, "list-policies", "list-policy", msg(t, "trap", "yes")) {
 		got = append(got, flat(m, "")...)
 	}
-	if g, w := strings.Join(got, " "), "gw/net.mode=TUNNEL gw/net.local-ts=[10.1.0.0/24] gw/net.remote-ts=[10.2.0.0/24]"; g != w {
+	if g, w := strings.Join(got, " "), "gw/net.child=net gw/net.ike=gw gw/net.mode=TUNNEL gw/net.local-ts=[10.1.0.0/24] gw/net.remote-ts=[10.2.0.0/24]"; g != w {
 		t.Errorf("list-policies:\n got %s\nwant %s", g, w)
 	}
 	resp, err := sess.Call(context.Background(), "get-conns", nil)
