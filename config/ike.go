@@ -125,6 +125,9 @@ type Endpoint struct {
 	// and its private key; CACerts the paths of remote's trust anchors.
 	Cert, Key string
 	CACerts   []string
+	// EAPID is remote's eap_id with auth eap-*: the one EAP identity
+	// admitted; "" (%any) admits every user of an eap secret.
+	EAPID string
 	// What the files hold.
 	Certs      []*x509.Certificate
 	PrivateKey crypto.Signer
@@ -142,6 +145,9 @@ func (e Endpoint) String() string {
 	}
 	if len(e.CACerts) > 0 {
 		s += fmt.Sprintf(", cacerts: %v", e.CACerts)
+	}
+	if e.EAPID != "" {
+		s += fmt.Sprintf(", eap_id: %q", e.EAPID)
 	}
 	return s + "}"
 }
@@ -211,18 +217,6 @@ const (
 	SecretEAP SecretType = "eap" // a user's EAP password (EAP-MSCHAPv2, EAP-MD5)
 )
 
-// EAPSecret returns the secret of the EAP identity id: the first EAP
-// secret whose ids hold it exactly, as strongSwan's eap secrets are
-// found; false when none does.
-func (c *IKEConfig) EAPSecret(id string) (Key, bool) {
-	for _, s := range c.Secrets {
-		if s.Type == SecretEAP && slices.Contains(s.IDs, id) {
-			return s.Secret, true
-		}
-	}
-	return nil, false
-}
-
 // Key is key material (a pre-shared key). It formats as "(key not shown)"
 // with every verb.
 type Key []byte
@@ -284,13 +278,13 @@ func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
 	}
 	for i := range cn.Children {
 		if ch := &cn.Children[i]; ch.Name == child {
-			return cn.engineConfig(c.IKE, ch), nil
+			return cn.engineConfig(c.IKE, ch, c.Secrets), nil
 		}
 	}
 	return nil, fmt.Errorf("config: connection %q has no child %q", conn, child)
 }
 
-func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
+func (cn *Connection) engineConfig(i IKE, ch *Child, secrets []Secret) *ike.Config {
 	ec := &ike.Config{
 		LocalID:     cn.Local.Identity,
 		RemoteID:    cn.Remote.Identity,
@@ -311,6 +305,10 @@ func (cn *Connection) engineConfig(i IKE, ch *Child) *ike.Config {
 	}
 	if cn.PSK != nil {
 		ec.PSK = slices.Clone([]byte(cn.PSK))
+	}
+	if cn.Remote.Auth.IsEAP() {
+		ec.RemoteEAPID = cn.Remote.EAPID
+		ec.EAPSecret = eapSecrets(secrets)
 	}
 	return ec
 }

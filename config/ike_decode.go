@@ -216,7 +216,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			known []string
 		}{
 			{"local", &cn.Local, []string{"auth", "id", "cert", "key"}},
-			{"remote", &cn.Remote, []string{"auth", "id", "cacerts"}},
+			{"remote", &cn.Remote, []string{"auth", "id", "cacerts", "eap_id"}},
 		} {
 			if v := m[side.key]; v == nil {
 				d.errorf(it, join(f, side.key), "missing; want {auth: psk|pubkey, id: ...}")
@@ -226,11 +226,10 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		}
 		if v := m["pools"]; v != nil {
 			cn.Pools = d.connectionPools(v, join(f, "pools"), ic, poolErrs)
-			d.warnf(v, join(f, "pools"), "IKE_AUTH does not carry configuration payloads yet: clients get no address from the pools")
 		}
 		if v := m["vips"]; v != nil {
 			cn.VIPs = d.vips(v, join(f, "vips"))
-			d.warnf(v, join(f, "vips"), "IKE_AUTH does not carry configuration payloads yet: no virtual IP is asked for")
+			d.warnf(v, join(f, "vips"), "ipsecd does not ask for virtual IPs as a client yet: the connection runs without one")
 		}
 		if v := m["children"]; v == nil {
 			d.errorf(it, join(f, "children"), "missing; a connection needs a child to carry traffic")
@@ -245,6 +244,10 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		if len(d.errs) > before {
 			continue
 		}
+		if cn.Remote.Auth.IsEAP() && !slices.ContainsFunc(ic.Secrets, func(s Secret) bool { return s.Type == SecretEAP }) {
+			d.errorf(it, join(f, "remote.auth"), "%s, and no item of secrets has type eap: no user could log in", cn.Remote.Auth)
+			continue
+		}
 		if cn.Local.Auth == ike.AuthPSK || cn.Remote.Auth == ike.AuthPSK {
 			s := bestSecret(ic.Secrets, cn.Local.Identity, cn.Remote.Identity)
 			if s < 0 {
@@ -256,7 +259,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		// The engine's own checks: the key is the certificate's, the
 		// certificate proves the local id, ...
 		if len(cn.Children) > 0 {
-			if err := cn.engineConfig(ic.IKE, &cn.Children[0]).Validate(); err != nil {
+			if err := cn.engineConfig(ic.IKE, &cn.Children[0], ic.Secrets).Validate(); err != nil {
 				d.errorf(it, f, "%s", strings.TrimPrefix(err.Error(), "ike: "))
 				continue
 			}

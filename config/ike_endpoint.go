@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/eap"
 )
 
 // endpoint decodes local: or remote: (swanctl's local/remote sections)
@@ -22,8 +23,27 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 	}
 	ep.Auth = ike.AuthPSK
 	if v := m["auth"]; v != nil {
-		if a, ok := d.oneOf(v, join(field, "auth"), "psk", "pubkey"); ok {
+		auths := []string{"psk", "pubkey"}
+		if slices.Contains(known, "eap_id") {
+			auths = append(auths, string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5))
+		} else if s, ok := d.str(v, join(field, "auth")); ok && strings.HasPrefix(s, "eap-") {
+			d.errorf(v, join(field, "auth"), "%s as a client is not supported yet: ipsecd is the EAP gateway (remote: {auth: %s})", s, s)
+			return
+		}
+		if a, ok := d.oneOf(v, join(field, "auth"), auths...); ok {
 			ep.Auth = ike.AuthClass(a)
+		}
+	}
+	if v := m["eap_id"]; v != nil {
+		if s, ok := d.str(v, join(field, "eap_id")); ok {
+			switch {
+			case !ep.Auth.IsEAP():
+				d.errorf(v, join(field, "eap_id"), "only with auth: eap-mschapv2 or eap-md5")
+			case len(s) > eap.MaxIdentity:
+				d.errorf(v, join(field, "eap_id"), "%d bytes; an EAP identity has at most %d", len(s), eap.MaxIdentity)
+			case s != "%any":
+				ep.EAPID = s
+			}
 		}
 	}
 	if v := m["id"]; v != nil {

@@ -216,3 +216,32 @@ func bestSecret(secrets []Secret, local, remote ike.Identity) int {
 	}
 	return best
 }
+
+// EAPSecret returns the secret of the EAP identity id: the first EAP
+// secret whose ids hold it exactly, as strongSwan's eap secrets are
+// found; false when none does.
+func (c *IKEConfig) EAPSecret(id string) (Key, bool) {
+	for _, s := range c.Secrets {
+		if s.Type == SecretEAP && slices.Contains(s.IDs, id) {
+			return s.Secret, true
+		}
+	}
+	return nil, false
+}
+
+// eapSecrets returns the engine's EAPSecret over copies of the eap
+// secrets, so that WipeKeys on the file's Config leaves them alone.
+func eapSecrets(secrets []Secret) func(string) ([]byte, bool) {
+	users := map[string][]byte{}
+	for _, s := range secrets {
+		for _, id := range s.IDs {
+			if _, dup := users[id]; s.Type == SecretEAP && !dup {
+				users[id] = slices.Clone([]byte(s.Secret))
+			}
+		}
+	}
+	return func(id string) ([]byte, bool) {
+		k, ok := users[id]
+		return k, ok
+	}
+}

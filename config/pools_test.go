@@ -3,8 +3,11 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ipsecd/ipsecd/ike"
 )
 
 func raEdit(t *testing.T, old, new string) string {
@@ -100,16 +103,72 @@ func TestPoolsErrors(t *testing.T) {
 	}
 }
 
-// TestPoolsWarnUnused: until IKE_AUTH carries configuration payloads,
-// check says that pools and vips of a connection do nothing yet.
-func TestPoolsWarnUnused(t *testing.T) {
+// TestVIPsWarned: a client's vips do nothing yet, and check says so.
+func TestVIPsWarned(t *testing.T) {
 	c, err := Load(writeConfig(t, raEdit(t, "", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := strings.Join(c.Warnings, "\n")
-	if !strings.Contains(w, "connections[0].pools: IKE_AUTH does not carry configuration payloads yet") ||
-		!strings.Contains(w, "connections[1].vips: IKE_AUTH does not carry configuration payloads yet") {
+	if !strings.Contains(w, "connections[1].vips: ipsecd does not ask for virtual IPs as a client yet") || strings.Contains(w, "connections[0].pools") {
 		t.Errorf("warnings:\n%s", w)
+	}
+}
+
+// raGateway is a remote-access gateway's file: certificate, EAP users,
+// a pool; remote is the connection's remote: block.
+func raGateway(t *testing.T, remote, secrets string) string {
+	t.Helper()
+	dir := t.TempDir()
+	_, cert, key, _ := pki(t, dir)
+	return `interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [10.4.0.1/24], routes: [10.3.0.0/24]}
+pools:
+  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53]}
+connections:
+  - name: rw
+    proposals: [aes256-sha256-x25519]
+    pools: [rw]
+    local:  {auth: pubkey, id: gw.example.net, cert: ` + cert + `, key: ` + key + `}
+    remote: ` + remote + `
+    children:
+      - {name: net, if_id: 1, local_ts: [10.4.0.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
+secrets:
+` + secrets
+}
+
+// TestEAPGatewayConfig: remote auth eap-mschapv2 or eap-md5 with the
+// users' eap secrets becomes the engine's EAP config: EAPSecret finds a
+// user's password (a copy, that WipeKeys leaves), eap_id admits one.
+func TestEAPGatewayConfig(t *testing.T) {
+	users := "  - {type: eap, ids: [alice], secret: alice-pw}\n  - {type: eap, ids: [carol], secret: carol-pw}\n"
+	c, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raGateway(t, "{auth: eap-mschapv2, eap_id: alice}", users)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := c.EngineConfig("rw", "net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.WipeKeys()
+	if k, ok := ec.EAPSecret("alice"); ec.RemoteAuth != ike.AuthEAPMSCHAPv2 || ec.RemoteEAPID != "alice" || !ok || string(k) != "alice-pw" {
+		t.Errorf("engine config: auth %s, eap_id %q, alice's secret %q %v", ec.RemoteAuth, ec.RemoteEAPID, k, ok)
+	}
+	if _, ok := ec.EAPSecret("bob"); ok {
+		t.Error("bob has a secret")
+	}
+	for _, tt := range []struct{ remote, secrets, want string }{
+		{"{auth: eap-md5}", "  - {ids: [gw.example.net], secret: psk-not-eap}\n", "connections[0].remote.auth: eap-md5, and no item of secrets has type eap: no user could log in"},
+		{"{auth: eap-gtc}", users, `connections[0].remote.auth: want psk, pubkey, eap-mschapv2 or eap-md5, got "eap-gtc"`},
+		{"{auth: pubkey, eap_id: alice, cacerts: [x]}", users, "connections[0].remote.eap_id: only with auth: eap-mschapv2 or eap-md5"},
+	} {
+		_, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raGateway(t, tt.remote, tt.secrets)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("remote %s: %v, want %s", tt.remote, err, tt.want)
+		}
+	}
+	text := strings.Replace(raGateway(t, "{auth: eap-mschapv2}", users), "local:  {auth: pubkey, id: gw.example.net,", "local:  {auth: eap-mschapv2, id: gw.example.net,", 1)
+	if _, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(text)); err == nil || !strings.Contains(err.Error(), "connections[0].local.auth: eap-mschapv2 as a client is not supported yet") {
+		t.Errorf("local auth eap: %v", err)
 	}
 }

@@ -45,6 +45,10 @@ type IKESAInfo struct {
 	KeyExchanges []string  `json:"key_exchanges,omitempty"`
 	NAT          bool      `json:"nat"`
 	Established  time.Time `json:"established,omitzero"`
+	// RemoteEAPID is the EAP identity the peer proved (escaped), and
+	// RemoteVIPs the virtual IPs it was given.
+	RemoteEAPID string   `json:"remote_eap_id,omitempty"`
+	RemoteVIPs  []string `json:"remote_vips,omitempty"`
 	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
 	RekeyIn   int64          `json:"rekey_in"`
 	ExpiresIn int64          `json:"expires_in"`

@@ -335,8 +335,8 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 	}
 	n.cfg = cfg
 	applied = true
+	n.reloadPools(cfg) // before IKE, whose new connections hand out their addresses
 	n.reloadIKE(cfg)
-	n.reloadPools(cfg)
 	if err := n.reloadVici(cfg.Vici); err != nil {
 		log.WithError(err).Error("reload")
 		res.Warnings = append(res.Warnings, err.Error())

@@ -51,6 +51,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		Mark:     cfg.Underlay.Mark,
 		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
+		Pools:    n.pools.pools(),
 		Log:      log,
 		// IKE's own events go to ipsecd monitor with the node's
 		// (Publish never blocks the IKE goroutine).

@@ -17,12 +17,13 @@ const leaseFlushInterval = time.Second
 
 // poolKeeper holds the config's address pools (package pool) and keeps
 // their leases in state_dir: read at start, written every
-// leaseFlushInterval when they changed (saveLeases) and at stop. It runs
-// only when the config has pools.
+// leaseFlushInterval when they changed (saveLeases) and at stop. Its set
+// exists from the start, empty without pools, so that IKE (ikenode) holds
+// the one set a reload fills.
 type poolKeeper struct {
 	mu sync.Mutex
 	// mu guards:
-	set  *pool.Set // nil: no pools
+	set  *pool.Set // nil before startPools
 	dir  string    // state_dir, fixed at start
 	stop chan struct{}
 	done chan struct{}
@@ -43,19 +44,26 @@ func (n *Daemon) startPools(cfg *config.Config) {
 	k := &n.pools
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.set != nil || len(cfg.Pools) == 0 {
+	if k.set != nil {
 		return
 	}
 	k.log = n.log.WithField("part", "pool")
 	k.set, k.dir = cfg.PoolSet(), cfg.StateDir
+	if len(cfg.Pools) > 0 {
+		k.loadLeases()
+	}
+	k.stop, k.done = make(chan struct{}), make(chan struct{})
+	go k.saveLeases(k.set, k.stop, k.done)
+}
+
+// loadLeases reads the leases of the last run (pool.Set.Load).
+func (k *poolKeeper) loadLeases() {
 	switch got, err := k.set.Load(k.dir); {
 	case err != nil:
 		k.log.WithError(err).Warn("pool: the leases of the last run are lost; clients get new addresses")
 	case got > 0:
 		k.log.Infof("pool: %d leases of the last run kept for their identities", got)
 	}
-	k.stop, k.done = make(chan struct{}), make(chan struct{})
-	go k.saveLeases(k.set, k.stop, k.done)
 }
 
 // saveLeases writes set's leases every leaseFlushInterval when they
@@ -89,7 +97,7 @@ func (k *poolKeeper) saveLeases(set *pool.Set, stop, done chan struct{}) {
 // reloadPools applies a reloaded config's pools: those of the same name
 // and addresses keep their leases (pool.Set.Replace).
 func (n *Daemon) reloadPools(cfg *config.Config) {
-	if n.pools.pools() == nil {
+	if n.pools.pools() == nil { // a Daemon that New made, not Start
 		n.startPools(cfg)
 		return
 	}
@@ -118,7 +126,7 @@ var _ control.PoolBackend = (*backend)(nil)
 
 func (b *backend) PoolList(leases bool) ([]control.PoolInfo, error) {
 	set := (*Daemon)(b).pools.pools()
-	if set == nil {
+	if set == nil || len(set.Pools()) == 0 {
 		return nil, control.ErrNoPools
 	}
 	return poolInfos(set, leases), nil

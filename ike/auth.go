@@ -135,13 +135,27 @@ func (s *SA) verifyAuth(ps []message.Payload, idType message.PayloadType) error 
 	return nil
 }
 
-// handleAuthRequest is the responder's side of IKE_AUTH.
+// handleAuthRequest is the responder's side of IKE_AUTH; a peer that
+// authenticates with EAP takes several (eap.go).
 func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) {
+	if s.cfg.remoteAuth().IsEAP() {
+		return s.handleEAPAuth(ps)
+	}
 	s.hs.peerCertReq = parseCertReqs(ps)
 	if err := s.verifyAuth(ps, message.TypeIDi); err != nil {
 		s.fail(err)
 		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
 	}
+	reply, err := s.responderAuth(ps)
+	if err != nil {
+		return reply, err
+	}
+	return s.establish(ps, reply, s.peerID.String())
+}
+
+// responderAuth checks that the peer's IDr, if any, is us, and returns
+// our IDr [CERT+] AUTH; on error the SA failed and the payloads refuse.
+func (s *SA) responderAuth(ps []message.Payload) ([]message.Payload, error) {
 	if idr := message.ID(message.Get(ps, message.TypeIDr)); idr != nil && !s.cfg.LocalID.Matches(IdentityOf(idr)) {
 		err := fmt.Errorf(`%w: peer wants to talk to "%s", we are "%s"`, ErrAuthFailed, IdentityOf(idr), s.localID)
 		s.fail(err)
@@ -157,7 +171,14 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 	if s.cfg.localAuth() == AuthPubkey {
 		reply = append(reply, s.cfg.certPayloads(s.hs.peerCertReq)...)
 	}
-	reply = append(reply, auth)
+	return append(reply, auth), nil
+}
+
+// establish ends the responder's IKE_AUTH whose request was ps, once the
+// peer authenticated as identity (its EAP identity, if any): the SA is
+// up, the peer's INITIAL_CONTACT reported, its CFG_REQUEST answered
+// (cp.go) and its first child accepted, appended to reply.
+func (s *SA) establish(ps, reply []message.Payload, identity string) ([]message.Payload, error) {
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	// Only an authenticated request may have the daemon delete SAs. In
@@ -165,6 +186,11 @@ func (s *SA) handleAuthRequest(ps []message.Payload) ([]message.Payload, error) 
 	if _, ok := notifyOf(ps, message.InitialContact); ok {
 		s.events = append(s.events, Event{Kind: EventInitialContact, Peer: s.peerID})
 	}
+	cp, err := s.answerCP(ps, identity)
+	if err != nil {
+		return append(reply, notify(message.InternalAddressFailure, nil)), fmt.Errorf("%w: %w", ErrChildFailed, err)
+	}
+	reply = append(reply, cp...)
 	child, refuse, err := s.acceptChild(ps)
 	if err != nil {
 		return append(reply, notify(refuse, nil)), fmt.Errorf("%w: %w", ErrChildFailed, err)
@@ -197,6 +223,12 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 	cc, local, remote := s.selectChild(tsi, tsr)
 	if cc == nil {
 		return nil, message.TSUnacceptable, fmt.Errorf("%w: peer's TSi/TSr do not meet the remote_ts/local_ts of any child", ErrTSUnacceptable)
+	}
+	if len(s.leases) > 0 {
+		// The peer's side is its virtual IPs (remote_ts dynamic).
+		if remote = narrow(remote, s.vipSelectors()); len(remote) == 0 {
+			return nil, message.TSUnacceptable, fmt.Errorf("%w: child %q: remote_ts does not hold the peer's virtual IP %v", ErrTSUnacceptable, cc.Name, s.VirtualIPs())
+		}
 	}
 	esp, err := proposal.Select(childConfigNoDH(cc), sas, true)
 	if err != nil || len(esp.SPI) != 4 {

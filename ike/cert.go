@@ -24,7 +24,15 @@ const (
 	// AuthPubkey: a signature with the key of an X.509 certificate (RFC
 	// 7296 §3.8, RFC 7427).
 	AuthPubkey AuthClass = "pubkey"
+	// AuthEAPMSCHAPv2 and AuthEAPMD5: EAP in IKE_AUTH (RFC 7296 §2.16,
+	// package ike/eap), for remote auth only: we are the gateway, the
+	// peer a road warrior whose user we check (eap.go).
+	AuthEAPMSCHAPv2 AuthClass = "eap-mschapv2"
+	AuthEAPMD5      AuthClass = "eap-md5"
 )
+
+// IsEAP reports whether a is an EAP method.
+func (a AuthClass) IsEAP() bool { return a == AuthEAPMSCHAPv2 || a == AuthEAPMD5 }
 
 func (c *Config) localAuth() AuthClass {
 	if c.LocalAuth == "" {
@@ -46,10 +54,19 @@ func (c *Config) usesPubkey() bool {
 
 // validateCerts checks the certificate half of Config.Validate.
 func (c *Config) validateCerts() error {
-	for _, a := range []AuthClass{c.localAuth(), c.remoteAuth()} {
-		if a != AuthPSK && a != AuthPubkey {
-			return fmt.Errorf("ike: auth %q: want psk or pubkey", a)
-		}
+	switch a := c.localAuth(); {
+	case a.IsEAP():
+		return fmt.Errorf("ike: local auth %q: EAP as a client is not supported yet; the gateway side is (remote auth)", a)
+	case a != AuthPSK && a != AuthPubkey:
+		return fmt.Errorf("ike: local auth %q: want psk or pubkey", a)
+	}
+	switch a := c.remoteAuth(); {
+	case a.IsEAP() && c.localAuth() != AuthPubkey:
+		return fmt.Errorf("ike: remote auth %q needs local auth pubkey: the gateway proves itself with its certificate before the client sends its password (RFC 7296 §2.16)", a)
+	case a.IsEAP() && c.EAPSecret == nil:
+		return fmt.Errorf("ike: remote auth %q needs the users' secrets (EAPSecret)", a)
+	case a != AuthPSK && a != AuthPubkey && !a.IsEAP():
+		return fmt.Errorf("ike: remote auth %q: want psk, pubkey, eap-mschapv2 or eap-md5", a)
 	}
 	if c.localAuth() == AuthPubkey {
 		if len(c.LocalCerts) == 0 || c.PrivateKey == nil {

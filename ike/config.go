@@ -92,6 +92,17 @@ type Config struct {
 	// INITIAL_CONTACT is reported as EventInitialContact whatever this
 	// says.
 	HasContact func(local, remote Identity) bool
+	// EAPSecret returns the secret of an EAP identity (a user's
+	// password), false for one it does not know: what a RemoteAuth of
+	// EAP checks the peer against. The engine reads the bytes during
+	// the call and keeps none.
+	EAPSecret func(identity string) ([]byte, bool)
+	// RemoteEAPID, when set, is the one EAP identity admitted (remote
+	// eap_id); "" admits any that EAPSecret knows.
+	RemoteEAPID string
+	// VirtualIPs hands out the addresses a peer's configuration payload
+	// asks for (cp.go); nil answers none (no CP in the reply).
+	VirtualIPs VirtualIPs
 }
 
 // initialContact reports whether our IKE_AUTH request carries

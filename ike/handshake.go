@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/ike/dh"
+	"github.com/ipsecd/ipsecd/ike/eap"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
 )
@@ -43,6 +44,13 @@ type handshake struct {
 	// shared is, for a responder, the secret of the additional key
 	// exchange just answered, used once the answer is sealed.
 	shared []byte
+	// A responder's EAP (eap.go): the method, the first IKE_AUTH
+	// request's payloads (copied) that the last answer needs, whether
+	// the method succeeded and the MSK it left.
+	eap     *eap.Server
+	authReq []message.Payload
+	eapDone bool
+	msk     []byte
 }
 
 // clear wipes the secret the handshake may still hold: the DH private
@@ -52,6 +60,10 @@ func (h *handshake) clear() {
 	h.priv = nil
 	clear(h.shared)
 	h.shared = nil
+	clear(h.msk)
+	if h.eap != nil {
+		h.eap.Wipe()
+	}
 }
 
 // endHandshake drops the handshake's state once the SA is past it:

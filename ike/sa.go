@@ -51,8 +51,12 @@ type SA struct {
 	localID    Identity // ours, as our ID payload carries it
 	peerID     Identity // the peer's, once authenticated (%any before)
 	fragOK     bool     // both sides announced FRAGMENTATION_SUPPORTED
-	// peerAuth is how the peer proved peerID.
+	// peerAuth is how the peer proved peerID; eapID the EAP identity
+	// it proved with EAP (eap.go), leases the virtual IPs it holds
+	// (cp.go), given back when the SA ends.
 	peerAuth AuthClass
+	eapID    string
+	leases   []Lease
 	// fragments are the fragments of our last fragmented request
 	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
 	fragments [2][][]byte
@@ -109,6 +113,11 @@ func (s *SA) PeerID() Identity { return s.peerID }
 // PeerAuth returns how the peer proved PeerID: AuthPSK or AuthPubkey;
 // "" before IKE_AUTH completed.
 func (s *SA) PeerAuth() AuthClass { return s.peerAuth }
+
+// EAPIdentity returns the EAP identity the peer authenticated with
+// (remote auth EAP), "" otherwise. It is the peer's text: escape it
+// where shown.
+func (s *SA) EAPIdentity() string { return s.eapID }
 
 // LocalID returns our identity as our ID payload carries it (with a
 // certificate and no local id, the certificate's subject).
@@ -167,6 +176,7 @@ func (s *SA) fail(err error) error {
 // afterwards: it seals nothing and opens nothing.
 func (s *SA) Wipe() {
 	s.pending = nil
+	s.releaseLeases()
 	s.keys.Clear()
 	if s.hs != nil {
 		s.hs.clear()
@@ -191,6 +201,7 @@ func (s *SA) wipeEnded() {
 	if s.state != StateFailed && s.state != StateDeleted {
 		return
 	}
+	s.releaseLeases()
 	if s.pending != nil {
 		// Our delete waits for its answer: the SK ciphers open it.
 		s.keys.Clear()

@@ -127,6 +127,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 		}
 		ec.AllocSPI = m.allocSPI
 		ec.HasContact = m.hasContact
+		ec.VirtualIPs = vipsFor(m.cfg.Pools, ic, &cn)
 		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
 		for _, ch := range cn.Children {
 			if !m.cfg.Trap && (ch.StartAction == config.StartActionTrap || ch.DPDAction == config.DPDActionTrap) {

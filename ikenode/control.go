@@ -8,6 +8,7 @@ import (
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/internal/printable"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -71,6 +72,10 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 	if x.sa.State() == ike.StateEstablished {
 		info.Algorithms = x.sa.Suite().String()
 		info.KeyExchanges = x.sa.Suite().KeyExchanges()
+	}
+	info.RemoteEAPID = printable.Escape(x.sa.EAPIdentity())
+	for _, a := range x.sa.VirtualIPs() {
+		info.RemoteVIPs = append(info.RemoteVIPs, a.String())
 	}
 	for _, c := range x.sa.Children() {
 		rec := m.children[c]

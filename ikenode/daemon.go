@@ -15,6 +15,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/node"
+	"github.com/ipsecd/ipsecd/pool"
 	"github.com/ipsecd/ipsecd/sa"
 )
 
@@ -102,6 +103,9 @@ type Config struct {
 	// Transport opens the IKE port; nil is UDP sockets with SO_MARK
 	// Mark.
 	Transport Transport
+	// Pools are the daemon's address pools, whose addresses connections
+	// with pools hand their peers (vips.go); nil hands out none.
+	Pools *pool.Set
 	// OnEvent, when set, is told of every IKE SA and child that comes
 	// up, goes down, is rekeyed or fails (events.go). It is called in
 	// the Run goroutine and must not block.

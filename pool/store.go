@@ -48,8 +48,8 @@ type savedLease struct {
 func (s *Set) Flush(dir string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.changedLocked() {
-		return nil
+	if !s.changedLocked() || len(s.pools) == 0 && s.savedGen == nil {
+		return nil // nothing new; or no pools, and no file of ours to empty
 	}
 	f := file{Version: fileVersion, Pools: []savedPool{}}
 	gens := make(map[*Pool]uint64, len(s.pools))

@@ -40,8 +40,10 @@ debootstrap:debootstrap chroot:coreutils mount:mount freeradius:freeradius"
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
 # PATH) with the plugins the interop test loads beyond libstrongswan's own:
 # openssl and gcm (standard), curve25519 and chapoly (extra),
-# kernel-libipsec (charon extra); vici comes with strongswan-swanctl.
-pkgs="python3-scapy python3-cryptography strongswan-charon libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
+# kernel-libipsec, eap-identity and eap-md5 (charon extra), eap-mschapv2
+# (charon extauth: the road warrior of the remote-access tests); vici comes
+# with strongswan-swanctl.
+pkgs="python3-scapy python3-cryptography strongswan-charon libstrongswan-standard-plugins libstrongswan-extra-plugins libcharon-extra-plugins libcharon-extauth-plugins $(for c in $testcmds; do echo "${c#*:}"; done | sort -u)"
 missing=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
 if [ -n "$missing" ]; then
 	if [ "$(id -u)" = 0 ]; then
@@ -60,6 +62,7 @@ if [ "$(id -u)" = 0 ]; then
 	done
 	/usr/bin/python3 -c 'import scapy.all, cryptography' 2>/dev/null || absent="$absent /usr/bin/python3 with scapy (python3-scapy, python3-cryptography)"
 	[ -x /usr/lib/ipsec/charon ] || absent="$absent /usr/lib/ipsec/charon (strongswan-charon)"
+	[ -e /usr/lib/ipsec/plugins/libstrongswan-eap-mschapv2.so ] || absent="$absent charon's eap-mschapv2 plugin (libcharon-extauth-plugins)"
 	# strongSwan 6.1 with ML-KEM, the post-quantum interop peer: Debian
 	# 12 has none, so a sid chroot (about 250 MB, under a minute; kept
 	# and refreshed on later runs).

@@ -12,8 +12,9 @@ const PSK = "a-test-psk-not-a-secret"
 
 // Peer is one side of a connection: swanctl.conf's local or remote block.
 type Peer struct {
-	Auth    string // "psk" (default) or "pubkey"
+	Auth    string // "psk" (default), "pubkey", "eap-mschapv2", "eap-md5"
 	ID      string
+	EAPID   string // eap_id: the EAP identity of a local EAP auth
 	Certs   string // local pubkey: certificate file
 	CACerts string // remote pubkey: trust anchor file
 }
@@ -45,6 +46,10 @@ type Conn struct {
 	// Children, when set, are the connection's children instead of the
 	// one that Child and the fields after LocalTS describe.
 	Children []Child
+	// VIPs asks the gateway for virtual IPs (vips: 0.0.0.0, ::).
+	VIPs string
+	// EAPSecret is the password of Local.EAPID, written when set.
+	EAPSecret string
 }
 
 // Child is one child of a Conn with several: swanctl.conf's children
@@ -81,6 +86,7 @@ func (c Conn) String() string {
 	line("    ", "dpd_delay", or(c.DPDDelay, "0s"))
 	line("    ", "rekey_time", c.RekeyTime)
 	line("    ", "unique", c.Unique)
+	line("    ", "vips", c.VIPs)
 	for _, p := range []struct {
 		block string
 		peer  Peer
@@ -88,6 +94,7 @@ func (c Conn) String() string {
 		fmt.Fprintf(&b, "    %s {\n", p.block)
 		line("      ", "auth", or(p.peer.Auth, "psk"))
 		line("      ", "id", p.peer.ID)
+		line("      ", "eap_id", p.peer.EAPID)
 		line("      ", "certs", p.peer.Certs)
 		line("      ", "cacerts", p.peer.CACerts)
 		b.WriteString("    }\n")
@@ -119,6 +126,9 @@ func (c Conn) String() string {
 	if or(c.Local.Auth, "psk") == "psk" && or(c.Remote.Auth, "psk") == "psk" {
 		fmt.Fprintf(&b, "secrets {\n  ike-test {\n    id-a = %s\n    id-b = %s\n    secret = %q\n  }\n}\n",
 			c.Local.ID, c.Remote.ID, or(c.Secret, PSK))
+	}
+	if c.EAPSecret != "" {
+		fmt.Fprintf(&b, "secrets {\n  eap-test {\n    id = %s\n    secret = %q\n  }\n}\n", c.Local.EAPID, c.EAPSecret)
 	}
 	return b.String()
 }

@@ -1,0 +1,139 @@
+package ike
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"fmt"
+
+	"github.com/ipsecd/ipsecd/ike/eap"
+	"github.com/ipsecd/ipsecd/ike/keys"
+	"github.com/ipsecd/ipsecd/ike/message"
+)
+
+// EAP in IKE_AUTH (RFC 7296 §2.16), the responder's side: the gateway
+// proves itself with its certificate, the peer with an EAP method
+// (package ike/eap) run over further IKE_AUTH exchanges, and both then
+// send an AUTH keyed by the method's MSK, or by SK_pi and SK_pr when it
+// makes none (EAP-MD5; strongSwan does the same). The exchanges, one call
+// of handleEAPAuth each:
+//
+//	IDi [CERTREQ] [IDr] [CP] SA TSi TSr  -->  IDr CERT+ AUTH EAP(Identity)
+//	EAP(response)                        -->  EAP(request)     (each round)
+//	EAP(response)                        -->  EAP(Success)
+//	AUTH                                 -->  AUTH [CP] SA TSi TSr
+//
+// A wrong secret or an unknown identity ends the SA with
+// AUTHENTICATION_FAILED after EAP(Failure). The SA stays in
+// StateInitDone until the last exchange, so that the half-open limits
+// and deadline bound the whole conversation.
+
+// eapMethod is the EAP type of an EAP auth class.
+func eapMethod(a AuthClass) message.EAPType {
+	if a == AuthEAPMD5 {
+		return message.EAPMD5
+	}
+	return message.EAPMSCHAPv2
+}
+
+// handleEAPAuth is one IKE_AUTH request of a peer that authenticates
+// with EAP.
+func (s *SA) handleEAPAuth(ps []message.Payload) ([]message.Payload, error) {
+	switch {
+	case s.hs.eap == nil:
+		return s.startEAP(ps)
+	case !s.hs.eapDone:
+		return s.eapRound(ps)
+	}
+	return s.finishEAP(ps)
+}
+
+// refuseEAP ends the SA with err, answering AUTHENTICATION_FAILED after
+// the payloads given (an EAP-Failure).
+func (s *SA) refuseEAP(err error, ps ...message.Payload) ([]message.Payload, error) {
+	s.fail(err)
+	return append(ps, notify(message.AuthenticationFailed, nil)), err
+}
+
+// startEAP answers the first IKE_AUTH request: our certificate and AUTH,
+// and the EAP-Identity request. What the last answer needs of the
+// request (its IDi, SA, TSi, TSr, CP and notifies) is kept, copied.
+func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
+	idi := message.ID(message.Get(ps, message.TypeIDi))
+	switch {
+	case !idi.IsValid() || idi.Type() == 0:
+		return s.refuseEAP(fmt.Errorf("%w: no IDi payload", ErrAuthFailed))
+	case message.Get(ps, message.TypeAUTH) != nil:
+		return s.refuseEAP(fmt.Errorf(`%w: "%s" sent AUTH; we want %s (remote auth %s)`, ErrAuthFailed, IdentityOf(idi), eap.MethodName(eapMethod(s.cfg.remoteAuth())), s.cfg.remoteAuth()))
+	case !s.cfg.RemoteID.Matches(IdentityOf(idi)):
+		return s.refuseEAP(fmt.Errorf(`%w: peer is "%s", want "%s"`, ErrAuthFailed, IdentityOf(idi), s.cfg.RemoteID))
+	}
+	s.hs.peerCertReq = parseCertReqs(ps)
+	reply, err := s.responderAuth(ps)
+	if err != nil {
+		return reply, err
+	}
+	for _, p := range ps {
+		if p.Type != message.TypeCERT && p.Type != message.TypeCREQ {
+			p.Body = bytes.Clone(p.Body)
+			s.hs.authReq = append(s.hs.authReq, p)
+		}
+	}
+	s.hs.eap = eap.NewServer(eap.ServerConfig{Method: eapMethod(s.cfg.remoteAuth()), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
+	first, err := s.hs.eap.Start()
+	if err != nil {
+		return s.refuseEAP(fmt.Errorf("%w: %v", ErrAuthFailed, err))
+	}
+	return append(reply, message.Payload{Type: message.TypeEAP, Body: first}), nil
+}
+
+// eapRound passes the peer's EAP response to the method and answers
+// with its next packet.
+func (s *SA) eapRound(ps []message.Payload) ([]message.Payload, error) {
+	in := message.Get(ps, message.TypeEAP)
+	if in == nil {
+		return s.refuseEAP(fmt.Errorf("%w: an IKE_AUTH request without EAP during %s", ErrAuthFailed, eap.MethodName(s.hs.eap.Method())))
+	}
+	out, st, err := s.hs.eap.Handle(in)
+	reply := message.Payload{Type: message.TypeEAP, Body: out}
+	switch st {
+	case eap.Failed:
+		return s.refuseEAP(fmt.Errorf("%w: %w", ErrAuthFailed, err), reply)
+	case eap.Succeeded:
+		if id := s.hs.eap.Identity(); s.cfg.RemoteEAPID != "" && id != s.cfg.RemoteEAPID {
+			return s.refuseEAP(fmt.Errorf("%w: EAP identity %q, the connection admits %q alone (eap_id)", ErrAuthFailed, id, s.cfg.RemoteEAPID),
+				message.Payload{Type: message.TypeEAP, Body: message.AppendEAPResult(nil, message.EAPFailure, message.EAP(out).Identifier())})
+		}
+		s.hs.eapDone, s.hs.msk, s.eapID = true, s.hs.eap.MSK(), s.hs.eap.Identity()
+		s.hs.eap.Wipe()
+	}
+	return []message.Payload{reply}, nil
+}
+
+// eapKey is what the AUTH payloads after EAP are keyed with: the MSK,
+// or without one the sender's SK_p (RFC 7296 §2.16).
+func (s *SA) eapKey(skp []byte) []byte {
+	if len(s.hs.msk) > 0 {
+		return s.hs.msk
+	}
+	return skp
+}
+
+// finishEAP checks the peer's AUTH after EAP-Success and answers with
+// ours, the CFG_REPLY and the first child: the SA is up.
+func (s *SA) finishEAP(ps []message.Payload) ([]message.Payload, error) {
+	defer func() { clear(s.hs.msk) }()
+	idi := message.ID(message.Get(s.hs.authReq, message.TypeIDi))
+	auth := message.Auth(message.Get(ps, message.TypeAUTH))
+	if !auth.IsValid() || auth.Method() != message.AuthSharedKey {
+		return s.refuseEAP(fmt.Errorf("%w: no AUTH of the EAP key after EAP-Success of %q", ErrAuthFailed, s.eapID))
+	}
+	want := keys.PSKAuth(s.prf, s.eapKey(s.keys.PI), s.hs.initReq, s.hs.nr, s.keys.PI, idi, s.intAuth())
+	if !hmac.Equal(want, auth.Data()) {
+		return s.refuseEAP(fmt.Errorf(`%w: AUTH of "%s" (EAP identity %q) does not verify with the EAP key`, ErrAuthFailed, IdentityOf(idi), s.eapID))
+	}
+	s.peerID, s.peerAuth = IdentityOf(idi), s.cfg.remoteAuth()
+	idr := s.localID.payload()
+	ours := keys.PSKAuth(s.prf, s.eapKey(s.keys.PR), s.hs.initResp, s.hs.ni, s.keys.PR, idr, s.intAuth())
+	reply := []message.Payload{{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, ours)}}
+	return s.establish(s.hs.authReq, reply, s.eapID)
+}

@@ -1,0 +1,148 @@
+//go:build linux
+
+package ike
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+	"github.com/ipsecd/ipsecd/pool"
+)
+
+// poolVIPs is VirtualIPs over one address pool, as the daemon's are.
+type poolVIPs struct {
+	p   *pool.Pool
+	dns []netip.Addr
+}
+
+func (v *poolVIPs) Acquire(id string, requested netip.Addr, peer netip.AddrPort) (Lease, error) {
+	a, err := v.p.Acquire(id, requested, peer)
+	return Lease{Addr: a, Identity: id, Pool: v.p.Name(), DNS: v.dns, Domains: []string{"corp.example"}}, err
+}
+
+func (v *poolVIPs) Release(l Lease) { v.p.Release(l.Identity, l.Addr) }
+
+// eapGateway loads charon as a road warrior of auth (eap-mschapv2 or
+// eap-md5) with EAP identity user and password, asking for a virtual
+// IP, against us as the gateway b.test with an ECDSA certificate; it
+// returns our config, whose users are alice and carol.
+func eapGateway(t *testing.T, ch *charon, auth, user, password string, vips *poolVIPs) *Config {
+	t.Helper()
+	ca := makeCert(t, testKey(t, "p256", "ca"), certOpts{CN: "ipsecd test CA", CA: true}, nil)
+	gw := makeCert(t, testKey(t, "p256", "b"), certOpts{CN: "b.test", DNS: []string{"b.test"}}, ca)
+	dir := t.TempDir()
+	caFile := writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", ca.Cert.Raw)
+	conn := charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes256-sha256-x25519",
+		Local: charontest.Peer{Auth: auth, ID: "a.test", EAPID: user}, Remote: charontest.Peer{Auth: "pubkey", ID: "b.test", CACerts: caFile},
+		VIPs: "0.0.0.0", RemoteTS: "203.0.113.0/24", ESP: "aes128gcm16", EAPSecret: password}
+	if err := os.MkdirAll(filepath.Join(dir, "x509ca"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ch.LoadDir(conn.String(), dir)
+	cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
+	cfg.PSK = nil
+	cfg.LocalID, cfg.RemoteID = MustParseIdentity("b.test"), Identity{}
+	cfg.LocalAuth, cfg.RemoteAuth = AuthPubkey, AuthClass(auth)
+	cfg.LocalCerts, cfg.PrivateKey = []*x509.Certificate{gw.Cert}, gw.Key
+	cfg.Child.LocalTS = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}
+	cfg.Child.RemoteTS = vips.p.Range().Prefixes() // remote_ts: [dynamic]
+	cfg.EAPSecret = func(id string) ([]byte, bool) {
+		s, ok := map[string]string{"alice": "alice-mschapv2-pw", "carol": "carol-md5-pw"}[id]
+		return []byte(s), ok
+	}
+	cfg.VirtualIPs = vips
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestCharonEAPGateway: charon 5.9.8 connects to us as a road warrior
+// with EAP-MSCHAPv2 and EAP-MD5: we prove ourselves with our certificate,
+// check its password over EAP rounds in IKE_AUTH, hand it a virtual IP
+// from a pool keyed by its EAP identity, with DNS, and narrow its side of
+// the child to that address. charon lists the SA with the virtual IP and
+// logged the child keys we derived (so both AUTHs, keyed by the MSK or
+// by SK_p for MD5, verified on both sides). A reconnect gets the same
+// address back; a wrong password and an exhausted pool fail.
+func TestCharonEAPGateway(t *testing.T) {
+	ch, d := charonPair(t)
+	r, _ := pool.ParseRange("10.3.0.0/24")
+	vips := &poolVIPs{p: pool.New("rw", r), dns: []netip.Addr{netip.MustParseAddr("10.3.0.53")}}
+	for _, tc := range []struct{ auth, user, password, vip string }{
+		{"eap-mschapv2", "alice", "alice-mschapv2-pw", "10.3.0.1"},
+		{"eap-md5", "carol", "carol-md5-pw", "10.3.0.2"},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			cfg := eapGateway(t, ch, tc.auth, tc.user, tc.password, vips)
+			for round := range 2 { // the second: a reconnect
+				from := ch.LogSize()
+				d.establish(t, ch, cfg, "responder")
+				if d.sa.EAPIdentity() != tc.user || fmt.Sprint(d.sa.VirtualIPs()) != "["+tc.vip+"]" {
+					t.Fatalf("round %d: EAP identity %q, virtual IPs %v; want %s and %s", round, d.sa.EAPIdentity(), d.sa.VirtualIPs(), tc.user, tc.vip)
+				}
+				c := d.sa.Children()[0]
+				if got := fmt.Sprint(c.RemoteTS[0].Start, c.RemoteTS[0].End, len(c.RemoteTS)); got != tc.vip+" "+tc.vip+" 1" {
+					t.Errorf("the child's remote selectors: %v, want %s alone", c.RemoteTS, tc.vip)
+				}
+				checkChildKeys(t, ch, from, c)
+				list, _ := ch.Swanctl("--list-sas", "--raw")
+				if !strings.Contains(list, "local-vips=["+tc.vip+"]") || !strings.Contains(list, "local-ts=["+tc.vip+"/32]") {
+					t.Errorf("charon does not list virtual IP %s:\n%s", tc.vip, list)
+				}
+				log := ch.LogSince(from)
+				for _, want := range []string{"INTERNAL_IP4_DNS", "authentication of 'b.test' with ECDSA_WITH_SHA256_DER successful", "IKE_SA test[", "established"} {
+					if !strings.Contains(log, want) {
+						t.Errorf("charon's log does not say %q", want)
+					}
+				}
+				d.while(t, ch, func() bool { return d.sa.State() == StateDeleted }, "--terminate", "--ike", "test", "--timeout", "10")
+				if st := vips.p.Stats(); st.Online != 0 {
+					t.Errorf("after the delete: %+v, want no lease online", st)
+				}
+			}
+		})
+	}
+	t.Run("wrong password", func(t *testing.T) {
+		cfg := eapGateway(t, ch, "eap-mschapv2", "alice", "not-alices", vips)
+		d.fail(t, ch, cfg, "responder", func() bool { return d.sa != nil && d.sa.State() == StateFailed })
+		var ae interface{ Unwrap() error }
+		if err := d.sa.Err(); !errors.Is(err, ErrAuthFailed) || !strings.Contains(err.Error(), `EAP-MSCHAPv2 of "alice" failed: wrong password`) || errors.As(err, &ae) && strings.Contains(err.Error(), "not-alices") {
+			t.Errorf("error %v, want a failure naming alice and the method", err)
+		}
+	})
+	t.Run("pool exhausted", func(t *testing.T) {
+		one, _ := pool.ParseRange("10.3.1.1/32")
+		small := &poolVIPs{p: pool.New("one", one)}
+		small.p.Acquire("someone", netip.IPv4Unspecified(), netip.AddrPort{})
+		cfg := eapGateway(t, ch, "eap-mschapv2", "alice", "alice-mschapv2-pw", small)
+		d.reset(cfg)
+		rc := make(chan error, 1)
+		go func() {
+			_, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "10")
+			rc <- err
+		}()
+		done := func() bool {
+			for _, e := range d.errs {
+				if errors.Is(e, ErrAddressFailure) {
+					return true
+				}
+			}
+			return false
+		}
+		serr := d.serve(done)
+		if err := <-rc; err == nil || serr != nil {
+			t.Fatalf("swanctl --initiate: %v; we: %v", err, serr)
+		}
+		if !strings.Contains(fmt.Sprint(d.errs), "pool one") {
+			t.Errorf("errors %v do not name the pool", d.errs)
+		}
+	})
+}
