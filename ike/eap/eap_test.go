@@ -248,3 +248,20 @@ func FuzzClient(f *testing.F) {
 		}
 	})
 }
+
+// TestSecretLeftAlone: the server reads the caller's secret and leaves
+// it as it was (the caller keeps it for the next login), whether the
+// login succeeds or fails.
+func TestSecretLeftAlone(t *testing.T) {
+	stored := []byte("alice-mschapv2-pw")
+	for _, m := range []message.EAPType{message.EAPMSCHAPv2, message.EAPMD5} {
+		for _, pw := range []string{"alice-mschapv2-pw", "guess"} {
+			s := NewServer(ServerConfig{Method: m, Secret: func(string) ([]byte, bool) { return stored, true }})
+			c := NewClient(ClientConfig{Identity: "alice", Secret: []byte(pw), Methods: []message.EAPType{m}})
+			converse(t, s, c)
+			if string(stored) != "alice-mschapv2-pw" {
+				t.Fatalf("%s with %q: the stored secret is now %q", MethodName(m), pw, stored)
+			}
+		}
+	}
+}

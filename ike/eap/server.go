@@ -242,7 +242,9 @@ func (s *Server) mschapv2Response(e message.EAP) ([]byte, Status, error) {
 	}
 	k, known := s.secret()
 	pw := ntPasswordHash(k)
-	clear(k)
+	if !known {
+		clear(k) // ours; a known secret is the caller's
+	}
 	m := derive(&pw, s.challenge[:], value[:challengeLen], name)
 	ok := equal(m.ntResponse[:], value[challengeLen+8:challengeLen+8+ntResponseLen])
 	if !known || !ok {
