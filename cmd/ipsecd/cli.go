@@ -57,6 +57,11 @@ var topics = []topic{
 	{name: "pool", short: "Virtual IP address pools, like swanctl --list-pools", run: cmdPool, verbs: []topic{
 		{name: "list", short: "List the pools, and with --leases their leases, like swanctl --list-pools --leases"},
 	}},
+	{name: "profile", short: "Write a client's profile for a remote-access connection: Apple, Windows or strongSwan", run: cmdProfile, verbs: []topic{
+		{name: "apple", short: "An Apple configuration profile (.mobileconfig)"},
+		{name: "windows", short: "A PowerShell script for Windows' built-in IKEv2 client"},
+		{name: "strongswan", short: "A swanctl.conf client connection"},
+	}},
 	{name: "health", short: "Exit 0 when the daemon answers (container and Kubernetes probes)", run: cmdHealth},
 	{name: "reload", short: "Do what SIGHUP does and return the result or the file's errors", run: cmdReload},
 	{name: "monitor", short: "Print SAs, policies, interfaces and IKE SAs as they change, like ip xfrm monitor", run: cmdMonitor},

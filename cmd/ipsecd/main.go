@@ -27,6 +27,8 @@ commands:
   stats                       global counters, as /proc/net/xfrm_stat
   ike    list|initiate|terminate|rekey  IKE SAs and children, like swanctl --list-sas, --initiate, ...
   pool   list [--leases]      virtual IP address pools and leases, like swanctl --list-pools
+  profile apple|windows|strongswan --connection NAME --user ID [--config FILE]
+                              a client's profile (.mobileconfig, PowerShell, swanctl.conf)
   health [--timeout D]        exit 0 when the daemon answers (container and Kubernetes probes)
   reload                      what SIGHUP does, with the result or the file's FILE:LINE errors
   monitor                     SAs, policies and interfaces as they change, like ip xfrm monitor
