@@ -32,8 +32,9 @@ func (v *poolVIPs) Release(l Lease) { v.p.Release(l.Identity, l.Addr) }
 // eapGateway loads charon as a road warrior of auth (eap-mschapv2 or
 // eap-md5) with EAP identity user and password, asking for a virtual
 // IP, against us as the gateway b.test with an ECDSA certificate; it
-// returns our config, whose users are alice and carol.
-func eapGateway(t *testing.T, ch *charon, auth, user, password string, vips *poolVIPs) *Config {
+// returns our config, whose users are alice and carol. mods change
+// charon's connection before it is loaded.
+func eapGateway(t *testing.T, ch *charon, auth, user, password string, vips *poolVIPs, mods ...func(*charontest.Conn)) *Config {
 	t.Helper()
 	ca := makeCert(t, testKey(t, "p256", "ca"), certOpts{CN: "ipsecd test CA", CA: true}, nil)
 	gw := makeCert(t, testKey(t, "p256", "b"), certOpts{CN: "b.test", DNS: []string{"b.test"}}, ca)
@@ -42,6 +43,9 @@ func eapGateway(t *testing.T, ch *charon, auth, user, password string, vips *poo
 	conn := charontest.Conn{LocalAddrs: "192.0.2.1", RemoteAddrs: "192.0.2.2", Proposals: "aes256-sha256-x25519",
 		Local: charontest.Peer{Auth: auth, ID: "a.test", EAPID: user}, Remote: charontest.Peer{Auth: "pubkey", ID: "b.test", CACerts: caFile},
 		VIPs: "0.0.0.0", RemoteTS: "203.0.113.0/24", ESP: "aes128gcm16", EAPSecret: password}
+	for _, mod := range mods {
+		mod(&conn)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "x509ca"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -145,4 +149,60 @@ func TestCharonEAPGateway(t *testing.T) {
 			t.Errorf("errors %v do not name the pool", d.errs)
 		}
 	})
+}
+
+// twoPools is VirtualIPs over an IPv4 and an IPv6 pool, the first of the
+// family asked for, as the daemon's pools: [rw4, rw6].
+type twoPools struct{ v4, v6 *poolVIPs }
+
+func (v twoPools) Acquire(id string, requested netip.Addr, peer netip.AddrPort) (Lease, error) {
+	if requested.Is6() {
+		return v.v6.Acquire(id, requested, peer)
+	}
+	return v.v4.Acquire(id, requested, peer)
+}
+
+func (v twoPools) Release(l Lease) {
+	if l.Addr.Is6() {
+		v.v6.Release(l)
+	} else {
+		v.v4.Release(l)
+	}
+}
+
+// TestCharonEAPGatewayIPv6: charon asks for an IPv4 and an IPv6 virtual
+// IP (vips = 0.0.0.0, ::) and gets one of each, with both DNS servers;
+// its child is narrowed to the two addresses.
+func TestCharonEAPGatewayIPv6(t *testing.T) {
+	ch, d := charonPair(t)
+	r4, _ := pool.ParseRange("10.3.0.0/24")
+	r6, _ := pool.ParseRange("fd00:3::/120")
+	v4 := &poolVIPs{p: pool.New("rw4", r4), dns: []netip.Addr{netip.MustParseAddr("10.3.0.53")}}
+	v6 := &poolVIPs{p: pool.New("rw6", r6), dns: []netip.Addr{netip.MustParseAddr("fd00:3::53")}}
+	cfg := eapGateway(t, ch, "eap-mschapv2", "alice", "alice-mschapv2-pw", v4, func(c *charontest.Conn) {
+		c.VIPs, c.RemoteTS = "0.0.0.0, ::", "203.0.113.0/24, 2001:db8:cafe::/64"
+	})
+	cfg.VirtualIPs = twoPools{v4, v6}
+	cfg.Child.LocalTS = append(cfg.Child.LocalTS, netip.MustParsePrefix("2001:db8:cafe::/64"))
+	cfg.Child.RemoteTS = append(r4.Prefixes(), r6.Prefixes()...)
+	from := ch.LogSize()
+	d.establish(t, ch, cfg, "responder")
+	if got := fmt.Sprint(d.sa.VirtualIPs()); got != "[10.3.0.1 fd00:3::1]" {
+		t.Fatalf("virtual IPs %s, want [10.3.0.1 fd00:3::1]", got)
+	}
+	c := d.sa.Children()[0]
+	if len(c.RemoteTS) != 2 || c.RemoteTS[0].Start != c.RemoteTS[0].End || c.RemoteTS[1].Start.String() != "fd00:3::1" || c.RemoteTS[1].Start != c.RemoteTS[1].End {
+		t.Errorf("the child's remote selectors: %v, want the two addresses alone", c.RemoteTS)
+	}
+	checkChildKeys(t, ch, from, c)
+	list, _ := ch.Swanctl("--list-sas", "--raw")
+	if !strings.Contains(list, "local-vips=[10.3.0.1 fd00:3::1]") {
+		t.Errorf("charon does not list both virtual IPs:\n%s", list)
+	}
+	log := ch.LogSince(from)
+	for _, want := range []string{"INTERNAL_IP4_DNS", "INTERNAL_IP6_DNS", "installing new virtual IP fd00:3::1"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("charon's log does not say %q", want)
+		}
+	}
 }

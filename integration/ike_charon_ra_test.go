@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,6 @@ pools:
   - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}
 connections:
   - name: rw
-    local_addrs: [%s]
     proposals: [aes256-sha256-x25519]
     pools: [rw]
     local:  {auth: pubkey, id: a.test, cert: %s, key: %s}
@@ -74,7 +74,67 @@ connections:
       - {name: net, if_id: 1, local_ts: [198.51.100.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
 secrets:
   - {type: eap, ids: [alice], secret: alice-mschapv2-pw}
-`, underlayA4, cert, key)
+  - {type: eap, ids: [dave], secret: dave-mschapv2-pw}
+`, cert, key)
+}
+
+// roadWarrior is one charon road warrior of the gateway in A: its
+// namespace and charon, with a connection "test" of EAP-MSCHAPv2 as
+// user, asking for an IPv4 virtual IP, to reach 198.51.100.0/24.
+type roadWarrior struct {
+	ns *netns
+	ch *charontest.Charon
+}
+
+// newRoadWarrior starts charon in ns, whose address is addr (routed
+// through the gateway at underlayA4), and loads its connection.
+func newRoadWarrior(t *testing.T, ns *netns, addr, user, password, caFile string) *roadWarrior {
+	t.Helper()
+	// kernel-libipsec routes remote_ts into its TUN and needs a route
+	// towards the gateway to do it.
+	ns.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	ch := charontest.Start(t, ns.name, "")
+	conn := charontest.Conn{LocalAddrs: addr, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: "eap-mschapv2", ID: user + "@b.test", EAPID: user}, Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
+		VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16", EAPSecret: password}
+	dir := filepath.Join(t.TempDir(), "swanctl")
+	if err := os.MkdirAll(filepath.Join(dir, "x509ca"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ch.LoadDir(conn.String(), dir)
+	return &roadWarrior{ns: ns, ch: ch}
+}
+
+// up initiates and waits until the gateway d lists the user's child
+// with vip, which charon's ipsec0 must hold.
+func (rw *roadWarrior) up(t *testing.T, d *daemon, what, user, vip string) {
+	t.Helper()
+	if out, err := rw.ch.Swanctl("--initiate", "--child", "net", "--timeout", "15"); err != nil {
+		t.Fatalf("%s: swanctl --initiate: %v\n%s", what, err, out)
+	}
+	s := d.waitIKE(user+"'s child", func(s control.IKESAInfo, _ control.IKEChildInfo) bool { return s.RemoteEAPID == user })
+	if fmt.Sprint(s.RemoteVIPs) != "["+vip+"]" || fmt.Sprint(s.Children[0].RemoteTS) != "["+vip+"/32]" {
+		t.Fatalf("%s: ike list: %s has virtual IPs %v, remote_ts %v; want %s alone", what, user, s.RemoteVIPs, s.Children[0].RemoteTS, vip)
+	}
+	if out, _ := rw.ns.run("ip", "addr", "show", "dev", "ipsec0"); !strings.Contains(out, vip+"/32") {
+		t.Fatalf("%s: charon's ipsec0 has no %s:\n%s", what, vip, out)
+	}
+}
+
+// down terminates the connection and waits until the gateway d lists
+// no IKE SA of user.
+func (rw *roadWarrior) down(t *testing.T, d *daemon, user string) {
+	t.Helper()
+	if out, err := rw.ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
+		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for slices.ContainsFunc(d.ikeList(), func(s control.IKESAInfo) bool { return s.RemoteEAPID == user }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsecd still lists %s's IKE SA 10 s after charon deleted it", user)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestIKECharonRoadWarrior: the real binary as a remote-access gateway
@@ -87,54 +147,14 @@ secrets:
 func TestIKECharonRoadWarrior(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
-	dir := t.TempDir()
-	caFile, cert, key := raPKI(t, dir)
-	// kernel-libipsec routes remote_ts into its TUN and needs a route
-	// towards the gateway to do it.
-	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	ch := charontest.Start(t, p.b.name, "")
-	conn := charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: charontest.Peer{Auth: "eap-mschapv2", ID: "b.test", EAPID: "alice"}, Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
-		VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16", EAPSecret: "alice-mschapv2-pw"}
-	swanctlDir := filepath.Join(dir, "swanctl")
-	if err := os.MkdirAll(filepath.Join(swanctlDir, "x509ca"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ch.LoadDir(conn.String(), swanctlDir)
+	caFile, cert, key := raPKI(t, t.TempDir())
+	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
 	d := startDaemon(t, p.a, raGateway(cert, key))
 
-	up := func(what string) control.IKESAInfo {
-		t.Helper()
-		if out, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "15"); err != nil {
-			t.Fatalf("%s: swanctl --initiate: %v\n%s", what, err, out)
-		}
-		s := d.waitIKE("alice's child", anyChild)
-		if s.RemoteEAPID != "alice" || fmt.Sprint(s.RemoteVIPs) != "[10.3.0.1]" || fmt.Sprint(s.Children[0].RemoteTS) != "[10.3.0.1/32]" {
-			t.Fatalf("%s: ike list: EAP identity %q, virtual IPs %v, remote_ts %v; want alice, 10.3.0.1 and 10.3.0.1/32", what, s.RemoteEAPID, s.RemoteVIPs, s.Children[0].RemoteTS)
-		}
-		if out, _ := p.b.run("ip", "addr", "show", "dev", "ipsec0"); !strings.Contains(out, "10.3.0.1/32") {
-			t.Fatalf("%s: charon's ipsec0 has no 10.3.0.1:\n%s", what, out)
-		}
-		return s
-	}
-	down := func() {
-		t.Helper()
-		if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
-			t.Fatalf("swanctl --terminate: %v\n%s", err, out)
-		}
-		deadline := time.Now().Add(10 * time.Second)
-		for len(d.ikeList()) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("ipsecd still lists the IKE SA 10 s after charon deleted it")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-
-	up("first connect")
+	rw.up(t, d, "first connect", "alice", "10.3.0.1")
 	ping(t, p.b, "198.51.100.1", 3)
 	tcpTransfer(t, p.b, p.a, "198.51.100.1", 1<<20)
-	if log := ch.LogSince(0); !strings.Contains(log, "INTERNAL_IP4_DNS") || !strings.Contains(log, "authentication of 'a.test' with ECDSA_WITH_SHA256_DER successful") {
+	if log := rw.ch.LogSince(0); !strings.Contains(log, "INTERNAL_IP4_DNS") || !strings.Contains(log, "authentication of 'a.test' with ECDSA_WITH_SHA256_DER successful") {
 		t.Errorf("charon's log lacks the DNS attribute or our certificate's authentication")
 	}
 	out, err := d.ctl("pool", "list", "--leases")
@@ -145,13 +165,13 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 		t.Errorf("ike list does not show alice's EAP identity and address:\n%s", out)
 	}
 
-	down()
+	rw.down(t, d, "alice")
 	if out, _ := d.ctl("pool", "list", "--leases"); !strings.Contains(out, "offline 'alice'") {
 		t.Errorf("after the disconnect, alice's lease is not offline:\n%s", out)
 	}
-	up("reconnect")
+	rw.up(t, d, "reconnect", "alice", "10.3.0.1")
 	ping(t, p.b, "198.51.100.1", 2)
-	down()
+	rw.down(t, d, "alice")
 
 	// A restarted gateway gives alice her address back: the lease is in
 	// state_dir.
@@ -159,6 +179,45 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.start()
-	up("reconnect after the gateway's restart")
+	rw.up(t, d, "reconnect after the gateway's restart", "alice", "10.3.0.1")
 	ping(t, p.b, "198.51.100.1", 2)
+}
+
+// TestIKECharonTwoRoadWarriors: two charon road warriors (B and C, on
+// one bridge with the gateway A) are up at once with distinct leases,
+// each pinging the network behind the gateway from its own address
+// through the gateway's one interface; the one that connected second
+// keeps its own address when it reconnects after the other left.
+func TestIKECharonTwoRoadWarriors(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	c := newNetns(t)
+	// A's veth0 and a second pair to C join on a bridge.
+	p.a.mustRun(t, "ip", "link", "add", "br0", "type", "bridge")
+	p.a.mustRun(t, "ip", "addr", "del", underlayA4+"/24", "dev", "veth0")
+	p.a.mustRun(t, "ip", "link", "set", "veth0", "master", "br0")
+	p.a.mustRun(t, "ip", "link", "add", "veth2", "type", "veth", "peer", "name", "veth3", "netns", c.name)
+	p.a.mustRun(t, "ip", "link", "set", "veth2", "master", "br0")
+	p.a.mustRun(t, "ip", "addr", "add", underlayA4+"/24", "dev", "br0")
+	p.a.mustRun(t, "ip", "link", "set", "veth2", "up")
+	p.a.mustRun(t, "ip", "link", "set", "br0", "up")
+	c.mustRun(t, "ip", "addr", "add", "192.0.2.3/24", "dev", "veth3")
+	c.mustRun(t, "ip", "link", "set", "veth3", "up")
+	caFile, cert, key := raPKI(t, t.TempDir())
+	alice := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
+	dave := newRoadWarrior(t, c, "192.0.2.3", "dave", "dave-mschapv2-pw", caFile)
+	d := startDaemon(t, p.a, raGateway(cert, key))
+
+	alice.up(t, d, "alice", "alice", "10.3.0.1")
+	dave.up(t, d, "dave", "dave", "10.3.0.2")
+	ping(t, p.b, "198.51.100.1", 3)
+	ping(t, c, "198.51.100.1", 3)
+	if n := len(d.ikeList()); n != 2 {
+		t.Errorf("ipsecd lists %d IKE SAs, want 2", n)
+	}
+	alice.down(t, d, "alice")
+	ping(t, c, "198.51.100.1", 2)
+	dave.down(t, d, "dave")
+	dave.up(t, d, "dave again", "dave", "10.3.0.2")
+	ping(t, c, "198.51.100.1", 2)
 }
