@@ -9,25 +9,26 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/vici"
 )
 
 // Connections and secrets loaded over vici (vici.Loader). They are
-// vici's, as the file's are the file's: kept as items of the config
-// file's connections: and secrets: (YAML, from package vici), parsed
-// with the file's rules beside the file's interfaces, and handed to IKE
-// with the file's connections (ikeConfig) at every change of either.
-// IKE keeps the SAs of a connection whose parsed config did not change,
-// so loading an unchanged connection leaves them up.
+// vici's, as the file's are the file's: items of the config file's
+// connections: and secrets: (YAML, from package vici). A connection is
+// parsed with the file's rules when it is loaded, alone beside the
+// file's interfaces and vici's secrets (so that loading the n-th costs
+// what loading the first did), and handed to IKE with the file's
+// connections (ikeConfig) at every change of either. IKE keeps the SAs
+// of a connection whose parsed config did not change, so loading an
+// unchanged connection leaves them up.
 
 var _ vici.Loader = (*backend)(nil)
 
 // viciLoaded is what vici loaded, in load order. Daemon.mu guards it.
 type viciLoaded struct {
-	conns, secrets []loadedItem
-	// cfg is conns and secrets parsed: its IKEConfig is what IKE runs
-	// beside the file's; nil when no connection is loaded.
-	cfg *config.Config
+	conns   []loadedConn
+	secrets []loadedItem
 }
 
 type loadedItem struct {
@@ -35,14 +36,24 @@ type loadedItem struct {
 	item []byte // YAML; a secret's holds its key, zeroed when dropped
 }
 
+// loadedConn is a connection vici loaded, parsed: cfg holds it alone
+// (and the secrets it was parsed with, which its PSK shares).
+type loadedConn struct {
+	name string
+	cfg  *config.Config
+}
+
+// conn returns the connection c holds.
+func (c loadedConn) conn() config.Connection { return c.cfg.Connections[0] }
+
 // wipe zeroes what vici loaded: the secrets' items and the keys parsed
 // from them.
 func (l *viciLoaded) wipe() {
 	for _, s := range l.secrets {
 		clear(s.item)
 	}
-	if l.cfg != nil {
-		l.cfg.WipeKeys()
+	for _, c := range l.conns {
+		c.cfg.WipeKeys()
 	}
 }
 
@@ -78,6 +89,14 @@ func names(items []loadedItem) []string {
 	return out
 }
 
+func connNames(conns []loadedConn) []string {
+	out := make([]string, len(conns))
+	for i, c := range conns {
+		out[i] = c.name
+	}
+	return out
+}
+
 // errFromFile refuses a vici change that would touch the file's own.
 var errFromFile = errors.New("comes from the config file; vici loads and unloads only its own")
 
@@ -89,10 +108,21 @@ func (b *backend) LoadConn(name string, item []byte) error {
 	if n.cfg == nil {
 		return fmt.Errorf("%w: this daemon runs no config file", control.ErrInvalid)
 	}
-	if slices.ContainsFunc(n.cfg.Connections, func(c config.Connection) bool { return c.Name == name }) {
-		return fmt.Errorf("connection %q %w", name, errFromFile)
+	cfg, err := parseVici(n.cfg.Interfaces, []loadedItem{{name, item}}, n.loaded.secrets)
+	if err != nil {
+		return err
 	}
-	conns := put(slices.Clone(n.loaded.conns), name, item)
+	if err := n.clashLocked(cfg.Connections[0]); err != nil {
+		cfg.WipeKeys()
+		return err
+	}
+	conns := slices.Clone(n.loaded.conns)
+	i := slices.IndexFunc(conns, func(c loadedConn) bool { return c.name == name })
+	if i < 0 {
+		conns = append(conns, loadedConn{name, cfg})
+	} else {
+		conns[i] = loadedConn{name, cfg}
+	}
 	return n.applyViciLocked(conns)
 }
 
@@ -101,14 +131,14 @@ func (b *backend) UnloadConn(name string) error {
 	n := (*Daemon)(b)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	conns, ok := drop(slices.Clone(n.loaded.conns), name)
-	if !ok {
+	i := slices.IndexFunc(n.loaded.conns, func(c loadedConn) bool { return c.name == name })
+	if i < 0 {
 		if n.cfg != nil && slices.ContainsFunc(n.cfg.Connections, func(c config.Connection) bool { return c.Name == name }) {
 			return fmt.Errorf("connection %q %w", name, errFromFile)
 		}
 		return fmt.Errorf("%w: no connection %q loaded over vici", control.ErrNotFound, name)
 	}
-	return n.applyViciLocked(conns)
+	return n.applyViciLocked(slices.Delete(slices.Clone(n.loaded.conns), i, i+1))
 }
 
 // ViciConns returns the names of vici's connections.
@@ -116,7 +146,7 @@ func (b *backend) ViciConns() []string {
 	n := (*Daemon)(b)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return names(n.loaded.conns)
+	return connNames(n.loaded.conns)
 }
 
 // LoadShared adds or replaces a secret of vici's, checked at once; the
@@ -166,36 +196,34 @@ func (b *backend) SharedIDs() []string {
 	return names(n.loaded.secrets)
 }
 
-// applyViciLocked parses conns with vici's secrets beside the running
-// file, and hands IKE the result; on error nothing changes. n.mu is held.
-func (n *Daemon) applyViciLocked(conns []loadedItem) error {
-	var cfg *config.Config
-	if len(conns) > 0 {
-		var err error
-		if cfg, err = parseVici(n.cfg.Interfaces, conns, n.loaded.secrets); err != nil {
-			return err
-		}
-		if err := clash(n.cfg, cfg); err != nil {
-			cfg.WipeKeys()
-			return err
-		}
-	}
-	prev := n.loaded.cfg
-	n.loaded.conns, n.loaded.cfg = conns, cfg
+// applyViciLocked makes conns vici's connections and hands IKE the
+// result; the parsed configs of connections replaced or dropped are
+// zeroed once IKE runs the new ones (it holds copies of what it runs).
+// n.mu is held.
+func (n *Daemon) applyViciLocked(conns []loadedConn) error {
+	prev := n.loaded.conns
+	n.loaded.conns = conns
+	var err error
 	if m := n.ike.running(); m != nil {
-		res, err := m.Reload(n.ikeConfig(n.cfg))
-		if err != nil {
-			return err
+		var res ikenode.ReloadResult
+		if res, err = m.Reload(n.ikeConfig(n.cfg)); err == nil {
+			n.log.WithFields(map[string]any{"added": res.Added, "removed": res.Removed, "changed": res.Changed, "unchanged": res.Unchanged}).
+				Info("vici: connections loaded")
 		}
-		n.log.WithFields(map[string]any{"added": res.Added, "removed": res.Removed, "changed": res.Changed, "unchanged": res.Unchanged}).
-			Info("vici: connections loaded")
-	} else if err := n.startIKE(n.cfg); err != nil {
-		return err
+	} else {
+		err = n.startIKE(n.cfg)
 	}
-	if prev != nil {
-		prev.WipeKeys() // IKE holds copies of what it runs
+	kept, dropped := conns, prev
+	if err != nil { // IKE did not take them: what it runs stays
+		n.loaded.conns = prev
+		kept, dropped = prev, conns
 	}
-	return nil
+	for _, old := range dropped {
+		if !slices.ContainsFunc(kept, func(c loadedConn) bool { return c.cfg == old.cfg }) {
+			old.cfg.WipeKeys()
+		}
+	}
+	return err
 }
 
 // parseVici parses vici's items as a config file of the running file's
@@ -239,22 +267,35 @@ func viciError(err error) error {
 	return errors.New(strings.TrimSpace(strings.ReplaceAll(msg, "\n", "; ")))
 }
 
-// clash refuses vici's connections whose names or children's names the
-// file has: IKE finds connections and children by name alone.
-func clash(file, v *config.Config) error {
-	have := map[string]bool{}
-	for _, c := range file.Connections {
-		have["connection "+c.Name] = true
+// clashLocked refuses a connection of vici's whose name, or a child's,
+// the file or another of vici's connections has: IKE finds connections
+// and children by name alone. n.mu is held.
+func (n *Daemon) clashLocked(c config.Connection) error {
+	if err := clashFile(n.cfg, c); err != nil {
+		return err
+	}
+	for _, other := range n.loaded.conns {
+		if other.name == c.Name {
+			continue // replaced
+		}
 		for _, ch := range c.Children {
-			have["child "+ch.Name] = true
+			if slices.ContainsFunc(other.conn().Children, func(o config.Child) bool { return o.Name == ch.Name }) {
+				return fmt.Errorf("child %q: connection %q loaded over vici has a child of that name", ch.Name, other.name)
+			}
 		}
 	}
-	for _, c := range v.Connections {
-		if have["connection "+c.Name] {
+	return nil
+}
+
+// clashFile refuses a connection of vici's whose name, or a child's, the
+// file has.
+func clashFile(file *config.Config, c config.Connection) error {
+	for _, fc := range file.Connections {
+		if fc.Name == c.Name {
 			return fmt.Errorf("connection %q %w", c.Name, errFromFile)
 		}
 		for _, ch := range c.Children {
-			if have["child "+ch.Name] {
+			if slices.ContainsFunc(fc.Children, func(o config.Child) bool { return o.Name == ch.Name }) {
 				return fmt.Errorf("child %q of %s: a child of that name %w", ch.Name, c.Name, errFromFile)
 			}
 		}
@@ -262,22 +303,21 @@ func clash(file, v *config.Config) error {
 	return nil
 }
 
-// ikeConfig is what IKE runs: cfg's connections and secrets, and vici's
-// (those whose names the file has not taken since they were loaded:
-// the file's win). n.mu is held, or IKE is being started.
+// ikeConfig is what IKE runs: cfg's connections, and vici's (those
+// whose names the file has not taken since they were loaded: the
+// file's win). n.mu is held, or IKE is being started.
 func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
 	ic := cfg.IKEConfig
-	v := n.loaded.cfg
-	if v == nil {
+	if len(n.loaded.conns) == 0 {
 		return &ic
 	}
-	if ic.IKE.Port == 0 { // the file has no IKE: vici's defaults
-		ic.IKE = v.IKE
+	if ic.IKE.Port == 0 { // the file has no IKE: the defaults
+		ic.IKE = n.loaded.conns[0].cfg.IKE
 	}
 	ic.Connections = slices.Clone(ic.Connections)
-	ic.Secrets = append(slices.Clone(ic.Secrets), v.Secrets...)
-	for _, c := range v.Connections {
-		if err := clash(cfg, &config.Config{IKEConfig: config.IKEConfig{Connections: []config.Connection{c}}}); err != nil {
+	for _, lc := range n.loaded.conns {
+		c := lc.conn()
+		if err := clashFile(cfg, c); err != nil {
 			n.log.WithError(err).Warn("vici: the config file took this name: the connection loaded over vici is left out")
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	govici "github.com/strongswan/govici/vici"
+
+	"github.com/ipsecd/ipsecd/config"
 )
 
 // TestViciFollowsTheConfig: vici: opens the socket at Start; a reload
@@ -127,5 +129,62 @@ func TestViciLoadConnChecked(t *testing.T) {
 	}
 	if err := b.UnloadConn("gw"); err == nil || !strings.Contains(err.Error(), `no connection "gw" loaded over vici`) {
 		t.Errorf("unloading what was never loaded: %v", err)
+	}
+}
+
+// TestViciNamesClash: a connection loaded over vici may not take the
+// name of the file's connections, nor a child's name the file or another
+// of vici's connections has (IKE finds children by name alone); loading
+// one again under its own name replaces it.
+func TestViciNamesClash(t *testing.T) {
+	file, err := config.Parse("f.yaml", []byte(`interfaces: [{name: ipsec1, if_id: 1}]
+connections:
+  - {name: file, remote_addrs: [192.0.2.9], proposals: [aes256-sha256-x25519], local: {auth: psk, id: a.test}, remote: {auth: psk, id: f.test},
+     children: [{name: fnet, if_id: 1, local_ts: [10.9.0.0/24], remote_ts: [10.8.0.0/24], esp_proposals: [aes128gcm16]}]}
+secrets: [{ids: [a.test], secret: x}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Daemon{cfg: file}
+	secret := []loadedItem{{"s", []byte(`{ids: ["a.test"], secret: "0x6869"}`)}}
+	parse := func(name, child string) config.Connection {
+		t.Helper()
+		item := `{name: "` + name + `", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, ` +
+			`remote: {auth: "psk", id: "b.test"}, children: [{name: "` + child + `", if_id: "1", local_ts: ["10.1.0.0/24"], ` +
+			`remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`
+		cfg, err := parseVici(file.Interfaces, []loadedItem{{name, []byte(item)}}, secret)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return cfg.Connections[0]
+	}
+	cfg, err := parseVici(file.Interfaces, []loadedItem{{"gw", []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "1", local_ts: ["10.1.0.0/24"], remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`)}}, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.loaded.conns = []loadedConn{{"gw", cfg}}
+	for _, tt := range []struct {
+		conn config.Connection
+		want string
+	}{
+		{parse("file", "other"), `connection "file" comes from the config file`},
+		{parse("gw2", "fnet"), `child "fnet" of gw2: a child of that name comes from the config file`},
+		{parse("gw2", "net"), `child "net": connection "gw" loaded over vici has a child of that name`},
+		{parse("gw", "net"), ""}, // gw again: replaced
+		{parse("gw2", "net2"), ""},
+	} {
+		err := n.clashLocked(tt.conn)
+		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s/%s: %v, want %q", tt.conn.Name, tt.conn.Children[0].Name, err, tt.want)
+		}
+	}
+	// The file's connections come first in what IKE runs; vici's follow.
+	var got []string
+	for _, c := range n.ikeConfig(file).Connections {
+		got = append(got, c.Name)
+	}
+	if strings.Join(got, ",") != "file,gw" {
+		t.Errorf("IKE runs %v, want [file gw]", got)
 	}
 }
