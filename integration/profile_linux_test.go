@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,10 +62,7 @@ func TestProfileStrongswanConnects(t *testing.T) {
 			d := startDaemon(t, p.a, fmt.Sprintf(profileGateway, sides, secrets))
 			ch := charontest.Start(t, p.b.name, "")
 			out := filepath.Join(ch.Dir, "profile")
-			cmd := exec.Command(ipsecdBin, "profile", "strongswan", "--config", d.cfgPath, "--connection", "rw", "--user", "b.test", "--out", out)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("ipsecd profile strongswan: %v\n%s", err, b)
-			}
+			conf := swanctlProfile(t, d, out, "--user", "b.test")
 			if auth == "pubkey" {
 				for name, dst := range map[string]string{"user.pem": "x509/user.pem", "user.key": "private/user.pem"} {
 					b, _ := os.ReadFile(pem[name])
@@ -73,10 +71,6 @@ func TestProfileStrongswanConnects(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-			}
-			conf, err := os.ReadFile(filepath.Join(out, "swanctl.conf"))
-			if err != nil {
-				t.Fatal(err)
 			}
 			t.Logf("the profile's swanctl.conf:\n%s", conf)
 			ch.LoadDir(string(conf), out)
@@ -125,4 +119,57 @@ func profilePKI(t *testing.T, dir string) map[string]string {
 		save(name+".key", "PRIVATE KEY", k)
 	}
 	return paths
+}
+
+// TestProfileStrongswanEAP: the swanctl profile of the remote-access
+// gateway of TestIKECharonRoadWarrior (a pool, EAP-MSCHAPv2 users, the
+// CA given with --ca since the gateway's config has it nowhere), with
+// only the user's password added where the profile says, connects: the
+// client asks for a virtual IP, gets the pool's first, and pings the
+// network behind the gateway from it.
+func TestProfileStrongswanEAP(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	dir := t.TempDir()
+	caFile, cert, key := raPKI(t, dir)
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	d := startDaemon(t, p.a, raGateway(cert, key))
+	ch := charontest.Start(t, p.b.name, "")
+	out := filepath.Join(ch.Dir, "profile")
+	conf := swanctlProfile(t, d, out, "--user", "alice", "--ca", caFile)
+	// The user fills in the password: the secret's lines uncommented.
+	lines := strings.Split(string(conf), "\n")
+	filled := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "\t# eap-rw {") || strings.HasPrefix(l, "\t# \t") || l == "\t# }" {
+			lines[i] = strings.Replace(strings.Replace(l, "# ", "", 1), `secret = ""`, `secret = "alice-mschapv2-pw"`, 1)
+			filled++
+		}
+	}
+	if filled != 4 || !strings.Contains(string(conf), "vips = 0.0.0.0\n") {
+		t.Fatalf("the profile has no commented eap-rw secret (%d lines) or asks for no IPv4 address:\n%s", filled, conf)
+	}
+	ch.LoadDir(strings.Join(lines, "\n"), out)
+	if o, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "15"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, o)
+	}
+	if s := d.waitIKE("alice's child", anyChild); s.RemoteEAPID != "alice" || fmt.Sprint(s.RemoteVIPs) != "[10.3.0.1]" {
+		t.Fatalf("ike list: EAP identity %q, virtual IPs %v; want alice and 10.3.0.1", s.RemoteEAPID, s.RemoteVIPs)
+	}
+	ping(t, p.b, "198.51.100.1", 2)
+}
+
+// swanctlProfile runs ipsecd profile strongswan for d's connection rw
+// with args into the directory out, and returns its swanctl.conf.
+func swanctlProfile(t *testing.T, d *daemon, out string, args ...string) []byte {
+	t.Helper()
+	args = append([]string{"profile", "strongswan", "--config", d.cfgPath, "--connection", "rw", "--out", out}, args...)
+	if b, err := exec.Command(ipsecdBin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("ipsecd %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	conf, err := os.ReadFile(filepath.Join(out, "swanctl.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conf
 }

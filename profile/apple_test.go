@@ -6,10 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ipsecd/ipsecd/config"
-	"github.com/ipsecd/ipsecd/ike"
 )
 
 // plistJSON parses a property list with Python's plistlib, as a tool
@@ -70,10 +70,9 @@ func at(m any, path ...any) any {
 func TestApplePlist(t *testing.T) {
 	p := newPKI(t, t.TempDir())
 	c := loadGateway(t, p)
-	eap := *c
-	eap.Connections = append([]config.Connection(nil), c.Connections...)
-	eap.Connections[0].Remote.Auth = "eap-mschapv2"
+	// A user with XML's special characters: the connection's eap_id.
 	evil := `x<y>&'"z@example.net`
+	eap := loadGateway(t, p, "eap_id: alice", "eap_id: '"+strings.ReplaceAll(evil, "'", "''")+"'", "ids: [alice]", "ids: ['"+strings.ReplaceAll(evil, "'", "''")+"']")
 	vpn := []any{"PayloadContent", 0}
 	ikev2 := append(vpn[:2:2], "IKEv2")
 	for _, tc := range []struct {
@@ -112,10 +111,12 @@ func TestApplePlist(t *testing.T) {
 			"0":                 append(ikev2[:3:3], "EnablePFS"),
 			"None":              append(ikev2[:3:3], "DeadPeerDetectionRate"),
 		}},
-		{"eap", &eap.IKEConfig, Options{Connection: "rw", User: evil}, map[string][]any{
-			"None": append(ikev2[:3:3], "AuthenticationMethod"),
-			"1":    append(ikev2[:3:3], "ExtendedAuthEnabled"),
-			evil:   append(ikev2[:3:3], "AuthName"),
+		{"eap", &eap.IKEConfig, Options{Connection: "eap", User: evil, CA: p.ca}, map[string][]any{
+			"None":        append(ikev2[:3:3], "AuthenticationMethod"),
+			"1":           append(ikev2[:3:3], "ExtendedAuthEnabled"),
+			evil:          append(ikev2[:3:3], "AuthName"),
+			"AES-256-GCM": append(ikev2[:3:3], "IKESecurityAssociationParameters", "EncryptionAlgorithm"), // the apple preset's first
+			"19":          append(ikev2[:3:3], "IKESecurityAssociationParameters", "DiffieHellmanGroup"),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +137,7 @@ func TestApplePlist(t *testing.T) {
 			// CA's DER; the UUIDs are distinct and the same next time.
 			payloads := at(m, "PayloadContent").([]any)
 			last := payloads[len(payloads)-1].(map[string]any)
-			if tc.c.Connections[0].Name == tc.o.Connection {
+			if tc.o.Connection != "psk" {
 				if last["PayloadType"] != "com.apple.security.root" || last["PayloadContent"] != b64(p.ca.Raw) {
 					t.Errorf("last payload %v, want the CA", last["PayloadType"])
 				}
@@ -155,8 +156,5 @@ func TestApplePlist(t *testing.T) {
 				t.Error("a second profile differs from the first")
 			}
 		})
-	}
-	if c.Connections[0].Remote.Auth != ike.AuthPubkey {
-		t.Fatal("the eap copy changed the config")
 	}
 }

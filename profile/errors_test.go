@@ -12,6 +12,7 @@ import (
 // not say, is an error naming it, for each kind of profile.
 func TestRefusals(t *testing.T) {
 	p := newPKI(t, t.TempDir())
+	c0 := loadGateway(t, p)
 	type writer func(*config.IKEConfig, Options) ([]File, error)
 	for _, tc := range []struct {
 		name   string
@@ -22,7 +23,9 @@ func TestRefusals(t *testing.T) {
 		want   string
 	}{
 		{"unknown connection", Swanctl, nil, nil, Options{Connection: "nope", User: "b.test"},
-			`no connection "nope" in the config (connections: rw, psk)`},
+			`no connection "nope" in the config (connections: rw, psk, eap)`},
+		{"user not the eap_id", Apple, nil, nil, Options{Connection: "eap", User: "bob"},
+			"connection eap: remote.eap_id is alice, which user bob is not"},
 		{"user not the remote id", Swanctl, nil, nil, Options{Connection: "psk", User: "c.test"},
 			"connection psk: remote.id is b.test, which user c.test is not"},
 		{"no address", Apple, nil, func(c *config.IKEConfig) {
@@ -50,7 +53,9 @@ func TestRefusals(t *testing.T) {
 		{"strongswan odd child name", Swanctl, nil, func(c *config.IKEConfig) { c.Connections[0].Children[0].Name = "a b" }, Options{Connection: "rw", User: "b.test"},
 			`"a b" is no name swanctl.conf takes as a section`},
 		{"gateway CA unknown", Swanctl, nil, func(c *config.IKEConfig) { c.Connections[0].Remote.CACertList = nil }, Options{Connection: "rw", User: "b.test"},
-			"connection rw: the issuer of local.cert (CN=Profile Test CA,O=ipsecd) is in neither local.cert's file nor remote.cacerts"},
+			"connection rw: the issuer of local.cert (CN=Profile Test CA,O=ipsecd) is in neither local.cert's file nor remote.cacerts; clients need it to trust the gateway: append it to local.cert's file, or give it with --ca FILE"},
+		{"--ca not the issuer", Swanctl, nil, nil, Options{Connection: "eap", User: "alice", CA: c0.Connections[0].Local.Certs[0]},
+			"connection eap: the CA given (CN=gw.example.net) did not issue local.cert (issuer CN=Profile Test CA,O=ipsecd)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := loadGateway(t, p, tc.edits...)

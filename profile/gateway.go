@@ -26,6 +26,10 @@ type Options struct {
 	// P12 is the user's certificate and key as PKCS#12, which an Apple
 	// profile carries for certificate authentication.
 	P12 []byte
+	// CA is the root of the gateway's certificate when the config has
+	// it nowhere (a gateway of EAP users has no remote.cacerts, and its
+	// certificate file often holds the certificate alone).
+	CA *x509.Certificate
 }
 
 // File is one file of a profile: its name (a path relative to where the
@@ -81,7 +85,14 @@ func newGateway(c *config.IKEConfig, o Options) (*gateway, error) {
 		return nil, errorf("user %q is not an identity (want a name, user@domain or an address): %v", o.User, err)
 	}
 	g.user = user
-	if r := conn.Remote.Identity; !r.IsAny() && !r.Equal(user) {
+	switch r := conn.Remote.Identity; {
+	case conn.Remote.Auth.IsEAP():
+		// The user is the EAP identity; the IKE identity is the
+		// client's own (an address, unless set).
+		if e := conn.Remote.EAPID; e != "" && e != o.User {
+			return nil, errorf("remote.eap_id is %s, which user %s is not: this connection serves that one user", printable.Escape(e), user)
+		}
+	case !r.IsAny() && !r.Equal(user):
 		return nil, errorf("remote.id is %s, which user %s is not: this connection serves that one peer", r, user)
 	}
 	if g.address, err = address(conn, o.Address); err != nil {
@@ -93,7 +104,7 @@ func newGateway(c *config.IKEConfig, o Options) (*gateway, error) {
 	}
 	switch {
 	case conn.Local.Auth == ike.AuthPubkey:
-		if g.ca, err = root(conn); err != nil {
+		if g.ca, err = root(conn, o.CA); err != nil {
 			return nil, errorf("%v", err)
 		}
 	case conn.Local.Auth == ike.AuthPSK:
@@ -138,8 +149,8 @@ func address(conn *config.Connection, override string) (string, error) {
 
 // root returns the CA that the gateway's certificate chain ends at: the
 // chain's last certificate when it signed itself, else the trust anchor
-// of remote.cacerts that signed it.
-func root(conn *config.Connection) (*x509.Certificate, error) {
+// of remote.cacerts, or given (--ca), that signed it.
+func root(conn *config.Connection, given *x509.Certificate) (*x509.Certificate, error) {
 	chain := conn.Local.Certs
 	if len(chain) == 0 {
 		return nil, fmt.Errorf("local.auth pubkey without a certificate")
@@ -148,12 +159,19 @@ func root(conn *config.Connection) (*x509.Certificate, error) {
 	if bytes.Equal(last.RawIssuer, last.RawSubject) && last.CheckSignatureFrom(last) == nil {
 		return last, nil
 	}
-	for _, ca := range conn.Remote.CACertList {
+	cas := conn.Remote.CACertList
+	if given != nil {
+		cas = append([]*x509.Certificate{given}, cas...)
+	}
+	for _, ca := range cas {
 		if bytes.Equal(last.RawIssuer, ca.RawSubject) && last.CheckSignatureFrom(ca) == nil {
 			return ca, nil
 		}
 	}
-	return nil, fmt.Errorf("the issuer of local.cert (%s) is in neither local.cert's file nor remote.cacerts; clients need it to trust the gateway: append it to local.cert's file", last.Issuer)
+	if given != nil {
+		return nil, fmt.Errorf("the CA given (%s) did not issue local.cert (issuer %s)", given.Subject, last.Issuer)
+	}
+	return nil, fmt.Errorf("the issuer of local.cert (%s) is in neither local.cert's file nor remote.cacerts; clients need it to trust the gateway: append it to local.cert's file, or give it with --ca FILE", last.Issuer)
 }
 
 // vips returns the virtual IPs a client asks for, as swanctl writes

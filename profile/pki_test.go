@@ -75,7 +75,8 @@ func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
 
 // gatewayYAML is a remote-access gateway's config: the connection rw
 // (the gateway's certificate, users by certificate), psk (a pre-shared
-// key both ways) and the children's traffic. Edits replace text in it.
+// key both ways), eap (the user alice by EAP-MSCHAPv2, a full tunnel)
+// and the children's traffic. Edits replace text in it.
 const gatewayYAML = `underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24]}
@@ -101,8 +102,17 @@ connections:
     remote: {auth: psk, id: b.test}
     children:
       - {name: psknet, if_id: 1, local_ts: [198.51.100.0/24], remote_ts: [203.0.113.0/24], esp_proposals: [aes256-sha256]}
+  - name: eap
+    local_addrs: [192.0.2.1]
+    pools: [rw4]
+    proposals: [apple, android]
+    local:  {auth: pubkey, id: gw.example.net, cert: GW_PEM, key: GW_KEY}
+    remote: {auth: eap-mschapv2, eap_id: alice}
+    children:
+      - {name: eapnet, if_id: 1, local_ts: [0.0.0.0/0], remote_ts: [dynamic], esp_proposals: [apple, android]}
 secrets:
   - {ids: [a.test, b.test], secret: "it's a \"test\" psk"}
+  - {type: eap, ids: [alice], secret: alice-pw}
 `
 
 // loadGateway writes gatewayYAML with edits (old, new, old, new, ...)

@@ -84,7 +84,7 @@ func Swanctl(c *config.IKEConfig, o Options) ([]File, error) {
 		fmt.Fprintf(&b, "secrets {\n\tike-%s {\n\t\tid-user = %s\n\t\tid-gateway = %s\n\t\tsecret = %s\n\t}\n}\n",
 			g.conn.Name, swanQuote(g.userText), swanQuote(g.id.String()), swanSecret(g.psk))
 	case strings.HasPrefix(string(g.conn.Remote.Auth), "eap-") && g.conn.Remote.Auth != "eap-tls":
-		fmt.Fprintf(&b, "secrets {\n\t# eap-%s { id = %s  secret = \"the user's password\" }\n}\n", g.conn.Name, swanQuote(g.userText))
+		fmt.Fprintf(&b, "secrets {\n\t# The user's EAP password goes here:\n\t# eap-%s {\n\t# \tid = %s\n\t# \tsecret = \"\"\n\t# }\n}\n", g.conn.Name, swanQuote(g.userText))
 	}
 	files := []File{{"swanctl.conf", b.Bytes()}}
 	if g.ca != nil {

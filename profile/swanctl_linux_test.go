@@ -31,9 +31,15 @@ func TestSwanctlLoadsIntoCharon(t *testing.T) {
 			"net: TUNNEL", "remote: 198.51.100.0/24"}},
 		{"psk", []string{"psk: IKEv2", "local pre-shared key authentication:", "remote pre-shared key authentication:",
 			"id: a.test", "psknet: TUNNEL", "local:  203.0.113.0/24", "remote: 198.51.100.0/24"}},
+		{"eap", []string{"eap: IKEv2", "local EAP_MSCHAPV2 authentication:", "eap_id: alice", "id: gw.example.net",
+			"eapnet: TUNNEL", "remote: 0.0.0.0/0"}},
 	} {
 		t.Run(tc.conn, func(t *testing.T) {
-			files, err := Swanctl(&c.IKEConfig, Options{Connection: tc.conn, User: "b.test"})
+			user := map[string]string{"eap": "alice"}[tc.conn]
+			if user == "" {
+				user = "b.test"
+			}
+			files, err := Swanctl(&c.IKEConfig, Options{Connection: tc.conn, User: user, CA: p.ca})
 			if err != nil {
 				t.Fatal(err)
 			}

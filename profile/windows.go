@@ -49,7 +49,7 @@ func Windows(c *config.IKEConfig, o Options) ([]File, error) {
 	switch auth := g.conn.Remote.Auth; auth {
 	case ike.AuthPubkey:
 		method = []string{"-AuthenticationMethod MachineCertificate"}
-	case "eap-mschapv2", "eap-radius":
+	case ike.AuthEAPMSCHAPv2, "eap-radius":
 		method = []string{"-AuthenticationMethod Eap", "-RememberCredential"}
 	case "eap-tls":
 		method = []string{"-AuthenticationMethod Eap", "-EapConfigXmlStream (New-EapConfiguration -Tls -UserCertificate).EapConfigXmlStream"}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +17,8 @@ import (
 const defaultConfigFile = "/etc/ipsecd/ipsecd.yaml"
 
 // cmdProfile is `ipsecd profile apple|windows|strongswan --connection
-// NAME --user ID [--config FILE] [--address HOST] [--p12 FILE] [--out
-// PATH]`: what an administrator hands a user of a remote-access
+// NAME --user ID [--config FILE] [--address HOST] [--ca FILE] [--p12
+// FILE] [--out PATH]`: what an administrator hands a user of a remote-access
 // connection, from the config file the daemon runs with (package
 // profile). Without --out the profile goes to stdout (strongswan: its
 // swanctl.conf); with it, apple and windows write the file PATH and
@@ -27,12 +29,13 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fs := newFlags("profile "+kind, "profile "+kind+" --connection NAME --user ID [--config FILE] [--address HOST] [--p12 FILE] [--out PATH]", stderr)
+	fs := newFlags("profile "+kind, "profile "+kind+" --connection NAME --user ID [--config FILE] [--address HOST] [--ca FILE] [--p12 FILE] [--out PATH]", stderr)
 	file := fs.String("config", defaultConfigFile, "the daemon's config `FILE`")
 	var o profile.Options
 	fs.StringVar(&o.Connection, "connection", "", "the gateway's connection `NAME` the user connects to")
 	fs.StringVar(&o.User, "user", "", "the user's identity `ID` (IKE identity, or EAP identity with EAP)")
 	fs.StringVar(&o.Address, "address", "", "where clients reach the gateway (`HOST`); default: the connection's local_addrs, else its local.id")
+	ca := fs.String("ca", "", "the CA `FILE` (PEM) that issued the gateway's certificate, when neither local.cert's file nor remote.cacerts has it")
 	p12 := fs.String("p12", "", "apple: the user's certificate and key as PKCS#12 `FILE`, for certificate authentication")
 	out := fs.String("out", "", "write to `PATH` (strongswan: a directory) instead of stdout")
 	if err := parse(fs, args); err != nil {
@@ -46,6 +49,11 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 			return usagef("--p12 is for apple profiles")
 		}
 		if o.P12, err = os.ReadFile(*p12); err != nil {
+			return err
+		}
+	}
+	if *ca != "" {
+		if o.CA, err = readCA(*ca); err != nil {
 			return err
 		}
 	}
@@ -88,4 +96,25 @@ func cmdProfile(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// readCA reads the first certificate of the PEM file path.
+func readCA(path string) (*x509.Certificate, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var block *pem.Block
+		if block, b = pem.Decode(b); block == nil {
+			return nil, fmt.Errorf("%s: no PEM certificate", path)
+		}
+		if block.Type == "CERTIFICATE" {
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			return c, nil
+		}
+	}
 }

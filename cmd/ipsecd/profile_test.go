@@ -50,6 +50,7 @@ func TestProfileCommand(t *testing.T) {
 			"", "", "a.mobileconfig", "<string>vpn.example.net</string>"},
 		{[]string{"profile", "windows", "--config", cfg, "--connection", "office", "--user", "alice@example.net"}, 1,
 			"", "windows: connection office: local.auth psk: Windows' IKEv2 client checks the gateway's certificate (pubkey); it takes no pre-shared key", "", ""},
+		{[]string{"profile", "apple", "--config", cfg, "--connection", "office", "--user", "alice@example.net", "--ca", cfg}, 1, "", "ipsecd.yaml: no PEM certificate", "", ""},
 		{[]string{"profile", "apple", "--config", cfg, "--connection", "office"}, 2, "", "--connection NAME and --user ID are required", "", ""},
 		{[]string{"profile", "android", "--config", cfg}, 2, "", `unknown profile command "android"; want apple, windows, strongswan`, "", ""},
 		{[]string{"profile", "windows", "--config", cfg, "--connection", "office", "--user", "a", "--p12", cfg}, 2, "", "--p12 is for apple profiles", "", ""},
