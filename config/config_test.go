@@ -479,6 +479,10 @@ func TestExamples(t *testing.T) {
 	keyFile := regexp.MustCompile(`name: "([^"]+)", key_file: ([^,}\s]+)`)
 	secretFile := regexp.MustCompile(`secret_file: ([^,}\s]+)`)
 	dir := t.TempDir()
+	// The certificate and key an example names as gw.pem and gw.key
+	// (a gateway's; examples/remote-access.yaml), issued for
+	// vpn.example.net by a test CA.
+	pkiFor(t, dir, "vpn.example.net")
 	n := 0 // key files written
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -399,6 +399,12 @@ func TestBestSecret(t *testing.T) {
 // into dir, and returns the paths.
 func pki(t *testing.T, dir string) (caPath, certPath, keyPath, otherKeyPath string) {
 	t.Helper()
+	return pkiFor(t, dir, "gw.example.net")
+}
+
+// pkiFor is pki with the certificate's name.
+func pkiFor(t *testing.T, dir, name string) (caPath, certPath, keyPath, otherKeyPath string) {
+	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -411,8 +417,8 @@ func pki(t *testing.T, dir string) (caPath, certPath, keyPath, otherKeyPath stri
 		t.Fatal(err)
 	}
 	ca, _ := x509.ParseCertificate(caDER)
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "gw.example.net"},
-		DNSNames: []string{"gw.example.net"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
+		DNSNames: []string{name}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
 	if err != nil {
 		t.Fatal(err)
