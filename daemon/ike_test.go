@@ -26,6 +26,7 @@ func TestIKEMetrics(t *testing.T) {
 		QueueDrops:   5,
 		Blocked:      195,
 		HalfOpenFull: 35,
+		EAP:          map[string][2]uint64{"EAP-MSCHAPv2": {7, 2}, "EAP-MD5": {0, 0}},
 	}
 	src := metricsSource{
 		counters:   func() []control.Counter { return nil },
@@ -51,6 +52,9 @@ func TestIKEMetrics(t *testing.T) {
 		`ipsecd_ike_dropped_total{reason="block_threshold"} 195`,
 		`ipsecd_ike_dropped_total{reason="init_limit_half_open"} 35`,
 		`ipsecd_ike_dropped_total{reason="malformed"} 0`,
+		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="succeeded"} 7`,
+		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 2`,
+		`ipsecd_ike_eap_total{method="EAP-MD5",result="failed"} 0`,
 	} {
 		if !strings.Contains(out, "\n"+line+"\n") {
 			t.Errorf("no series %s in\n%s", line, out)

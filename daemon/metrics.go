@@ -71,6 +71,9 @@ var (
 		"IKE datagrams dropped before any SA handled them, by reason: malformed, no_sa (for an SA that is gone), no_connection (no connection admits the addresses), cookie (answered with a cookie under load), block_threshold (an IKE_SA_INIT from an address with ike.block_threshold half-open IKE SAs), init_limit_half_open (an IKE_SA_INIT while ike.init_limit_half_open are half-open), queue_full; send_error counts datagrams the kernel refused to send.",
 		[]string{"reason"}, nil)
 
+	descIKEEAP = prometheus.NewDesc("ipsecd_ike_eap_total",
+		"Road warriors' EAP logins at the gateway by method (EAP-MSCHAPv2, EAP-MD5) and result: succeeded, failed (a wrong password, an unknown user, a method refused).",
+		[]string{"method", "result"}, nil)
 	descPoolAddresses = prometheus.NewDesc("ipsecd_pool_addresses",
 		"Addresses of a virtual IP pool by state: online (leased to a client that is connected), offline (kept for a client that left, until the pool needs it), free (never handed out, or free again).",
 		[]string{"pool", "state"}, nil)
@@ -168,7 +171,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
 		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
-		descPoolAddresses,
+		descIKEEAP, descPoolAddresses,
 	} {
 		ch <- d
 	}
@@ -228,6 +231,10 @@ func collectIKE(ch chan<- prometheus.Metric, sas []control.IKESAInfo, ctr ikenod
 		{"block_threshold", ctr.Blocked}, {"init_limit_half_open", ctr.HalfOpenFull},
 		{"queue_full", ctr.QueueDrops}, {"send_error", ctr.SendErrors}} {
 		emit(ch, descIKEDropped, prometheus.CounterValue, d.v, d.reason)
+	}
+	for method, v := range ctr.EAP {
+		emit(ch, descIKEEAP, prometheus.CounterValue, v[0], method, "succeeded")
+		emit(ch, descIKEEAP, prometheus.CounterValue, v[1], method, "failed")
 	}
 }
 

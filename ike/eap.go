@@ -27,12 +27,15 @@ import (
 // StateInitDone until the last exchange, so that the half-open limits
 // and deadline bound the whole conversation.
 
-// eapMethod is the EAP type of an EAP auth class.
-func eapMethod(a AuthClass) message.EAPType {
-	if a == AuthEAPMD5 {
+// EAPType returns the EAP method of an EAP auth class, 0 for another.
+func (a AuthClass) EAPType() message.EAPType {
+	switch a {
+	case AuthEAPMD5:
 		return message.EAPMD5
+	case AuthEAPMSCHAPv2:
+		return message.EAPMSCHAPv2
 	}
-	return message.EAPMSCHAPv2
+	return 0
 }
 
 // handleEAPAuth is one IKE_AUTH request of a peer that authenticates
@@ -63,7 +66,7 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 	case !idi.IsValid() || idi.Type() == 0:
 		return s.refuseEAP(fmt.Errorf("%w: no IDi payload", ErrAuthFailed))
 	case message.Get(ps, message.TypeAUTH) != nil:
-		return s.refuseEAP(fmt.Errorf(`%w: "%s" sent AUTH; we want %s (remote auth %s)`, ErrAuthFailed, IdentityOf(idi), eap.MethodName(eapMethod(s.cfg.remoteAuth())), s.cfg.remoteAuth()))
+		return s.refuseEAP(fmt.Errorf(`%w: "%s" sent AUTH; we want %s (remote auth %s)`, ErrAuthFailed, IdentityOf(idi), eap.MethodName(s.cfg.remoteAuth().EAPType()), s.cfg.remoteAuth()))
 	case !s.cfg.RemoteID.Matches(IdentityOf(idi)):
 		return s.refuseEAP(fmt.Errorf(`%w: peer is "%s", want "%s"`, ErrAuthFailed, IdentityOf(idi), s.cfg.RemoteID))
 	}
@@ -78,7 +81,7 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 			s.hs.authReq = append(s.hs.authReq, p)
 		}
 	}
-	s.hs.eap = eap.NewServer(eap.ServerConfig{Method: eapMethod(s.cfg.remoteAuth()), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
+	s.hs.eap = eap.NewServer(eap.ServerConfig{Method: s.cfg.remoteAuth().EAPType(), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
 	first, err := s.hs.eap.Start()
 	if err != nil {
 		return s.refuseEAP(fmt.Errorf("%w: %v", ErrAuthFailed, err))

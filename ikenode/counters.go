@@ -3,6 +3,7 @@ package ikenode
 import (
 	"sync/atomic"
 
+	"github.com/ipsecd/ipsecd/ike/eap"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
@@ -30,6 +31,25 @@ type counters struct {
 	blocked, halfOpenFull                  atomic.Uint64
 	queueDrops, sendErrors, sent           atomic.Uint64
 	childrenInstalled, childrenRemoved     atomic.Uint64
+	// eap counts EAP logins of road warriors by method (eapMethods) and
+	// outcome: [0] succeeded, [1] failed.
+	eap [len(eapMethods)][2]atomic.Uint64
+}
+
+// eapMethods are the EAP methods a gateway runs, counted by Counters.EAP.
+var eapMethods = [...]message.EAPType{message.EAPMSCHAPv2, message.EAPMD5}
+
+// countEAP counts one EAP login of method: ok or failed.
+func (c *counters) countEAP(method message.EAPType, ok bool) {
+	for i, m := range eapMethods {
+		if m == method {
+			res := 1
+			if ok {
+				res = 0
+			}
+			c.eap[i][res].Add(1)
+		}
+	}
 }
 
 func (c *counters) exchange(t message.ExchangeType, res int) {
@@ -70,6 +90,10 @@ type Counters struct {
 	QueueDrops, Sent, SendErrors uint64
 	// ChildrenInstalled and ChildrenRemoved count CHILD_SA pairs.
 	ChildrenInstalled, ChildrenRemoved uint64
+	// EAP counts road warriors' EAP logins by method ("EAP-MSCHAPv2",
+	// "EAP-MD5") and outcome: [0] succeeded, [1] failed (a wrong
+	// password, an unknown user, a method refused).
+	EAP map[string][2]uint64
 }
 
 // Counters returns the counters.
@@ -82,6 +106,10 @@ func (m *Daemon) Counters() Counters {
 		Blocked: c.blocked.Load(), HalfOpenFull: c.halfOpenFull.Load(),
 		QueueDrops: c.queueDrops.Load(), Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(),
 		ChildrenInstalled: c.childrenInstalled.Load(), ChildrenRemoved: c.childrenRemoved.Load(),
+	}
+	out.EAP = map[string][2]uint64{}
+	for i, m := range eapMethods {
+		out.EAP[eap.MethodName(m)] = [2]uint64{c.eap[i][0].Load(), c.eap[i][1].Load()}
 	}
 	for i := range c.exchanges {
 		name := "other"

@@ -9,7 +9,9 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/eap"
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/internal/printable"
 )
 
 // ikeSA is one IKE SA with the daemon's timers around it.
@@ -232,6 +234,9 @@ func (m *Daemon) count(h message.Header, err error) {
 	if errors.Is(err, ike.ErrAuthFailed) {
 		m.ctr.authFailures.Add(1)
 	}
+	if ae := (*eap.AuthError)(nil); errors.As(err, &ae) {
+		m.ctr.countEAP(ae.Method, false)
+	}
 	m.ctr.exchange(h.ExchangeType(), res)
 }
 
@@ -258,7 +263,12 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	case ike.EventIKEUp:
 		m.established(x, now)
 		x.conn.backoff = 0
-		m.log.WithFields(x.fields()).WithFields(logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}).Info("ike: IKE SA established")
+		f := logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}
+		if id := x.sa.EAPIdentity(); id != "" {
+			m.ctr.countEAP(x.sa.PeerAuth().EAPType(), true)
+			f["eap_id"], f["vips"] = printable.Escape(id), x.sa.VirtualIPs()
+		}
+		m.log.WithFields(x.fields()).WithFields(f).Info("ike: IKE SA established")
 		m.emit(ikeEvent(EventIKEUp, x))
 		m.limitPeer(x, now)
 	case ike.EventIKERekeyed:

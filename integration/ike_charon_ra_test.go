@@ -59,6 +59,7 @@ func raPKI(t *testing.T, dir string) (caFile, certFile, keyFile string) {
 // on its interface) routed from the pool's clients.
 func raGateway(cert, key string) string {
 	return fmt.Sprintf(`log: {level: debug}
+metrics: %s
 underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [10.3.0.0/24]}
@@ -75,15 +76,17 @@ connections:
 secrets:
   - {type: eap, ids: [alice], secret: alice-mschapv2-pw}
   - {type: eap, ids: [dave], secret: dave-mschapv2-pw}
-`, cert, key)
+`, ikeMetricsAddr, cert, key)
 }
 
 // roadWarrior is one charon road warrior of the gateway in A: its
 // namespace and charon, with a connection "test" of EAP-MSCHAPv2 as
 // user, asking for an IPv4 virtual IP, to reach 198.51.100.0/24.
 type roadWarrior struct {
-	ns *netns
-	ch *charontest.Charon
+	ns   *netns
+	ch   *charontest.Charon
+	conn charontest.Conn
+	dir  string // its swanctl directory
 }
 
 // newRoadWarrior starts charon in ns, whose address is addr (routed
@@ -102,7 +105,13 @@ func newRoadWarrior(t *testing.T, ns *netns, addr, user, password, caFile string
 		t.Fatal(err)
 	}
 	ch.LoadDir(conn.String(), dir)
-	return &roadWarrior{ns: ns, ch: ch}
+	return &roadWarrior{ns: ns, ch: ch, conn: conn, dir: dir}
+}
+
+// password loads the connection again with another password.
+func (rw *roadWarrior) password(pw string) {
+	rw.conn.EAPSecret = pw
+	rw.ch.LoadDir(rw.conn.String(), rw.dir)
 }
 
 // up initiates and waits until the gateway d lists the user's child
@@ -164,6 +173,17 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 	if out, _ := d.ctl("ike", "list"); !strings.Contains(out, "remote EAP identity 'alice', virtual IPs 10.3.0.1") {
 		t.Errorf("ike list does not show alice's EAP identity and address:\n%s", out)
 	}
+	metrics := func(want ...string) {
+		t.Helper()
+		body := scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics")
+		for _, w := range want {
+			if !strings.Contains(body, "\n"+w+"\n") {
+				t.Errorf("metrics lack %s", w)
+			}
+		}
+	}
+	metrics(`ipsecd_pool_addresses{pool="rw",state="online"} 1`, `ipsecd_pool_addresses{pool="rw",state="free"} 253`,
+		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="succeeded"} 1`)
 
 	rw.down(t, d, "alice")
 	if out, _ := d.ctl("pool", "list", "--leases"); !strings.Contains(out, "offline 'alice'") {
@@ -172,6 +192,18 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 	rw.up(t, d, "reconnect", "alice", "10.3.0.1")
 	ping(t, p.b, "198.51.100.1", 2)
 	rw.down(t, d, "alice")
+
+	// A wrong password: refused, counted, logged with the user and the
+	// method and without the password.
+	rw.password("not-alices-password")
+	if out, err := rw.ch.Swanctl("--initiate", "--child", "net", "--timeout", "15"); err == nil {
+		t.Fatalf("swanctl --initiate with a wrong password succeeded:\n%s", out)
+	}
+	metrics(`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`)
+	if log := d.log.String(); !strings.Contains(log, `EAP-MSCHAPv2 of \"alice\" failed: wrong password`) || strings.Contains(log, "not-alices-password") {
+		t.Errorf("ipsecd's log does not name alice and the method, or names the password")
+	}
+	rw.password("alice-mschapv2-pw")
 
 	// A restarted gateway gives alice her address back: the lease is in
 	// state_dir.
