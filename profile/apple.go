@@ -2,7 +2,11 @@ package profile
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"fmt"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,6 +46,13 @@ func Apple(c *config.IKEConfig, o Options) ([]File, error) {
 	remoteID, err := appleIdentity(g.id)
 	if err != nil {
 		return fail("local.id: %v", err)
+	}
+	if err := g.serverAuth("Apple's client"); err != nil {
+		return fail("%v", err)
+	}
+	if g.ca != nil && !inSAN(g.conn.Local.Certs[0], remoteID) {
+		// Since iOS 13 and macOS 10.15 only a subjectAltName counts.
+		return fail("the gateway's identity %s is not a subjectAltName of its certificate, which Apple's client requires (a CN is not enough): issue it with one", remoteID)
 	}
 	seed := "ipsecd profile apple " + g.conn.Name + " " + g.userText
 	ident := "ipsecd." + reverseDNSLabel(g.conn.Name) + "." + reverseDNSLabel(g.userText)
@@ -160,6 +171,15 @@ func appleIdentity(id ike.Identity) (string, error) {
 		return id.String(), nil
 	}
 	return "", fmt.Errorf("the gateway's identity %s is no DNS name, email or IP address, which is all Apple's client can check: set local.id to a name in the certificate's subjectAltName", id)
+}
+
+// inSAN reports whether id (a name, email address or IP address) is a
+// subjectAltName of cert.
+func inSAN(cert *x509.Certificate, id string) bool {
+	if a, err := netip.ParseAddr(id); err == nil {
+		return slices.ContainsFunc(cert.IPAddresses, func(ip net.IP) bool { b, ok := netip.AddrFromSlice(ip); return ok && b.Unmap() == a })
+	}
+	return slices.Contains(cert.DNSNames, id) || slices.Contains(cert.EmailAddresses, id)
 }
 
 // appleDPD maps the gateway's dpd_delay onto Apple's four rates (None,

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"crypto/x509"
 	"strings"
 	"testing"
 
@@ -13,6 +14,10 @@ import (
 func TestRefusals(t *testing.T) {
 	p := newPKI(t, t.TempDir())
 	c0 := loadGateway(t, p)
+	userCert, err := x509.ParseCertificate(p.userCertDER) // clientAuth only
+	if err != nil {
+		t.Fatal(err)
+	}
 	type writer func(*config.IKEConfig, Options) ([]File, error)
 	for _, tc := range []struct {
 		name   string
@@ -40,8 +45,16 @@ func TestRefusals(t *testing.T) {
 			"windows: connection rw: Windows' IKEv2 client cannot express any of children[net].esp_proposals: children[net].esp_proposals[0] chacha20poly1305-x25519-noesn: no cipher it knows (it lacks chacha20poly1305, x25519)"},
 		{"windows psk", Windows, nil, nil, Options{Connection: "psk", User: "b.test"},
 			"windows: connection psk: local.auth psk: Windows' IKEv2 client checks the gateway's certificate (pubkey); it takes no pre-shared key"},
-		{"windows eap-md5", Windows, nil, func(c *config.IKEConfig) { c.Connections[0].Remote.Auth = "eap-md5" }, Options{Connection: "rw", User: "b.test"},
+		{"windows eap-md5", Windows, nil, func(c *config.IKEConfig) { c.Connections[0].Remote.Auth = "eap-md5" }, Options{Connection: "rw", User: "b.test", Address: "gw.example.net"},
 			"windows: connection rw: remote.auth eap-md5 is nothing Windows' IKEv2 client does"},
+		{"windows to an address the certificate lacks", Windows, nil, nil, Options{Connection: "rw", User: "b.test"},
+			"windows: connection rw: Windows connects to 192.0.2.1, which the gateway's certificate names neither as a DNS subjectAltName nor as its CN (it has gw.example.net, a.test, CN=gw.example.net): give --address one of those, or issue the certificate with DNS:192.0.2.1"},
+		{"windows without serverAuth", Windows, nil, func(c *config.IKEConfig) { c.Connections[0].Local.Certs = []*x509.Certificate{userCert} }, Options{Connection: "rw", User: "b.test"},
+			"windows: connection rw: the gateway's certificate (CN=b.test) has no serverAuth extended key usage, without which Windows' client refuses it"},
+		{"apple id not in the SAN", Apple, nil, func(c *config.IKEConfig) {
+			c.Connections[0].Local.Identity = ike.MustParseIdentity("fqdn:other.example")
+		}, Options{Connection: "rw", User: "b.test", P12: []byte("x")},
+			"apple: connection rw: the gateway's identity other.example is not a subjectAltName of its certificate, which Apple's client requires (a CN is not enough)"},
 		{"apple without p12", Apple, nil, nil, Options{Connection: "rw", User: "b.test"},
 			"apple: connection rw: remote.auth pubkey: the user authenticates with a certificate; give the user's certificate and key as PKCS#12 (--p12 FILE)"},
 		{"apple DN", Apple, []string{"id: gw.example.net", `id: "CN=gw.example.net"`}, nil, Options{Connection: "rw", User: "b.test", P12: []byte("x")},

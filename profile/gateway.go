@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -185,4 +186,19 @@ func (g *gateway) vips() []netip.Addr {
 		v = append(v, netip.IPv6Unspecified())
 	}
 	return v
+}
+
+// serverAuth checks that the gateway's certificate may serve client
+// (Windows, Apple) at all: both refuse one without the serverAuth
+// extended key usage (strongSwan's pages on Windows' certificate
+// requirements and on Apple clients).
+func (g *gateway) serverAuth(client string) error {
+	if g.ca == nil {
+		return nil
+	}
+	leaf := g.conn.Local.Certs[0]
+	if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		return fmt.Errorf("the gateway's certificate (%s) has no serverAuth extended key usage, without which %s refuses it: issue it with one (pki --flag serverAuth, openssl extendedKeyUsage = serverAuth)", leaf.Subject, client)
+	}
+	return nil
 }

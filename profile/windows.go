@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -44,6 +45,14 @@ func Windows(c *config.IKEConfig, o Options) ([]File, error) {
 	}
 	if g.conn.Local.Auth != ike.AuthPubkey {
 		return fail("local.auth %s: Windows' IKEv2 client checks the gateway's certificate (pubkey); it takes no pre-shared key", g.conn.Local.Auth)
+	}
+	if err := g.serverAuth("Windows' client"); err != nil {
+		return fail("%v", err)
+	}
+	if leaf := g.conn.Local.Certs[0]; !slices.Contains(leaf.DNSNames, g.address) && leaf.Subject.CommonName != g.address {
+		// Error 13801: Windows looks for the name it connects to among
+		// the certificate's DNS names (an IP address too) and its CN.
+		return fail("Windows connects to %s, which the gateway's certificate names neither as a DNS subjectAltName nor as its CN (it has %s): give --address one of those, or issue the certificate with DNS:%s", g.address, strings.Join(append(leaf.DNSNames, "CN="+leaf.Subject.CommonName), ", "), g.address)
 	}
 	var method []string
 	switch auth := g.conn.Remote.Auth; auth {

@@ -54,7 +54,7 @@ func TestWindowsGolden(t *testing.T) {
 			if tc.eap {
 				c.Connections[0].Remote.Auth = "eap-mschapv2"
 			}
-			files, err := Windows(&c.IKEConfig, Options{Connection: "rw", User: "o'brien@example.net"})
+			files, err := Windows(&c.IKEConfig, Options{Connection: "rw", User: "o'brien@example.net", Address: "gw.example.net"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestWindowsEAPTLS(t *testing.T) {
 	p := newPKI(t, t.TempDir())
 	c := loadGateway(t, p)
 	c.Connections[0].Remote.Auth = "eap-tls"
-	files, err := Windows(&c.IKEConfig, Options{Connection: "rw", User: "b.test"})
+	files, err := Windows(&c.IKEConfig, Options{Connection: "rw", User: "b.test", Address: "a.test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-# Windows IKEv2 VPN rw to 192.0.2.1 for o'brien@example.net, from the gateway's config (ipsecd profile windows).
+# Windows IKEv2 VPN rw to gw.example.net for o'brien@example.net, from the gateway's config (ipsecd profile windows).
 # Run in an elevated PowerShell: the gateway's CA goes into the machine's root store.
 $ErrorActionPreference = 'Stop'
 # The CA that issued the gateway's certificate: CN=Profile Test CA,O=ipsecd
@@ -7,5 +7,5 @@ Set-Content -Path $ca -Value @'
 CA-PEM
 '@
 Import-Certificate -FilePath $ca -CertStoreLocation Cert:\LocalMachine\Root | Out-Null
-Add-VpnConnection -Name 'rw' -ServerAddress '192.0.2.1' -TunnelType Ikev2 -EncryptionLevel Required -AuthenticationMethod Eap -RememberCredential -Force
+Add-VpnConnection -Name 'rw' -ServerAddress 'gw.example.net' -TunnelType Ikev2 -EncryptionLevel Required -AuthenticationMethod Eap -RememberCredential -Force
 Set-VpnConnectionIPsecConfiguration -ConnectionName 'rw' -EncryptionMethod AES128 -IntegrityCheckMethod SHA256 -DHGroup ECP256 -CipherTransformConstants AES128 -AuthenticationTransformConstants SHA256128 -PfsGroup None -Force
