@@ -336,3 +336,37 @@ func TestViciLoadAll(t *testing.T) {
 		t.Errorf("swanctl --list-conns after unloading:\n%s", out)
 	}
 }
+
+// TestViciRoadWarrior: with charon as a road warrior of the real binary
+// (EAP-MSCHAPv2, a virtual IP from the pool), swanctl over vici lists
+// the client as charon's own swanctl would: --list-pools --leases shows
+// its lease online under its EAP identity, --list-sas its EAP identity
+// and virtual IP, --list-conns the EAP class.
+func TestViciRoadWarrior(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	caFile, cert, key := raPKI(t, t.TempDir())
+	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
+	sock := filepath.Join(t.TempDir(), "charon.vici")
+	d := startDaemon(t, p.a, raGateway(cert, key)+"vici: "+sock+"\n")
+	rw.up(t, d, "connect", "alice", "10.3.0.1")
+
+	out := viciSwanctl(t, sock, "--list-pools", "--leases")
+	t.Logf("swanctl --list-pools --leases:\n%s", out)
+	for _, want := range []string{"rw ", "10.3.0.0", "1 / 0 / 254", "10.3.0.1", "online", "'alice'"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("swanctl --list-pools --leases: no %q in\n%s", want, out)
+		}
+	}
+	if out := viciSwanctl(t, sock, "--list-sas"); !strings.Contains(out, "EAP: 'alice' [10.3.0.1]") {
+		t.Errorf("swanctl --list-sas does not show alice's EAP identity and virtual IP:\n%s", out)
+	}
+	if out := viciSwanctl(t, sock, "--list-conns"); !strings.Contains(out, "remote EAP_MSCHAPV2 authentication") &&
+		!strings.Contains(out, "remote EAP authentication") {
+		t.Errorf("swanctl --list-conns does not show the EAP class:\n%s", out)
+	}
+	rw.down(t, d, "alice")
+	if out := viciSwanctl(t, sock, "--list-pools", "--leases"); !strings.Contains(out, "offline") {
+		t.Errorf("after the disconnect, swanctl --list-pools --leases:\n%s", out)
+	}
+}

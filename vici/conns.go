@@ -3,6 +3,7 @@ package vici
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/ipsecd/ipsecd/config"
 )
@@ -83,17 +84,25 @@ func authSection(e config.Endpoint, cert string) *Message {
 	if cert != "" {
 		certs = append(certs, cert)
 	}
-	return NewMessage().Set("id", id).Set("class", authClass(string(e.Auth))).
-		Set("groups", []string{}).Set("cert_policy", []string{}).Set("certs", certs).Set("cacerts", nonNil(e.CACerts))
+	m := NewMessage().Set("id", id).Set("class", authClass(string(e.Auth)))
+	if method, ok := strings.CutPrefix(string(e.Auth), "eap-"); ok {
+		m.Set("eap-type", "EAP_"+strings.ToUpper(method))
+		if e.EAPID != "" {
+			m.Set("eap_id", e.EAPID)
+		}
+	}
+	return m.Set("groups", []string{}).Set("cert_policy", []string{}).Set("certs", certs).Set("cacerts", nonNil(e.CACerts))
 }
 
 // authClass writes an auth method as charon's auth_class_names.
 func authClass(auth string) string {
-	switch auth {
-	case "psk":
+	switch {
+	case auth == "psk":
 		return "pre-shared key"
-	case "pubkey":
+	case auth == "pubkey":
 		return "public key"
+	case strings.HasPrefix(auth, "eap-"):
+		return "EAP"
 	}
 	return auth
 }

@@ -57,6 +57,9 @@ func (s *Server) ikeSA(sa control.IKESAInfo, now time.Time, children bool) *Mess
 		Set("remote-host", sa.Remote.Addr().String()).
 		Set("remote-port", strconv.Itoa(int(sa.Remote.Port()))).
 		Set("remote-id", orAny(sa.RemoteID))
+	if sa.RemoteEAPID != "" && sa.RemoteEAPID != sa.RemoteID {
+		m.Set("remote-eap-id", sa.RemoteEAPID)
+	}
 	if sa.Initiator {
 		m.Set("initiator", "yes")
 	}
@@ -74,6 +77,9 @@ func (s *Server) ikeSA(sa control.IKESAInfo, now time.Time, children bool) *Mess
 		if sa.ExpiresIn > 0 {
 			m.Set("life-time", strconv.FormatInt(sa.ExpiresIn, 10))
 		}
+	}
+	if len(sa.RemoteVIPs) > 0 {
+		m.Set("remote-vips", sa.RemoteVIPs)
 	}
 	if children {
 		cs := NewMessage()

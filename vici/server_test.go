@@ -479,3 +479,30 @@ func TestListConnsAndPolicies(t *testing.T) {
 		t.Errorf("get-conns: %v, %v; want an empty list (none loaded over vici)", resp, err)
 	}
 }
+
+// A road warrior's EAP identity and virtual IP are listed as charon
+// lists them: remote-eap-id when it differs from the IKE identity,
+// remote-vips.
+func TestListSAsRoadWarrior(t *testing.T) {
+	sa := control.IKESAInfo{Name: "rw", State: "ESTABLISHED", SPIInitiator: "1111111111111111", SPIResponder: "2222222222222222",
+		Local: netip.MustParseAddrPort("192.0.2.1:4500"), Remote: netip.MustParseAddrPort("203.0.113.9:4500"),
+		LocalID: "vpn.example.net", RemoteID: "203.0.113.9", RemoteEAPID: "alice", RemoteVIPs: []string{"10.3.0.1"},
+		Children: []control.IKEChildInfo{}}
+	_, sess := serve(t, &fakeIKE{sas: []control.IKESAInfo{sa}}, nil)
+	got := strings.Join(flat(streamed(t, sess, "list-sas", "list-sa", nil)[0], ""), " ")
+	for _, want := range []string{"rw.remote-id=203.0.113.9 rw.remote-eap-id=alice rw.initiator-spi=", "rw.responder-spi=2222222222222222 rw.remote-vips=[10.3.0.1]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in %s", want, got)
+		}
+	}
+	f := &fakeIKE{conns: []config.Connection{{Name: "rw", Local: config.Endpoint{Auth: "pubkey", ID: "vpn.example.net", Cert: "gw.pem"},
+		Remote: config.Endpoint{Auth: "eap-mschapv2", EAPID: "%any"}}}}
+	_, sess = serve(t, f, nil)
+	got = strings.Join(flat(streamed(t, sess, "list-conns", "list-conn", nil)[0], ""), " ")
+	for _, want := range []string{"rw.local-1.class=public key", "rw.local-1.certs=[gw.pem]",
+		"rw.remote-1.id=%any rw.remote-1.class=EAP rw.remote-1.eap-type=EAP_MSCHAPV2 rw.remote-1.eap_id=%any"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in %s", want, got)
+		}
+	}
+}
