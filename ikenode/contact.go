@@ -38,11 +38,16 @@ func (m *Daemon) hasContact(local, remote ike.Identity) bool {
 
 // samePeer reports whether y is another established IKE SA of x's
 // connection with x's peer: the same typed identity, proved with the same
-// kind of credential, towards the same local identity. INITIAL_CONTACT
-// and ike.max_ike_sas_per_peer act on those SAs alone.
+// kind of credential, towards the same local identity, and with EAP the
+// same EAP identity. INITIAL_CONTACT and ike.max_ike_sas_per_peer act on
+// those SAs alone. With EAP the IKE identity proves nothing (road
+// warriors send their address, often the same private one behind
+// different NATs, or any name): only the EAP identity tells users apart,
+// and without it one user's INITIAL_CONTACT would drop another's SA.
 func samePeer(x, y *ikeSA) bool {
 	return y != x && !y.ended && y.conn == x.conn && y.sa.State() == ike.StateEstablished &&
-		y.sa.PeerID().Equal(x.sa.PeerID()) && y.sa.PeerAuth() == x.sa.PeerAuth() && y.sa.LocalID().Equal(x.sa.LocalID())
+		y.sa.PeerID().Equal(x.sa.PeerID()) && y.sa.PeerAuth() == x.sa.PeerAuth() && y.sa.LocalID().Equal(x.sa.LocalID()) &&
+		y.sa.EAPIdentity() == x.sa.EAPIdentity()
 }
 
 // initialContact drops, without a delete (the peer forgot them), the

@@ -98,7 +98,7 @@ func newRoadWarrior(t *testing.T, ns *netns, addr, user, password, caFile string
 	ns.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
 	ch := charontest.Start(t, ns.name, "")
 	conn := charontest.Conn{LocalAddrs: addr, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: charontest.Peer{Auth: "eap-mschapv2", ID: user + "@b.test", EAPID: user}, Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
+		Local: charontest.Peer{Auth: "eap-mschapv2", ID: "roadwarrior.test", EAPID: user}, Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
 		VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16", EAPSecret: password}
 	dir := filepath.Join(t.TempDir(), "swanctl")
 	if err := os.MkdirAll(filepath.Join(dir, "x509ca"), 0o700); err != nil {
@@ -219,7 +219,11 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 // one bridge with the gateway A) are up at once with distinct leases,
 // each pinging the network behind the gateway from its own address
 // through the gateway's one interface; the one that connected second
-// keeps its own address when it reconnects after the other left.
+// keeps its own address when it reconnects after the other left. Both
+// send one IKE identity (roadwarrior.test) and INITIAL_CONTACT, as
+// clients behind NATs with the same private address do: only their EAP
+// identities tell them apart, and dave's login must not drop alice's SA
+// (it did before samePeer compared EAP identities).
 func TestIKECharonTwoRoadWarriors(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
