@@ -78,16 +78,16 @@ func (s *Server) translate(ev control.Event, wants func(string) bool) []outEvent
 		ike.Set("child-sas", NewMessage().Set(d[control.DetailChild], pair))
 		out = append(out, outEvent{"child-rekey", NewMessage().Set(conn, ike)})
 	}
-	// An SA that ended keeps no id.
+	// An SA that ended keeps its id a while, then none.
 	switch ev.Type {
 	case evIKEDown, evIKEFailed:
-		s.ids.forgetIKE(d[control.DetailIKESPII], hostOf(d[control.DetailRemote]))
+		s.ids.forgetIKE(d[control.DetailIKESPII], hostOf(d[control.DetailRemote]), now)
 	case evIKERekeyed:
-		s.ids.forgetIKE(d[control.DetailOldIKESPII], hostOf(d[control.DetailRemote]))
+		s.ids.forgetIKE(d[control.DetailOldIKESPII], hostOf(d[control.DetailRemote]), now)
 	case evChildDown:
-		s.ids.forgetChild(d[control.DetailSPIIn])
+		s.ids.forgetChild(d[control.DetailSPIIn], now)
 	case evChildRekeyed:
-		s.ids.forgetChild(d[control.DetailOldSPIIn])
+		s.ids.forgetChild(d[control.DetailOldSPIIn], now)
 	}
 	return out
 }
