@@ -123,7 +123,8 @@ func profilePKI(t *testing.T, dir string) map[string]string {
 
 // TestProfileStrongswanEAP: the swanctl profile of the remote-access
 // gateway of TestIKECharonRoadWarrior (a pool, EAP-MSCHAPv2 users, the
-// CA given with --ca since the gateway's config has it nowhere), with
+// CA given with --ca since the gateway's config has it nowhere, and the
+// address with --address since it listens on any), with
 // only the user's password added where the profile says, connects: the
 // client asks for a virtual IP, gets the pool's first, and pings the
 // network behind the gateway from it.
@@ -136,7 +137,7 @@ func TestProfileStrongswanEAP(t *testing.T) {
 	d := startDaemon(t, p.a, raGateway(cert, key))
 	ch := charontest.Start(t, p.b.name, "")
 	out := filepath.Join(ch.Dir, "profile")
-	conf := swanctlProfile(t, d, out, "--user", "alice", "--ca", caFile)
+	conf := swanctlProfile(t, d, out, "--user", "alice", "--ca", caFile, "--address", underlayA4)
 	// The user fills in the password: the secret's lines uncommented.
 	lines := strings.Split(string(conf), "\n")
 	filled := 0
