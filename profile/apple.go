@@ -77,6 +77,10 @@ func Apple(c *config.IKEConfig, o Options) ([]File, error) {
 		if len(o.P12) == 0 {
 			return fail("remote.auth %s: the user authenticates with a certificate; give the user's certificate and key as PKCS#12 (--p12 FILE)", auth)
 		}
+		if o.P12[0] != 0x30 {
+			// PKCS#12 is DER: a SEQUENCE. A PEM file is the usual mistake.
+			return fail("--p12: not a PKCS#12 file (DER); openssl pkcs12 -export -legacy makes one Apple's client reads")
+		}
 		p12UUID := uuid(seed, "pkcs12")
 		ikev2 = append(ikev2, entry{"AuthenticationMethod", "Certificate"}, entry{"PayloadCertificateUUID", p12UUID})
 		if auth == "eap-tls" {

@@ -81,7 +81,7 @@ func TestApplePlist(t *testing.T) {
 		o    Options
 		want map[string][]any // value: path
 	}{
-		{"certificate", &c.IKEConfig, Options{Connection: "rw", User: "b.test", P12: []byte("the p12")}, map[string][]any{
+		{"certificate", &c.IKEConfig, Options{Connection: "rw", User: "b.test", P12: []byte("0 the p12")}, map[string][]any{
 			"Configuration":             {"PayloadType"},
 			"com.apple.vpn.managed":     append(vpn[:2:2], "PayloadType"),
 			"IKEv2":                     append(vpn[:2:2], "VPNType"),
@@ -98,7 +98,7 @@ func TestApplePlist(t *testing.T) {
 			"240":                       append(ikev2[:3:3], "IKESecurityAssociationParameters", "LifeTimeInMinutes"),
 			"60":                        append(ikev2[:3:3], "ChildSecurityAssociationParameters", "LifeTimeInMinutes"),
 			"com.apple.security.pkcs12": {"PayloadContent", 1, "PayloadType"},
-			"dGhlIHAxMg==":              {"PayloadContent", 1, "PayloadContent"},
+			"MCB0aGUgcDEy":              {"PayloadContent", 1, "PayloadContent"},
 			"com.apple.security.root":   {"PayloadContent", 2, "PayloadType"},
 		}},
 		{"psk", &c.IKEConfig, Options{Connection: "psk", User: "b.test"}, map[string][]any{

@@ -35,7 +35,7 @@ func TestRefusals(t *testing.T) {
 			"connection psk: remote.id is b.test, which user c.test is not"},
 		{"no address", Apple, nil, func(c *config.IKEConfig) {
 			c.Connections[0].LocalAddrs, c.Connections[0].Local.Identity = nil, ike.MustParseIdentity("gw@example.net")
-		}, Options{Connection: "rw", User: "b.test", P12: []byte("x")},
+		}, Options{Connection: "rw", User: "b.test", P12: []byte("0")},
 			"connection rw: no address that clients reach the gateway at: set local_addrs, a local.id that is a DNS name, or --address"},
 		{"bad address", Windows, nil, nil, Options{Connection: "rw", User: "b.test", Address: "a b"},
 			"connection rw: address a b is no host name or IP address"},
@@ -53,13 +53,15 @@ func TestRefusals(t *testing.T) {
 			"windows: connection rw: the gateway's certificate (CN=b.test) has no serverAuth extended key usage, without which Windows' client refuses it"},
 		{"apple id not in the SAN", Apple, nil, func(c *config.IKEConfig) {
 			c.Connections[0].Local.Identity = ike.MustParseIdentity("fqdn:other.example")
-		}, Options{Connection: "rw", User: "b.test", P12: []byte("x")},
+		}, Options{Connection: "rw", User: "b.test", P12: []byte("0")},
 			"apple: connection rw: the gateway's identity other.example is not a subjectAltName of its certificate, which Apple's client requires (a CN is not enough)"},
+		{"apple with a PEM p12", Apple, nil, nil, Options{Connection: "rw", User: "b.test", P12: []byte("-----BEGIN CERTIFICATE-----")},
+			"apple: connection rw: --p12: not a PKCS#12 file (DER); openssl pkcs12 -export -legacy makes one Apple's client reads"},
 		{"apple without p12", Apple, nil, nil, Options{Connection: "rw", User: "b.test"},
 			"apple: connection rw: remote.auth pubkey: the user authenticates with a certificate; give the user's certificate and key as PKCS#12 (--p12 FILE)"},
-		{"apple DN", Apple, []string{"id: gw.example.net", `id: "CN=gw.example.net"`}, nil, Options{Connection: "rw", User: "b.test", P12: []byte("x")},
+		{"apple DN", Apple, []string{"id: gw.example.net", `id: "CN=gw.example.net"`}, nil, Options{Connection: "rw", User: "b.test", P12: []byte("0")},
 			"apple: connection rw: local.id: the gateway's identity CN=gw.example.net is no DNS name, email or IP address"},
-		{"apple additional KE", Apple, []string{"proposals: [aes256gcm16-prfsha384-ecp384, aes256-sha256-x25519]", "proposals: [aes256-sha256-x25519-ke1_mlkem768]"}, nil, Options{Connection: "rw", User: "b.test", P12: []byte("x")},
+		{"apple additional KE", Apple, []string{"proposals: [aes256gcm16-prfsha384-ecp384, aes256-sha256-x25519]", "proposals: [aes256-sha256-x25519-ke1_mlkem768]"}, nil, Options{Connection: "rw", User: "b.test", P12: []byte("0")},
 			"ke1_mlkem768 (an additional key exchange)"},
 		{"apple binary psk", Apple, nil, func(c *config.IKEConfig) { c.Connections[1].PSK = config.Key{0, 1, 2} }, Options{Connection: "psk", User: "b.test"},
 			"apple: connection psk: the pre-shared key is not text, and Apple's SharedSecret is"},
