@@ -39,32 +39,76 @@ type Child struct {
 	// initiator of the exchange that made the child), as strongSwan logs
 	// them ("encryption initiator key"): for tests and a keylog.
 	InitiatorKeys, ResponderKeys keys.ESPKeys
-	// Replaces is, for a rekeyed child, the child it replaces: install
-	// the new pair, move the outbound traffic of the replaced child to
-	// the new one, and remove the old pair when EventChildDown names it
-	// (make-before-break). After simultaneous rekeys (§2.8.1) two
-	// children may replace one; the later EventChildUp wins, and the
-	// other one is deleted. A redundant child made in such a collision
-	// has no Replaces: install it, send nothing on it, and remove it when
-	// its EventChildDown comes.
+	// Replaces is, for a rekeyed child, the child it replaces, until
+	// that one is deleted. The events say what to install and when
+	// (make-before-break): EventChildUp the new pair, or its inbound SA
+	// alone (InboundOnly) while the peer may not have it yet, then
+	// EventChildOutbound its outbound SA, then EventChildDown the old
+	// pair.
 	Replaces *Child
-	// Redundant: the child our rekey made lost simultaneous rekeys
-	// (§2.8.1) to the peer's; it replaces nothing, carries none of our
-	// traffic, and the delete that this SA sends ends it.
+	// Redundant: the child is the loser of simultaneous rekeys (§2.8.1),
+	// ours or the peer's: it replaces nothing, carries none of our
+	// traffic (its outbound SA is never installed), and its maker's
+	// delete ends it.
 	Redundant bool
 
 	// cfg is the child config it was made from: its proposals serve
 	// its rekeys.
-	cfg *ChildConfig
-	// rekeyed: a child that replaces this one was made; the peer may
-	// not rekey it again (it is on its way out).
-	rekeyed bool
+	cfg   *ChildConfig
+	state ChildState
+	// rekeyedBy is the side whose rekey made the child that replaces
+	// this one (SideNone while none does).
+	rekeyedBy Side
+	// outboundWaits: only the inbound SA is to be installed yet
+	// (EventChildUp's InboundOnly); EventChildOutbound ends it.
+	outboundWaits bool
+}
+
+// ChildState is where a child is in its life; the engine alone moves it.
+type ChildState uint8
+
+const (
+	ChildInstalled ChildState = iota // up (its outbound SA may wait: EventChildUp's InboundOnly)
+	ChildRekeying                    // our rekey of it is under way
+	ChildRekeyed                     // a child that replaces it was made; it waits for its delete
+	ChildDeleting                    // our delete of it is under way
+	ChildDeleted                     // gone (EventChildDown reported it)
+)
+
+func (s ChildState) String() string {
+	return [...]string{"INSTALLED", "REKEYING", "REKEYED", "DELETING", "DELETED"}[min(int(s), 4)]
+}
+
+// Side is one end of an IKE SA.
+type Side uint8
+
+const (
+	SideNone Side = iota
+	SideUs
+	SidePeer
+)
+
+// State returns where c is in its life.
+func (c *Child) State() ChildState { return c.state }
+
+// RekeyedBy returns the side whose rekey made the child that replaces c
+// and carries its traffic (after simultaneous rekeys, the winner's), or
+// SideNone while no child replaces c.
+func (c *Child) RekeyedBy() Side { return c.rekeyedBy }
+
+// OutboundWaits reports whether c's outbound SA is not to be installed
+// yet: EventChildOutbound says when (never for a Redundant child).
+func (c *Child) OutboundWaits() bool { return c.outboundWaits }
+
+// replacedBy records that a child of side's rekey replaces c.
+func (c *Child) replacedBy(side Side) {
+	c.state, c.rekeyedBy = ChildRekeyed, side
 }
 
 // gone forgets what c replaced, now that c itself is deleted: a chain
 // of rekeys keeps no more than the newest child and the one it replaces
 // alive.
-func (c *Child) gone() { c.Replaces = nil }
+func (c *Child) gone() { c.Replaces, c.state = nil, ChildDeleted }
 
 // Clear zeroes the child's keys.
 func (c *Child) Clear() {

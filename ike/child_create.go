@@ -39,6 +39,7 @@ func newChildCreate(s *SA, cc *ChildConfig) (*childCreate, error) {
 	}
 	if groups := cc.Proposals[0].Groups(); len(groups) > 0 {
 		if x.priv, err = dh.New(groups[0], s.cfg.rand()); err != nil {
+			s.unusedSPI(x.inSPI)
 			return nil, err
 		}
 	}
@@ -100,7 +101,10 @@ func (x *childCreate) payloads(s *SA) ([]message.Payload, error) {
 		message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, x.remote)}), nil
 }
 
-func (x *childCreate) clear() { x.priv.Clear() }
+func (x *childCreate) drop(s *SA) {
+	x.priv.Clear()
+	s.unusedSPI(x.inSPI)
+}
 
 func (x *childCreate) response(s *SA, ps []message.Payload, now time.Time) ([]byte, error) {
 	c, err := x.made(s, ps)
@@ -108,9 +112,10 @@ func (x *childCreate) response(s *SA, ps []message.Payload, now time.Time) ([]by
 		return s.start(x, now)
 	}
 	if err != nil {
+		s.unusedSPI(x.inSPI)
 		return nil, err
 	}
-	s.addChild(c)
+	s.addChild(c, false)
 	return nil, nil
 }
 
@@ -211,10 +216,19 @@ func sharedOf(ps []message.Payload, priv *dh.Private) ([]byte, error) {
 	return gir, nil
 }
 
-// addChild makes c one of the SA's children and reports it.
-func (s *SA) addChild(c *Child) {
+// addChild makes c one of the SA's children and reports it: to be
+// installed whole, or its inbound SA alone (EventChildUp's InboundOnly).
+func (s *SA) addChild(c *Child, inboundOnly bool) {
+	c.outboundWaits = inboundOnly
 	s.children = append(s.children, c)
-	s.events = append(s.events, Event{Kind: EventChildUp, Child: c})
+	s.events = append(s.events, Event{Kind: EventChildUp, Child: c, InboundOnly: inboundOnly})
+}
+
+// unusedSPI reports spi, an inbound SPI of ours that no child will use.
+func (s *SA) unusedSPI(spi uint32) {
+	if spi != 0 {
+		s.events = append(s.events, Event{Kind: EventSPIUnused, SPI: spi})
+	}
 }
 
 // answerChild answers the peer's CREATE_CHILD_SA that makes a child, a
@@ -270,6 +284,7 @@ func (s *SA) answerChild(req *createRequest, old *Child) ([]message.Payload, *cr
 	}
 	nr, err := s.cfg.randomBytes(nonceLen)
 	if err != nil {
+		s.unusedSPI(inSPI)
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, nil, err
 	}
 	outSPI := binary.BigEndian.Uint32(esp.SPI)

@@ -45,6 +45,7 @@ func (s *SA) RekeyChild(c *Child, now time.Time) ([]byte, error) {
 }
 
 func (x *childRekey) request(s *SA) (message.ExchangeType, []message.Payload, error) {
+	x.old.state = ChildRekeying
 	ps, err := x.payloads(s)
 	rekey := message.Payload{Type: message.TypeN,
 		Body: message.AppendNotify(nil, message.ProtoESP, message.RekeySA, binary.BigEndian.AppendUint32(nil, x.old.InSPI), nil)}
@@ -59,12 +60,22 @@ func (x *childRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byt
 		return s.start(x, now)
 	}
 	if err != nil {
+		x.drop(s)
 		return nil, err
 	}
 	c.Replaces = x.old
-	x.old.rekeyed = true
-	s.addChild(c)
-	return s.start(&childDelete{child: s.settleChildRekey(x, c, message.Get(ps, message.TypeNONC))}, now)
+	doomed := s.settleChildRekey(x, c, message.Get(ps, message.TypeNONC))
+	s.addChild(c, c.Redundant)
+	return s.start(&childDelete{child: doomed}, now)
+}
+
+// drop ends the rekey unanswered or failed: the old child stays up as
+// it was, and may be rekeyed again.
+func (x *childRekey) drop(s *SA) {
+	x.childCreate.drop(s)
+	if x.old.state == ChildRekeying {
+		x.old.state = ChildInstalled
+	}
 }
 
 // answerChildRekey answers the peer's rekey of one of our children.
@@ -79,7 +90,7 @@ func (s *SA) answerChildRekey(req *createRequest) ([]message.Payload, error) {
 		return []message.Payload{{Type: message.TypeN, Body: message.AppendNotify(nil, message.ProtoESP, message.ChildSANotFound, req.rekey.SPI(), nil)}},
 			fmt.Errorf("%w: peer rekeys a child we do not have", ErrChildFailed)
 	}
-	if old.rekeyed {
+	if old.rekeyedBy != SideNone {
 		// Replaced already, it waits for the peer's delete: rekeying it
 		// again would only add children (§2.25.1, as for a child being
 		// deleted).
@@ -89,9 +100,13 @@ func (s *SA) answerChildRekey(req *createRequest) ([]message.Payload, error) {
 	if made == nil {
 		return reply, err
 	}
+	// Our answer may be lost: the new child's outbound SA waits for
+	// the peer's delete of old (removeChild), which proves the peer has
+	// it. If our own rekey of old crosses this one, the nonces decide
+	// later (settleChildRekey).
 	made.child.Replaces = old
-	old.rekeyed = true
-	s.addChild(made.child)
+	old.replacedBy(SidePeer)
+	s.addChild(made.child, true)
 	s.crossed(made)
 	return reply, err
 }

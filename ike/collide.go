@@ -15,7 +15,10 @@ import (
 //     recorded in our task (crossed), and when our answer comes, the new
 //     SA made with the lowest of the four nonces is redundant; its maker
 //     deletes it, and the maker of the other deletes the old one
-//     (settleChildRekey, settleIKERekey).
+//     (settleChildRekey, settleIKERekey). A redundant child is marked so
+//     on both sides: its outbound SA never goes in, and only the
+//     winner's replaces the old child (make-before-break, as for any
+//     rekey of the peer's: its outbound SA when the old one goes).
 //   - Any other CREATE_CHILD_SA while we create, rekey or delete
 //     something, or on an IKE SA a rekey replaced, is answered
 //     TEMPORARY_FAILURE (§2.25) and the peer retries; so is a rekey of a
@@ -102,14 +105,22 @@ func lowest(nonces ...[]byte) int {
 }
 
 // settleChildRekey returns the child our rekey x deletes now that its
-// answer (nonce nr) made c (§1.3.3): the old pair, or, after a
-// collision our rekey lost, c itself, which is marked Redundant; the
-// peer then deletes the old pair.
+// answer (nonce nr) made c (§1.3.3), and says which child is redundant.
+// No collision, or ours won: the old pair goes, replaced by c; a child
+// the peer's crossing rekey made is Redundant, its outbound SA never
+// installed, and the peer deletes it. Ours lost: c is Redundant (its
+// outbound SA never installed) and we delete it; the peer's child
+// replaces the old pair, which the peer deletes.
 func (s *SA) settleChildRekey(x *childRekey, c *Child, nr []byte) *Child {
 	if !lostTo(x.crossing, x.ni, nr) {
+		if x.crossing != nil {
+			x.crossing.child.Replaces, x.crossing.child.Redundant = nil, true
+		}
+		x.old.replacedBy(SideUs)
 		return x.old
 	}
 	c.Replaces, c.Redundant = nil, true
+	x.old.replacedBy(SidePeer)
 	return c
 }
 
@@ -135,7 +146,7 @@ func (s *SA) settleIKERekey(x *ikeRekey, n *SA, nr []byte, now time.Time) ([]byt
 	if x.crossing != nil {
 		x.crossing.sa.retire(now)
 	}
-	s.adopt(n, now)
 	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
+	s.adopt(n, now)
 	return s.sendDelete(now) // outstanding until answered: Tick retransmits it
 }

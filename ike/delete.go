@@ -32,6 +32,7 @@ func (s *SA) DeleteChild(c *Child, now time.Time) ([]byte, error) {
 }
 
 func (x *childDelete) request(*SA) (message.ExchangeType, []message.Payload, error) {
+	x.child.state = ChildDeleting
 	return message.Informational, []message.Payload{{Type: message.TypeD,
 		Body: message.AppendDelete(nil, message.ProtoESP, []uint32{x.child.InSPI})}}, nil
 }
@@ -43,15 +44,26 @@ func (x *childDelete) response(s *SA, _ []message.Payload, _ time.Time) ([]byte,
 	return nil, nil
 }
 
-func (x *childDelete) clear() {}
+func (x *childDelete) drop(*SA) {}
 
 // removeChild removes c from the SA's children and reports it down.
+// A child that replaces c and waits for its outbound SA gets it first
+// (make-before-break): the peer rekeyed c and deletes it, or we delete
+// it, so the peer has the new pair.
 func (s *SA) removeChild(c *Child) {
-	if i := slices.Index(s.children, c); i >= 0 {
-		s.children = slices.Delete(s.children, i, i+1)
-		c.gone()
-		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
+	i := slices.Index(s.children, c)
+	if i < 0 {
+		return
 	}
+	for _, r := range s.children {
+		if r.Replaces == c && r.outboundWaits && !r.Redundant {
+			r.outboundWaits = false
+			s.events = append(s.events, Event{Kind: EventChildOutbound, Child: r})
+		}
+	}
+	s.children = slices.Delete(s.children, i, i+1)
+	c.gone()
+	s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
 }
 
 // ikeDelete is our delete of the IKE SA.
@@ -101,7 +113,7 @@ func (ikeDelete) request(*SA) (message.ExchangeType, []message.Payload, error) {
 // response: the SA was Deleted when the delete was sent.
 func (ikeDelete) response(*SA, []message.Payload, time.Time) ([]byte, error) { return nil, nil }
 
-func (ikeDelete) clear() {}
+func (ikeDelete) drop(*SA) {}
 
 // deleted ends the SA and its children. A request of ours that is
 // outstanding stays so: the caller's own delete, retransmitted until
@@ -110,6 +122,7 @@ func (s *SA) deleted() {
 	s.state = StateDeleted
 	s.queue = nil
 	for _, c := range s.children {
+		c.state = ChildDeleted
 		s.events = append(s.events, Event{Kind: EventChildDown, Child: c})
 	}
 	s.children = nil

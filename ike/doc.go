@@ -48,9 +48,15 @@
 // SPIs, keys, mode, selectors and ESN of a CHILD_SA pair, which the daemon
 // installs in its SAD, reported by an Event (EventChildUp, and
 // EventChildDown when it must go; a rekeyed child names the one it
-// Replaces). An IKE rekey reports EventIKERekeyed with the new SA, to
-// which the children move; the old SA's EventIKEDown then concerns only
-// itself; a new SA of ours that lost simultaneous rekeys is reported by
+// Replaces). The engine is the only owner of a child's life: it keeps
+// its state (Child.State) and says what to install when
+// (make-before-break): a child the peer's rekey made goes in inbound
+// only (InboundOnly) until EventChildOutbound, when the peer deletes the
+// child it replaces; the loser of simultaneous rekeys is Redundant and
+// never gets its outbound SA; EventSPIUnused gives back an SPI no child
+// will use. An IKE rekey reports EventIKERekeyed with the new SA, to
+// which the children move (EventChildMoved); the old SA's EventIKEDown
+// then concerns only itself; a new SA of ours that lost simultaneous rekeys is reported by
 // EventIKEDeleting, to be routed while its delete is retransmitted. Every
 // delete of an IKE SA is retransmitted until answered (Delete). A peer that restarted says so with INITIAL_CONTACT in its
 // IKE_AUTH (§2.4), reported as EventInitialContact: the daemon deletes

@@ -27,14 +27,15 @@ type task interface {
 	// response handles the decrypted answer. It may start the task
 	// that follows (the delete after a rekey) and return its request.
 	response(s *SA, ps []message.Payload, now time.Time) ([]byte, error)
-	// clear wipes what the task holds secret (a DH private key) when the
-	// SA drops it unanswered.
-	clear()
+	// drop ends the task unanswered (the IKE SA ended, or the request
+	// could not be sent): it wipes what it holds secret (a DH private
+	// key) and gives back what it took (an SPI: EventSPIUnused).
+	drop(s *SA)
 }
 
 // start sends x's request and makes x the active task, whose response
 // HandleFrom passes to it. On an error nothing is sent and x is
-// cleared.
+// dropped.
 func (s *SA) start(x task, now time.Time) ([]byte, error) {
 	ex, ps, err := x.request(s)
 	if err == nil {
@@ -44,7 +45,7 @@ func (s *SA) start(x task, now time.Time) ([]byte, error) {
 			return msg, nil
 		}
 	}
-	x.clear()
+	x.drop(s)
 	return nil, err
 }
 
@@ -76,8 +77,9 @@ func (s *SA) finish(ps []message.Payload, now time.Time) ([]byte, error) {
 // IKE SA ended), and wipes what it holds.
 func (s *SA) dropActive() {
 	if s.active != nil {
-		s.active.clear()
+		x := s.active
 		s.active = nil
+		x.drop(s)
 	}
 }
 
@@ -123,7 +125,7 @@ func (s *SA) answerCreate(ps []message.Payload) ([]message.Payload, error) {
 	}
 	reply, made, err := s.answerChild(req, nil)
 	if made != nil {
-		s.addChild(made.child)
+		s.addChild(made.child, false)
 	}
 	return reply, err
 }

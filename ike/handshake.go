@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"slices"
 	"time"
 
 	"github.com/ipsecd/ipsecd/ike/dh"
@@ -71,6 +72,9 @@ func (h *handshake) clear() {
 func (s *SA) endHandshake() {
 	if s.hs == nil || s.state == StateInitSent || s.state == StateAuthSent || s.state == StateInitDone {
 		return
+	}
+	if spi := s.hs.childInSPI; spi != 0 && !slices.ContainsFunc(s.children, func(c *Child) bool { return c.InSPI == spi }) {
+		s.unusedSPI(spi) // our IKE_AUTH's child was refused, or never came
 	}
 	s.hs.clear()
 	s.hs = nil

@@ -95,7 +95,7 @@ func (x *ikeRekey) request(s *SA) (message.ExchangeType, []message.Payload, erro
 	}, nil
 }
 
-func (x *ikeRekey) clear() { x.priv.Clear() }
+func (x *ikeRekey) drop(*SA) { x.priv.Clear() }
 
 // response makes the new SA and deletes the one that is redundant now:
 // s, or the new SA itself when it lost simultaneous rekeys.
@@ -103,10 +103,10 @@ func (x *ikeRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byte,
 	if err := newGroup(s, ps, &x.priv, s.cfg.Proposals); errors.Is(err, errNewGroup) {
 		return s.start(x, now)
 	} else if err != nil {
-		x.clear()
+		x.priv.Clear()
 		return nil, err
 	}
-	defer x.clear()
+	defer x.priv.Clear()
 	sas, nr, err := createAnswer(ps)
 	if err != nil {
 		return nil, err
@@ -144,9 +144,12 @@ func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []by
 	return n, nil
 }
 
-// adopt moves s's children to n, the IKE SA that replaces s; s is
-// retired.
+// adopt moves s's children to n, the IKE SA that replaces s
+// (EventChildMoved); s is retired.
 func (s *SA) adopt(n *SA, now time.Time) {
+	for _, c := range s.children {
+		s.events = append(s.events, Event{Kind: EventChildMoved, Child: c, SA: n})
+	}
 	n.children = append(n.children, s.children...)
 	n.leases = append(n.leases, s.leases...)
 	s.children, s.leases = nil, nil

@@ -28,4 +28,4 @@ func (liveness) request(*SA) (message.ExchangeType, []message.Payload, error) {
 
 func (liveness) response(*SA, []message.Payload, time.Time) ([]byte, error) { return nil, nil }
 
-func (liveness) clear() {}
+func (liveness) drop(*SA) {}

@@ -91,7 +91,7 @@ func (s *SA) Next(now time.Time) ([]byte, error) {
 			}
 			msg, err = s.CreateChild(w.name, now)
 		case workRekeyChild:
-			if w.child.rekeyed {
+			if w.child.rekeyedBy != SideNone {
 				continue
 			}
 			msg, err = s.RekeyChild(w.child, now)

@@ -125,7 +125,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 			// NAT so that both sides put ESP in UDP.
 			ec.ForceEncap = true
 		}
-		ec.AllocSPI = m.allocSPI
+		ec.AllocSPI = m.cfg.Node.AllocSPI // the engine says which went unused (EventSPIUnused)
 		ec.HasContact = m.hasContact
 		ec.VirtualIPs = vipsFor(m.cfg.Pools, ic, &cn)
 		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
@@ -244,28 +244,4 @@ func jitter(d time.Duration) time.Duration {
 		return d
 	}
 	return d - rand.N(d/10+1)
-}
-
-// allocSPI is the engine's Config.AllocSPI: an SPI reserved in the node,
-// remembered so that one never installed is released (expireSPIs).
-func (m *Daemon) allocSPI() (uint32, error) {
-	spi, err := m.cfg.Node.AllocSPI()
-	if err == nil {
-		m.spis[spi] = m.clock.Now()
-	}
-	return spi, err
-}
-
-// spiHold is how long an SPI may stay reserved without being installed:
-// longer than any exchange with its retransmissions takes.
-const spiHold = 10 * time.Minute
-
-// expireSPIs releases the SPIs of negotiations that never installed them.
-func (m *Daemon) expireSPIs(now time.Time) {
-	for spi, at := range m.spis {
-		if now.Sub(at) > spiHold {
-			m.cfg.Node.ReleaseSPI(spi)
-			delete(m.spis, spi)
-		}
-	}
 }

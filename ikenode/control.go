@@ -89,14 +89,14 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 		if c.Transport {
 			ci.Mode = "TRANSPORT"
 		}
-		if rec.outPending != nil {
+		if c.OutboundWaits() {
 			ci.State = "REKEYING"
 		}
 		if m.cfg.Stats != nil {
 			if st, ok := m.cfg.Stats(rec.in); ok {
 				ci.BytesIn, ci.PacketsIn = st.Bytes, st.Packets
 			}
-			if st, ok := m.cfg.Stats(rec.out); ok && rec.outPending == nil {
+			if st, ok := m.cfg.Stats(rec.out); ok && rec.outbound {
 				ci.BytesOut, ci.PacketsOut = st.Bytes, st.Packets
 			}
 		}
@@ -272,9 +272,8 @@ func (m *Daemon) Rekey(t Target) error {
 		if err != nil {
 			return err
 		}
-		x.rekeying[ch] = now
 		if rec := m.children[ch]; rec != nil {
-			rec.rekeyAt = time.Time{}
+			rec.rekeyAt = now.Add(rekeyRetry) // unless the engine says it is rekeyed by then
 		}
 		m.request(x, out)
 		return nil

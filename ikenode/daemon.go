@@ -134,7 +134,6 @@ type Daemon struct {
 	index     saIndex // finds sas' SAs by SPIs, counts the half-open ones
 	limits    limits
 	children  map[*ike.Child]*installed
-	spis      map[uint32]time.Time // AllocSPI'd, not yet installed
 	lingering []lingering
 	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
 	// shorten it).
@@ -180,7 +179,6 @@ func New(cfg Config) (*Daemon, error) {
 		cookies:   &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
 		conns:     map[string]*conn{},
 		children:  map[*ike.Child]*installed{},
-		spis:      map[uint32]time.Time{},
 		index:     newSAIndex(),
 		limits:    limitsOf(cfg.IKE.IKE),
 		done:      make(chan struct{}),
@@ -310,14 +308,11 @@ func (m *Daemon) shutdown() {
 			}
 		}
 		m.down(x, now)
-		x.sa.Wipe() // the delete goes once: no one is left to answer it
+		m.wipe(x) // the delete goes once: no one is left to answer it
 	}
 	m.sas = nil
 	m.index = newSAIndex()
 	m.removeLingering(time.Time{})
-	for spi := range m.spis {
-		m.cfg.Node.ReleaseSPI(spi)
-	}
 	for _, c := range m.conns {
 		clear(c.ec.PSK) // the engine's copies; the file's are the caller's
 	}

@@ -209,6 +209,18 @@ func (f *fakeNode) ReleaseSPI(spi uint32) {
 	delete(f.spis, spi)
 }
 
+// reserved returns the SPIs AllocSPI gave that are neither installed nor
+// released.
+func (f *fakeNode) reserved() []uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var spis []uint32
+	for spi := range f.spis {
+		spis = append(spis, spi)
+	}
+	return spis
+}
+
 // snapshot returns the installed SAs by direction and SPI.
 func (f *fakeNode) snapshot() (in, out map[uint32]sa.Config) {
 	f.mu.Lock()
@@ -497,6 +509,11 @@ func TestUpRekeyDelete(t *testing.T) {
 		lb, _ := b.m.List()
 		return len(ain) == 0 && len(bin) == 0 && len(la) == 0 && len(lb) == 0
 	})
+	for _, e := range []*endpoint{a, b} {
+		if r := e.node.reserved(); len(r) != 0 {
+			t.Errorf("SPIs %x reserved after the last child went, want none", r)
+		}
+	}
 	if err := a.m.Rekey(Target{IKE: "nope"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("rekey of an unknown connection: %v, want ErrNotFound", err)
 	}
@@ -961,8 +978,8 @@ func TestLinger(t *testing.T) {
 }
 
 // TestRedundantChild: the redundant child of simultaneous rekeys (the
-// engine says so, and then deletes it) gets its inbound SA and no
-// outbound SA: nothing is sent on it.
+// engine says so, InboundOnly, and then deletes it) gets its inbound SA
+// and no outbound SA: nothing is sent on it.
 func TestRedundantChild(t *testing.T) {
 	cfg := parseSide(t, "127.0.0.1", "127.0.0.2", "a.test", "b.test", "10.1.0", "10.2.0", sideOpts{})
 	f := newFakeNode(0)
@@ -988,10 +1005,10 @@ func TestRedundantChild(t *testing.T) {
 		return &ike.Child{Suite: proposal.Suite{Encr: gcm}, InSPI: in, OutSPI: out, In: key(byte(in)), Out: key(byte(out)), Local: local, Remote: remote,
 			LocalTS: ts("10.1.0.0", "10.1.0.255"), RemoteTS: ts("10.2.0.0", "10.2.0.255")}
 	}
-	m.childUp(x, child(0x100, 0x200), now)
+	m.childUp(x, child(0x100, 0x200), false, now)
 	redundant := child(0x101, 0x201)
 	redundant.Redundant = true
-	m.childUp(x, redundant, now)
+	m.childUp(x, redundant, true, now) // as the engine reports a redundant child
 	if ev := f.events(); !slices.Equal(ev, []change{{op: opInstall, spi: 0x100, out: 0x200}, {op: opAdd, dir: sa.DirIn, spi: 0x101}}) {
 		t.Errorf("changes %v: want the first pair, then only the redundant child's inbound SA", ev)
 	}

@@ -34,15 +34,25 @@
 // and port; ike.SATS is the one conversion, selectorsOf makes the SAs'
 // selectors of it, and a set the SAD cannot hold exactly leaves the
 // child out, never wider) and, when UDP encapsulated, the ports IKE
-// moved to. Make-before-break on a rekey:
+// moved to. What goes in and when (make-before-break) is the engine's to
+// say, and the daemon follows its events; it keeps only the ids of what
+// it installed and its timers:
 //
-//   - we initiated it: the answer means the peer's new inbound SA is in,
-//     so the new pair goes in at once and its outbound SA, the newest,
-//     carries the traffic; the old pair goes when its delete completes;
-//   - the peer initiated it: only the new inbound SA goes in when we
-//     answer (the peer may not have our answer yet, and would drop what
-//     we sent on the new SA); the new outbound SA goes in, and the old
-//     pair out, when the peer deletes the old child.
+//   - we rekeyed: the answer means the peer's new inbound SA is in, so
+//     the new pair goes in at once (EventChildUp) and its outbound SA,
+//     the newest, carries the traffic; the old pair goes when its delete
+//     completes (EventChildDown);
+//   - the peer rekeyed: only the new inbound SA goes in when we answer
+//     (EventChildUp, InboundOnly: the peer may not have our answer yet,
+//     and would drop what we sent on the new SA); the new outbound SA
+//     goes in (EventChildOutbound), and the old pair out, when the peer
+//     deletes the old child; child_rekeyed is reported then;
+//   - both at once: the redundant child gets its inbound SA alone, and
+//     is gone at its maker's delete; nothing is reported of it.
+//
+// An SPI the engine allocated and will not use is released when it says
+// so (EventSPIUnused); an IKE rekey moves the children to the new SA
+// (EventChildMoved).
 //
 // start_action trap and dpd_action trap install an allow out policy for
 // the child and initiate on the data path's acquire (Acquire), when the

@@ -72,7 +72,7 @@ func TestFailedInstallWipesChild(t *testing.T) {
 	gcm, _ := proposal.Lookup("aes128gcm16")
 	cbc, _ := proposal.Lookup("aes128")
 	sha384, _ := proposal.Lookup("sha384")
-	m.childUp(newX(), child(proposal.Suite{Encr: gcm}, 0x100, 0x200), now)
+	m.childUp(newX(), child(proposal.Suite{Encr: gcm}, 0x100, 0x200), false, now)
 	for _, tt := range []struct {
 		name  string
 		child *ike.Child
@@ -82,7 +82,7 @@ func TestFailedInstallWipesChild(t *testing.T) {
 	} {
 		ch := tt.child
 		held := [][]byte{ch.In.Enc, ch.In.Integ, ch.Out.Enc, ch.Out.Integ}
-		m.childUp(newX(), ch, now)
+		m.childUp(newX(), ch, false, now)
 		if m.children[ch] != nil {
 			t.Fatalf("%s: installed", tt.name)
 		}

@@ -199,6 +199,11 @@ func TestEventsFailures(t *testing.T) {
 		n.advance(t, time.Second)
 		wantEvents(t, "A", a.ev.take(), "ike_up", "child_failed/net:TS unacceptable")
 		wantEvents(t, "B", b.ev.take(), "ike_up", "child_failed:TS unacceptable")
+		// The SPI A's IKE_AUTH offered is given back at once: the
+		// engine says it went unused (before, a ledger held it 10 min).
+		if r := a.node.reserved(); len(r) != 0 {
+			t.Errorf("A still reserves SPIs %x for the refused child", r)
+		}
 	})
 	t.Run("proposal", func(t *testing.T) {
 		n := newTestNet()

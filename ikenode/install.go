@@ -16,16 +16,17 @@ import (
 	"github.com/ipsecd/ipsecd/sa"
 )
 
-// installed is a child whose SAs are in the node.
+// installed is a child whose SAs are in the node: their ids and the
+// child's timers. What to install and when is the engine's to say
+// (EventChildUp, EventChildOutbound, EventChildDown).
 type installed struct {
 	owner   *ikeSA
 	in, out node.StateID
-	// outPending: the outbound SA waits for the peer's delete of the
-	// child this one replaces (we answered the peer's rekey); out holds
-	// its config until then.
-	outPending *sa.Config
-	replaces   *ike.Child
-	at         time.Time
+	// outbound: the outbound SA is in the node (EventChildUp without
+	// InboundOnly, or EventChildOutbound since); the child was reported
+	// up or rekeyed then.
+	outbound bool
+	at       time.Time
 	// rekeyAt and lifeAt: rekey_time with jitter, and life_time.
 	rekeyAt, lifeAt time.Time
 	// peer is where the outbound SA sends, for ESP in UDP: the IKE SA's
@@ -36,48 +37,42 @@ type installed struct {
 	why string
 }
 
-// childUp installs child c of x (make-before-break: see the package doc).
-func (m *Daemon) childUp(x *ikeSA, c *ike.Child, now time.Time) {
-	log := m.log.WithFields(x.fields()).WithField("child", c.Name)
+// childUp installs child c of x as the engine says: both SAs, or the
+// inbound SA alone (inboundOnly) while the peer may not have the child
+// yet (it rekeyed; EventChildOutbound follows) or the child is
+// redundant. The keys the node has copies of are cleared; an outbound
+// SA that waits keeps its keys in c until then.
+func (m *Daemon) childUp(x *ikeSA, c *ike.Child, inboundOnly bool, now time.Time) {
 	m.keylog.logESP(c)
-	in, out, err := saConfigs(c, x.conn)
+	in, err := saConfig(c, x.conn, sa.DirIn)
+	var out sa.Config
+	if err == nil {
+		if out, err = saConfig(c, x.conn, sa.DirOut); err != nil {
+			in.ClearKeys()
+		}
+	}
 	if err != nil {
-		c.Clear()
-		log.WithError(err).Error("ike: child cannot be installed: deleting it with the peer")
-		x.failed = append(x.failed, c)
-		m.childFailed(x, c, err)
+		m.installFailed(x, c, err)
 		return
 	}
-	ours := false
-	if c.Replaces != nil {
-		_, ours = x.rekeying[c.Replaces]
-		delete(x.rekeying, c.Replaces)
-	}
-	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), replaces: c.Replaces, at: now}
-	rec.peer = peerOf(&out)
-	// The redundant child of simultaneous rekeys (§2.8.1), which the
-	// engine deletes, takes the peer's packets until then, and carries
-	// none of ours.
-	if (c.Replaces != nil && !ours && m.children[c.Replaces] != nil) || c.Redundant {
-		// The peer rekeys: our answer may not have reached it, so its
-		// new inbound SA may not exist yet. Inbound now; outbound when
-		// it deletes the old child.
-		err = m.cfg.Node.AddState(node.OwnerIKE, in)
-		m.cfg.Node.ReleaseSPI(c.InSPI)
-		rec.outPending = &out
+	rec := &installed{owner: x, in: idOf(&in), out: idOf(&out), at: now, peer: peerOf(&out)}
+	if inboundOnly {
+		out.ClearKeys() // c keeps its outbound keys until EventChildOutbound
+		if err = m.cfg.Node.AddState(node.OwnerIKE, in); err == nil {
+			m.cfg.Node.ReleaseSPI(c.InSPI) // installed: no longer a reservation
+		}
+		clear(c.In.Enc)
+		clear(c.In.Integ)
+		if c.Redundant {
+			c.Clear() // its outbound SA never goes in
+		}
 	} else {
 		err = m.cfg.Node.InstallChild(node.OwnerIKE, in, out)
-		out.ClearKeys()
+		rec.outbound = err == nil
+		c.Clear() // the node has copies
 	}
-	delete(m.spis, c.InSPI)
-	c.Clear() // the node and rec.outPending have copies
 	if err != nil {
-		if rec.outPending != nil {
-			rec.outPending.ClearKeys()
-		}
-		log.WithError(err).Error("ike: installing the child failed: deleting it with the peer")
-		x.failed = append(x.failed, c)
-		m.childFailed(x, c, err)
+		m.installFailed(x, c, err)
 		return
 	}
 	if rt := x.conn.childOf(c).RekeyTime; rt > 0 {
@@ -88,23 +83,38 @@ func (m *Daemon) childUp(x *ikeSA, c *ike.Child, now time.Time) {
 	}
 	m.children[c] = rec
 	m.ctr.childrenInstalled.Add(1)
-	log.WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
-		"suite": c.Suite.String(), "local_ts": tsStrings(c.LocalTS), "remote_ts": tsStrings(c.RemoteTS), "encap": c.Encap, "rekey": c.Replaces != nil}).Info("ike: child installed")
-	switch {
-	case c.Redundant:
-		// The loser of simultaneous rekeys, deleted at once: the
-		// winner's child_rekeyed reports the rekey.
-	case c.Replaces != nil:
-		ev := childEvent(EventChildRekeyed, x, c)
-		ev.OldSPIIn, ev.OldSPIOut = fmt.Sprintf("%#x", c.Replaces.InSPI), fmt.Sprintf("%#x", c.Replaces.OutSPI)
-		ev.Reason = ReasonRekeyedByPeer
-		if ours {
-			ev.Reason = ReasonRekeyedByUs
-		}
-		m.emit(ev)
-	default:
-		m.emit(childEvent(EventChildUp, x, c))
+	m.log.WithFields(x.fields()).WithField("child", c.Name).WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
+		"suite": c.Suite.String(), "local_ts": tsStrings(c.LocalTS), "remote_ts": tsStrings(c.RemoteTS), "encap": c.Encap, "rekey": c.Replaces != nil,
+		"outbound": rec.outbound}).Info("ike: child installed")
+	if rec.outbound {
+		m.announce(x, c)
 	}
+}
+
+// installFailed reports child c of x, which could not be installed, and
+// has the engine delete it with the peer.
+func (m *Daemon) installFailed(x *ikeSA, c *ike.Child, err error) {
+	m.log.WithFields(x.fields()).WithField("child", c.Name).WithError(err).Error("ike: installing the child failed: deleting it with the peer")
+	m.cfg.Node.ReleaseSPI(c.InSPI)
+	c.Clear()
+	x.failed = append(x.failed, c)
+	m.childFailed(x, c, err)
+}
+
+// announce reports child c of x, whose outbound SA went in: up, or
+// rekeyed (by whom the engine says).
+func (m *Daemon) announce(x *ikeSA, c *ike.Child) {
+	if c.Replaces == nil {
+		m.emit(childEvent(EventChildUp, x, c))
+		return
+	}
+	ev := childEvent(EventChildRekeyed, x, c)
+	ev.OldSPIIn, ev.OldSPIOut = fmt.Sprintf("%#x", c.Replaces.InSPI), fmt.Sprintf("%#x", c.Replaces.OutSPI)
+	ev.Reason = ReasonRekeyedByPeer
+	if c.Replaces.RekeyedBy() == ike.SideUs {
+		ev.Reason = ReasonRekeyedByUs
+	}
+	m.emit(ev)
 }
 
 // childFailed reports child c of x, which the node refused to install.
@@ -114,39 +124,45 @@ func (m *Daemon) childFailed(x *ikeSA, c *ike.Child, err error) {
 	m.emit(ev)
 }
 
-// childDown removes child c, which the peer or we deleted. A child whose
-// replacement waits for this delete gets its outbound SA now, in the same
-// step as the old pair goes.
-func (m *Daemon) childDown(c *ike.Child) {
-	old := m.children[c]
-	for nc, rec := range m.children {
-		if rec.replaces != c || rec.outPending == nil {
-			continue
-		}
-		cfgPeer := peerOf(rec.outPending)
-		err := m.cfg.Node.AddState(node.OwnerIKE, *rec.outPending)
-		rec.outPending.ClearKeys()
-		rec.outPending = nil
+// childOutbound installs the outbound SA of child c, whose inbound SA
+// went in alone: the engine says the peer has the child now (it deletes
+// the one c replaces, whose removal follows in the same step).
+func (m *Daemon) childOutbound(c *ike.Child) {
+	rec := m.children[c]
+	if rec == nil {
+		return
+	}
+	out, err := saConfig(c, rec.owner.conn, sa.DirOut)
+	c.Clear()
+	if err == nil {
+		cfgPeer := peerOf(&out)
+		err = m.cfg.Node.AddState(node.OwnerIKE, out)
 		if err == nil && rec.peer != cfgPeer {
 			// The peer moved while the outbound SA waited.
 			err = m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, rec.peer)
 		}
-		if err != nil {
-			m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed: deleting it with the peer")
-			m.removeChild(nc, rec, 0)
-			rec.owner.failed = append(rec.owner.failed, nc)
-		}
 	}
+	if err != nil {
+		m.log.WithError(err).Error("ike: installing the rekeyed child's outbound SA failed: deleting it with the peer")
+		rec.outbound = true // whatever of it went in goes
+		m.removeChild(c, rec, 0)
+		rec.owner.failed = append(rec.owner.failed, c)
+		return
+	}
+	rec.outbound = true
+	m.announce(rec.owner, c)
+}
+
+// childDown removes child c, which the peer or we deleted.
+func (m *Daemon) childDown(c *ike.Child) {
+	old := m.children[c]
 	if old == nil {
 		return
 	}
 	m.removeChild(c, old, m.linger)
-	for _, rec := range m.children {
-		if rec.replaces == c {
-			return // rekeyed: child_rekeyed said so
-		}
-	}
-	if !c.Redundant {
+	if old.outbound && c.RekeyedBy() == ike.SideNone {
+		// Not replaced (child_rekeyed said so), nor redundant or
+		// never carrying our traffic (nothing announced it).
 		ev := childEvent(EventChildDown, old.owner, c)
 		why := old.why
 		if x := old.owner; x.sa.State() != ike.StateEstablished {
@@ -162,15 +178,13 @@ func (m *Daemon) childDown(c *ike.Child) {
 // way: a delete that ends a child may arrive before the ESP the peer sent
 // just before it, when the two come over different sockets (IKE on port
 // 500, raw ESP). An SA already gone (its hard lifetime removed it) is no
-// error.
+// error. c's keys that an outbound SA waiting kept are cleared.
 func (m *Daemon) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
+	c.Clear()
 	var ids []node.StateID
-	if rec.outPending == nil {
+	if rec.outbound {
 		ids = append(ids, rec.out)
-	} else {
-		rec.outPending.ClearKeys()
-		rec.outPending = nil
 	}
 	if linger > 0 {
 		m.lingering = append(m.lingering, lingering{rec.in, m.clock.Now().Add(linger)})
@@ -215,9 +229,8 @@ func (m *Daemon) removeLingering(now time.Time) {
 
 func idOf(c *sa.Config) node.StateID { return node.StateID{Dir: c.Dir, SPI: c.SPI, Dst: c.Dst} }
 
-// saConfigs returns the inbound and outbound SAs of c, with copies of its
-// keys.
-func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
+// saConfig returns c's SA of direction dir, with copies of its keys.
+func saConfig(c *ike.Child, cn *conn, dir sa.Dir) (sa.Config, error) {
 	ch := cn.childOf(c)
 	mode := sa.ModeTunnel
 	if c.Transport {
@@ -226,30 +239,29 @@ func saConfigs(c *ike.Child, cn *conn) (in, out sa.Config, err error) {
 	local, remote := c.Local, c.Remote
 	selIn, selOut, err := selectorsOf(c.LocalTS, c.RemoteTS)
 	if err != nil {
-		return in, out, err
+		return sa.Config{}, err
 	}
-	in = sa.Config{Src: remote.Addr(), Dst: local.Addr(), SPI: c.InSPI, Dir: sa.DirIn, Mode: mode, IfID: ch.IfID,
-		ReplayWindow: ch.ReplayWindow, ESN: c.ESN, Selector: selIn}
-	out = sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: sa.DirOut, Mode: mode, IfID: ch.IfID,
-		ESN: c.ESN, Selector: selOut}
+	s := sa.Config{Src: local.Addr(), Dst: remote.Addr(), SPI: c.OutSPI, Dir: dir, Mode: mode, IfID: ch.IfID, ESN: c.ESN, Selector: selOut}
+	keys := c.Out
+	if dir == sa.DirIn {
+		s.Src, s.Dst, s.SPI, s.Selector, s.ReplayWindow = remote.Addr(), local.Addr(), c.InSPI, selIn, ch.ReplayWindow
+		keys = c.In
+	}
 	if lt := ch.LifeTime; lt > 0 {
 		// The data path stops the pair at life_time even if IKE could
 		// not delete it; a little later than our own delete.
-		in.Lifetime.HardAdd = lt + 10*time.Second
-		out.Lifetime.HardAdd = lt + 10*time.Second
+		s.Lifetime.HardAdd = lt + 10*time.Second
 	}
 	if c.Encap {
-		in.Encap = &sa.Encap{SrcPort: remote.Port(), DstPort: local.Port()}
-		out.Encap = &sa.Encap{SrcPort: local.Port(), DstPort: remote.Port()}
+		s.Encap = &sa.Encap{SrcPort: local.Port(), DstPort: remote.Port()}
+		if dir == sa.DirIn {
+			s.Encap = &sa.Encap{SrcPort: remote.Port(), DstPort: local.Port()}
+		}
 	}
-	if err := setAlgorithms(&in, c.Suite, c.In); err != nil {
-		return in, out, err
+	if err := setAlgorithms(&s, c.Suite, keys); err != nil {
+		return sa.Config{}, err
 	}
-	if err := setAlgorithms(&out, c.Suite, c.Out); err != nil {
-		in.ClearKeys()
-		return in, out, err
-	}
-	return in, out, nil
+	return s, nil
 }
 
 // setAlgorithms fills the transforms of s for suite with copies of k,

@@ -51,8 +51,8 @@ func (m *Daemon) moveChild(x *ikeSA, rec *installed) {
 	}
 	from := rec.peer
 	rec.peer = r
-	if rec.outPending != nil {
-		return // childDown moves it when it installs it
+	if !rec.outbound {
+		return // childOutbound moves it when it installs it
 	}
 	l := m.log.WithFields(x.fields()).WithFields(logrus.Fields{"spi_out": fmt.Sprintf("%#x", rec.out.SPI), "from": from, "to": r})
 	if err := m.cfg.Node.SetPeer(node.OwnerIKE, rec.out, r); err != nil {

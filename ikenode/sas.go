@@ -9,8 +9,6 @@ import (
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
-	"github.com/ipsecd/ipsecd/ike/eap"
-	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/internal/printable"
 )
 
@@ -48,8 +46,6 @@ type ikeSA struct {
 	// or a limit does): its event's Reason; empty when the peer or an
 	// error ends it.
 	why string
-	// rekeying holds the children we started to rekey, and when.
-	rekeying map[*ike.Child]time.Time
 	// Where m.index has it: its SPIs, the key of its IKE_SA_INIT (zero
 	// when not there), and whether it is counted half-open, from which
 	// address.
@@ -79,165 +75,10 @@ func (x *ikeSA) fields() logrus.Fields {
 
 // add routes SA s of connection c from now on.
 func (m *Daemon) add(s *ike.SA, c *conn, now time.Time) *ikeSA {
-	x := &ikeSA{sa: s, conn: c, rekeying: map[*ike.Child]time.Time{}}
+	x := &ikeSA{sa: s, conn: c}
 	m.sas = append(m.sas, x)
 	m.index.add(x)
 	return x
-}
-
-// match returns the connection that answers a peer at remote talking to
-// local, the first in the file.
-func (m *Daemon) match(local, remote netip.Addr) *conn {
-	for _, name := range m.connOrder {
-		if c := m.conns[name]; c.admits(local, remote) {
-			return c
-		}
-	}
-	return nil
-}
-
-// handle processes one datagram.
-func (m *Daemon) handle(p packet, now time.Time) {
-	h := message.Header(p.b)
-	if !h.IsValid() {
-		m.ctr.malformed.Add(1)
-		return
-	}
-	isResponse := h.Flags()&message.FlagResponse != 0
-	x := m.index.find(h, p.remote.Addr())
-	if x == nil {
-		if isResponse || h.ExchangeType() != message.IKESAInit {
-			m.ctr.noSA.Add(1) // a late message of an SA that is gone
-			return
-		}
-		reply, pass := m.cookies.Check(p.b, p.remote, m.index.halfOpen, now)
-		if !pass {
-			m.ctr.cookies.Add(1)
-			if reply != nil {
-				m.send(reply, p.local, p.remote)
-			}
-			return
-		}
-		if blocked, full := m.index.halfOpenLimited(p.remote.Addr(), m.limits.BlockThreshold, m.limits.InitLimitHalfOpen); blocked || full {
-			// Dropped without an answer, as strongSwan does: the
-			// initiator retries, and gets through once its earlier
-			// SAs completed or timed out.
-			if blocked {
-				m.ctr.blocked.Add(1)
-				m.log.WithField("remote", p.remote).Debug("ike: IKE_SA_INIT dropped: block_threshold half-open IKE SAs from this address")
-			} else {
-				m.ctr.halfOpenFull.Add(1)
-				m.log.WithField("remote", p.remote).Debug("ike: IKE_SA_INIT dropped: init_limit_half_open half-open IKE SAs")
-			}
-			return
-		}
-		c := m.match(p.local.Addr(), p.remote.Addr())
-		if c == nil {
-			m.ctr.noConnection.Add(1)
-			m.log.WithFields(logrus.Fields{"local": p.local, "remote": p.remote}).Debug("ike: IKE_SA_INIT for no connection")
-			return
-		}
-		s, out, err := ike.Respond(c.ec, p.local, p.remote, p.b, now)
-		m.count(h, err)
-		if s != nil {
-			x = m.add(s, c, now)
-			m.afterCall(x, now)
-		}
-		if err != nil {
-			m.log.WithError(err).WithFields(logrus.Fields{"connection": c.cfg.Name, "remote": p.remote}).Info("ike: IKE_SA_INIT refused")
-			if s == nil && errors.Is(err, ike.ErrNoProposalChosen) {
-				// Refused before there was an SA: an ike_failed all
-				// the same. (INVALID_KE is no failure: the initiator
-				// tries again with the group asked for.)
-				m.emit(Event{Type: EventIKEFailed, Connection: c.cfg.Name, SPIInitiator: spiHex(h.ISPI()), SPIResponder: spiHex(0),
-					Local: p.local, Remote: p.remote, Reason: reasonOf(err), Error: errText(err)})
-			}
-		}
-		if out != nil {
-			m.send(out, p.local, p.remote)
-		}
-		return
-	}
-	if x.ended && x.sa.State() == ike.StateEstablished {
-		m.ctr.noSA.Add(1) // dropped by us (INITIAL_CONTACT, a reload): nothing of it is installed any more
-		return
-	}
-	creating := x.sa.CreatingNow()
-	if h.ExchangeType() == message.IKEAuth {
-		creating = x.first
-	}
-	out, err := x.sa.HandleFrom(p.b, p.local, p.remote, now)
-	m.count(h, err)
-	if err != nil && !errors.Is(err, ike.ErrDropped) {
-		m.log.WithError(err).WithFields(x.fields()).WithField("exchange", h.ExchangeType().String()).Warn("ike: exchange failed")
-	}
-	// What the message brought goes into the SAD before anything
-	// leaves that lets the peer use it: our IKE_AUTH or CREATE_CHILD_SA
-	// answer (the peer sends on the new child once it has it), or the
-	// delete of the old child after our rekey (the peer then switches
-	// to the new one).
-	m.afterCall(x, now)
-	if errors.Is(err, ike.ErrChildFailed) && x.sa.State() == ike.StateEstablished {
-		// The IKE SA stays; the child was refused, by the peer or by
-		// us. Named when it is ours; the peer's offer names none.
-		ev := ikeEvent(EventChildFailed, x)
-		if isResponse {
-			ev.Child = creating
-		}
-		ev.Reason, ev.Error = reasonOf(err), errText(err)
-		m.emit(ev)
-	}
-	if out != nil {
-		if isResponse {
-			// What follows a response is our next request (IKE_AUTH,
-			// the delete after a rekey): it goes to Addrs().
-			m.request(x, out)
-		} else {
-			m.sendAll(x, out, p.local, p.remote)
-		}
-	}
-	// A child that could not be installed is deleted after the answer
-	// that brought it, so that the peer knows its SPI when the delete
-	// comes. Then the next exchange of ours waiting, if any.
-	m.deleteFailed(x, now)
-	m.next(x, now)
-}
-
-// deleteFailed starts deleting x's children that the node refused to
-// install (RFC 7296 §1.4.1: an INFORMATIONAL with a Delete of its ESP
-// SPI), so that the peer stops sending into an SA that does not exist:
-// the first now when x is idle, the others queued behind it.
-func (m *Daemon) deleteFailed(x *ikeSA, now time.Time) {
-	if x.ended {
-		return
-	}
-	for i, c := range x.failed {
-		x.failed[i] = nil
-		// An error: no longer x's (the peer deleted it, or the IKE SA
-		// ended).
-		if out, err := x.sa.DeleteChild(c, now); err == nil {
-			m.request(x, out)
-		}
-	}
-	x.failed = x.failed[:0]
-}
-
-// count records one handled message.
-func (m *Daemon) count(h message.Header, err error) {
-	res := resultOK
-	switch {
-	case errors.Is(err, ike.ErrDropped):
-		res = resultDropped
-	case err != nil:
-		res = resultFailed
-	}
-	if errors.Is(err, ike.ErrAuthFailed) {
-		m.ctr.authFailures.Add(1)
-	}
-	if ae := (*eap.AuthError)(nil); errors.As(err, &ae) {
-		m.ctr.countEAP(ae.Method, false)
-	}
-	m.ctr.exchange(h.ExchangeType(), res)
 }
 
 // afterCall acts on what an SA reported after any call: its events, and
@@ -298,9 +139,20 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.down(n, now)
 		m.log.WithFields(n.fields()).Info("ike: our IKE rekey lost a collision: deleting its SA")
 	case ike.EventChildUp:
-		m.childUp(x, e.Child, now)
+		m.childUp(x, e.Child, e.InboundOnly, now)
+	case ike.EventChildOutbound:
+		m.childOutbound(e.Child)
 	case ike.EventChildDown:
 		m.childDown(e.Child)
+	case ike.EventChildMoved:
+		// An IKE rekey moved the child to e.SA, reported before
+		// (EventIKERekeyed): its end, not x's, takes the child now.
+		if rec, y := m.children[e.Child], m.ikeSAOf(e.SA); rec != nil && y != nil {
+			rec.owner = y
+			m.moveChild(y, rec)
+		}
+	case ike.EventSPIUnused:
+		m.cfg.Node.ReleaseSPI(e.SPI)
 	case ike.EventInitialContact:
 		// The peer restarted: what we hold of its previous life goes
 		// before the new child is installed (the event comes first).
@@ -336,13 +188,8 @@ func (m *Daemon) down(x *ikeSA, now time.Time) {
 		if in.owner != x {
 			continue
 		}
-		if y := m.holder(c, x); y != nil {
-			in.owner = y
-			m.moveChild(y, in)
-			continue
-		}
 		m.removeChild(c, in, 0)
-		if !wasEnded && !c.Redundant {
+		if !wasEnded && in.outbound {
 			cev := childEvent(EventChildDown, x, c)
 			cev.Reason = childReason
 			m.emit(cev)
@@ -360,16 +207,22 @@ func (m *Daemon) down(x *ikeSA, now time.Time) {
 	}
 }
 
-// holder returns the live SA other than x that holds child c.
-func (m *Daemon) holder(c *ike.Child, x *ikeSA) *ikeSA {
-	for _, y := range m.sas {
-		if y == x || y.ended {
-			continue
+// wipe has x's engine wipe its keys, and releases the SPIs of the
+// exchanges it drops with them (EventSPIUnused).
+func (m *Daemon) wipe(x *ikeSA) {
+	x.sa.Wipe()
+	for _, e := range x.sa.TakeEvents() {
+		if e.Kind == ike.EventSPIUnused {
+			m.cfg.Node.ReleaseSPI(e.SPI)
 		}
-		for _, yc := range y.sa.Children() {
-			if yc == c {
-				return y
-			}
+	}
+}
+
+// ikeSAOf returns the ikeSA of engine SA s, or nil.
+func (m *Daemon) ikeSAOf(s *ike.SA) *ikeSA {
+	for _, y := range m.sas {
+		if y.sa == s {
+			return y
 		}
 	}
 	return nil
@@ -422,191 +275,6 @@ func (m *Daemon) liveSA(c *conn) *ikeSA {
 		}
 	}
 	return nil
-}
-
-// tick runs the timers: the engine's retransmissions, rekeys, lifetimes,
-// liveness checks, keepalives, and start_action's retries.
-func (m *Daemon) tick(now time.Time) {
-	for _, x := range m.sas {
-		switch {
-		case !x.ended:
-			m.tickSA(x, now)
-		case x.deleting():
-			// Our delete waits for its answer (RFC 7296 §2.4): it is
-			// retransmitted, its children long gone, until answered
-			// or out of tries; the grace runs from then.
-			m.retransmit(x, now)
-			x.endedAt = now
-		}
-	}
-	// Forget the SAs that are over, a little later, so that the answer
-	// to their last request still finds them. One whose delete is
-	// outstanding stays: at most as long as its retransmissions last.
-	keep := m.sas[:0]
-	for _, x := range m.sas {
-		if x.ended && !x.deleting() && now.Sub(x.endedAt) > endedGrace {
-			m.index.remove(x)
-			x.sa.Wipe()
-			continue
-		}
-		keep = append(keep, x)
-	}
-	clear(m.sas[len(keep):])
-	m.sas = keep
-	for _, name := range m.connOrder {
-		c := m.conns[name]
-		if !c.retryAt.IsZero() && !now.Before(c.retryAt) {
-			c.retryAt = time.Time{}
-			if m.liveSA(c) == nil {
-				if err := m.initiate(c, c.retry, now); err != nil {
-					m.log.WithError(err).WithField("connection", c.cfg.Name).Warn("ike: initiate failed")
-					m.retryLater(c, c.retry, now)
-				}
-			}
-		}
-	}
-	m.expireSPIs(now)
-	m.removeLingering(now)
-}
-
-// retransmit has x's engine retransmit its outstanding request, or give
-// up on it, when its time has come.
-func (m *Daemon) retransmit(x *ikeSA, now time.Time) {
-	if t := x.sa.NextTimeout(); !t.IsZero() && !now.Before(t) {
-		wasUp := x.sa.State() == ike.StateEstablished
-		out, err := x.sa.Tick(now)
-		if out != nil {
-			if wasUp && x.sa.State() == ike.StateDeleted {
-				// Not a retransmission: the engine deletes an SA a
-				// rekey replaced, which the peer did not delete.
-				m.log.WithFields(x.fields()).Info("ike: the peer did not delete the IKE SA its rekey replaced: deleting it")
-			} else {
-				m.ctr.retransmits.Add(1)
-			}
-			m.request(x, out)
-		}
-		if err != nil {
-			m.log.WithError(err).WithFields(x.fields()).Info("ike: exchange timed out")
-		}
-		m.afterCall(x, now)
-	}
-}
-
-func (m *Daemon) tickSA(x *ikeSA, now time.Time) {
-	m.retransmit(x, now)
-	if x.ended || x.sa.State() != ike.StateEstablished {
-		return
-	}
-	switch {
-	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
-		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
-		x.expireAt = time.Time{}
-		x.why = ReasonExpired
-		m.deleteSA(x, now)
-		return
-	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed && x.sa.RekeyNeedsFollowupKE():
-		x.rekeyAt = time.Time{}
-		m.reestablish(x, now)
-		return
-	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
-		// Queued behind an exchange under way, if any.
-		if out, err := x.sa.RekeyIKE(now); err == nil {
-			x.rekeyAt = time.Time{}
-			m.request(x, out)
-			return
-		}
-		x.rekeyAt = now.Add(time.Second) // try again soon
-	}
-	if !x.rekeyed {
-		m.deleteFailed(x, now)
-		m.tickChildren(x, now)
-	}
-	m.next(x, now)
-	if x.ended {
-		return
-	}
-	busy := !x.sa.NextTimeout().IsZero()
-	if d := x.conn.cfg.DPDDelay; d > 0 && !busy && now.Sub(x.sa.LastHeard()) >= d {
-		if out, err := x.sa.Ping(now); err == nil {
-			m.request(x, out)
-		}
-	}
-	if m.cfg.NATT != nil && x.sa.NAT() && !now.Before(x.keepaliveAt) {
-		x.keepaliveAt = now.Add(m.keepalive)
-		l, r := x.sa.Addrs()
-		if err := m.cfg.NATT.WriteKeepalive(r, l.Addr()); err != nil {
-			m.ctr.sendErrors.Add(1)
-		}
-	}
-}
-
-// endedGrace is how long an SA that ended stays routable: the peer's
-// answer to our delete, or its retransmissions, are then taken in
-// silence rather than counted as for no SA.
-const endedGrace = 2 * time.Second
-
-// rekeyRetry is how long after starting a child's rekey that has not
-// completed it is tried again.
-const rekeyRetry = time.Minute
-
-// tickChildren rekeys or deletes the children of x that are due: the
-// first now when x is idle, the others queued behind it.
-func (m *Daemon) tickChildren(x *ikeSA, now time.Time) {
-	for _, c := range x.sa.Children() {
-		in := m.children[c]
-		if in == nil {
-			continue
-		}
-		if started, ok := x.rekeying[c]; ok {
-			if now.Sub(started) < rekeyRetry {
-				continue
-			}
-			// The rekey failed (the peer refused or did not answer
-			// it): try again.
-			delete(x.rekeying, c)
-			in.rekeyAt = now
-		}
-		switch {
-		case !in.lifeAt.IsZero() && !now.Before(in.lifeAt):
-			if out, err := x.sa.DeleteChild(c, now); err == nil {
-				in.lifeAt = time.Time{}
-				in.why = ReasonExpired
-				m.log.WithFields(x.fields()).WithField("child", c.Name).Warn("ike: child not rekeyed within life_time: deleting it")
-				m.request(x, out)
-			}
-		case !in.rekeyAt.IsZero() && !now.Before(in.rekeyAt):
-			if out, err := x.sa.RekeyChild(c, now); err == nil {
-				x.rekeying[c] = now
-				in.rekeyAt = time.Time{}
-				m.request(x, out)
-			}
-		}
-	}
-}
-
-// deleteSA starts deleting x; its children go at once (the peer's answer
-// only confirms, RFC 7296 §1.4.1). x stays, routed, while the engine
-// retransmits the delete (tick).
-func (m *Daemon) deleteSA(x *ikeSA, now time.Time) {
-	if st := x.sa.State(); st != ike.StateEstablished && !x.ended && st != ike.StateFailed && st != ike.StateDeleted {
-		// On its way up: nothing authenticated to delete yet. It ends
-		// here, as a reload ends one.
-		m.down(x, now)
-		return
-	}
-	out, err := x.sa.Delete(now)
-	if err == nil && out == nil {
-		// One exchange at a time (RFC 7296 §2.3): the engine sends
-		// the delete once the one under way is answered (next); if it
-		// is not, the SA fails and goes all the same.
-		m.log.WithFields(x.fields()).Info("ike: delete queued behind the exchange under way")
-		return
-	}
-	if err != nil {
-		m.log.WithError(err).WithFields(x.fields()).Warn("ike: delete")
-	}
-	m.request(x, out)
-	m.afterCall(x, now)
 }
 
 func spiHex(v uint64) string {
