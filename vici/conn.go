@@ -63,8 +63,16 @@ func (cn *conn) serve() {
 	}
 }
 
-// handle answers one packet; false ends the connection.
-func (cn *conn) handle(seg []byte) bool {
+// handle answers one packet; false ends the connection. A panic (a bug:
+// the codec is fuzzed so that none is left) ends the connection, not the
+// daemon.
+func (cn *conn) handle(seg []byte) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			cn.s.log.WithField("panic", r).Error("vici: packet handling panicked; closing the connection")
+			ok = false
+		}
+	}()
 	p, err := ParsePacket(seg)
 	if err != nil {
 		cn.s.log.WithError(err).Debug("vici: malformed packet")

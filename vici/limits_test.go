@@ -89,6 +89,12 @@ func TestMalformedRequestIsAnswered(t *testing.T) {
 	if p := receive(t, c); p.Message.String("daemon") != "ipsecd" {
 		t.Fatalf("version after a malformed request: %v", p.Message)
 	}
+	// A name length of 255 with fewer bytes behind it (1+255 wrapped
+	// in a byte once, and the slice panicked the daemon).
+	send(t, c, []byte{0, 255, 'v'})
+	if p := receive(t, c); p.Type != vici.CmdResponse || !strings.Contains(p.Message.String("errmsg"), "name of 255 bytes truncated") {
+		t.Fatalf("a truncated 255-byte name: %v %v", p.Type, p.Message)
+	}
 	send(t, c, []byte{3, 0}) // register with an empty name
 	if p := receive(t, c); p.Type != vici.EventUnknown {
 		t.Fatalf("a register without a name: %v, want EVENT_UNKNOWN", p.Type)

@@ -38,13 +38,36 @@ var ErrMalformed = errors.New("vici: malformed")
 // The zero value is an empty message; not safe for concurrent use.
 type Message struct {
 	keys []string
-	// vals holds, by key, a string, a []string (a list) or a *Message
-	// (a section).
-	vals map[string]any
+	// vals holds, in the order of keys, a string, a []string (a list) or
+	// a *Message (a section).
+	vals []any
+	// index finds a key's place once a section has more than
+	// indexFrom keys; smaller ones (nearly all: an SA has about 25)
+	// are searched in order, which costs less than a map's allocation.
+	index map[string]int
 }
+
+// indexFrom is the number of keys past which a section gets an index.
+const indexFrom = 32
 
 // NewMessage returns an empty message.
 func NewMessage() *Message { return &Message{} }
+
+// find returns key's place, or -1.
+func (m *Message) find(key string) int {
+	if m.index != nil {
+		if i, ok := m.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range m.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
 
 // Set sets key to v: a string, a []string (a list; nil writes an empty
 // one) or a *Message (a section). A key set again keeps its place and
@@ -55,13 +78,21 @@ func (m *Message) Set(key string, v any) *Message {
 	default:
 		panic(fmt.Sprintf("vici: Set(%q): value of type %T; want string, []string or *Message", key, v))
 	}
-	if m.vals == nil {
-		m.vals = map[string]any{}
+	if i := m.find(key); i >= 0 {
+		m.vals[i] = v
+		return m
 	}
-	if _, ok := m.vals[key]; !ok {
-		m.keys = append(m.keys, key)
+	m.keys = append(m.keys, key)
+	m.vals = append(m.vals, v)
+	switch {
+	case m.index != nil:
+		m.index[key] = len(m.keys) - 1
+	case len(m.keys) > indexFrom:
+		m.index = make(map[string]int, 2*len(m.keys))
+		for i, k := range m.keys {
+			m.index[k] = i
+		}
 	}
-	m.vals[key] = v
 	return m
 }
 
@@ -72,23 +103,28 @@ func (m *Message) Keys() []string { return m.keys }
 func (m *Message) Len() int { return len(m.keys) }
 
 // Get returns key's value (string, []string or *Message), or nil.
-func (m *Message) Get(key string) any { return m.vals[key] }
+func (m *Message) Get(key string) any {
+	if i := m.find(key); i >= 0 {
+		return m.vals[i]
+	}
+	return nil
+}
 
 // String returns key's value if it is a key/value, else "".
 func (m *Message) String(key string) string {
-	s, _ := m.vals[key].(string)
+	s, _ := m.Get(key).(string)
 	return s
 }
 
 // List returns key's value if it is a list, else nil.
 func (m *Message) List(key string) []string {
-	l, _ := m.vals[key].([]string)
+	l, _ := m.Get(key).([]string)
 	return l
 }
 
 // Section returns key's value if it is a section, else nil.
 func (m *Message) Section(key string) *Message {
-	s, _ := m.vals[key].(*Message)
+	s, _ := m.Get(key).(*Message)
 	return s
 }
 
@@ -104,8 +140,8 @@ func (m *Message) appendSection(b []byte, depth int) ([]byte, error) {
 		return b, fmt.Errorf("vici: sections nested deeper than %d", MaxDepth)
 	}
 	var err error
-	for _, k := range m.keys {
-		switch v := m.vals[k].(type) {
+	for i, k := range m.keys {
+		switch v := m.vals[i].(type) {
 		case string:
 			if b, err = appendName(b, elemKeyValue, k); err != nil {
 				return b, err
@@ -284,7 +320,7 @@ func (p *parser) value() (string, error) {
 
 // setNew refuses a key the section already has.
 func (p *parser) setNew(at int, m *Message, name string) error {
-	if _, ok := m.vals[name]; ok {
+	if m.find(name) >= 0 {
 		return p.errorf(at, "key %q twice in one section", name)
 	}
 	return nil

@@ -3,6 +3,7 @@ package vici
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -143,7 +144,11 @@ func TestPackets(t *testing.T) {
 	}{
 		{"empty", nil, "empty segment"},
 		{"unknown type", []byte{8}, "unknown type 8"},
-		{"name truncated", []byte{0, 5, 'a'}, "name truncated"},
+		{"name truncated", []byte{0, 5, 'a'}, "name of 5 bytes truncated"},
+		// 1+255 wraps in a byte: a name of 255 bytes must not read as
+		// one of none.
+		{"name of 255 truncated", append([]byte{0, 255}, bytes.Repeat([]byte{'a'}, 100)...), "name of 255 bytes truncated"},
+		{"name missing", []byte{3}, "name missing"},
 		{"empty name", []byte{3, 0}, "empty name"},
 		{"trailing bytes", []byte{5, 1}, "1 bytes after EVENT_CONFIRM"},
 		{"bad message", []byte{0, 1, 'a', 9}, "unknown element type 9"},
@@ -182,5 +187,30 @@ func TestSegments(t *testing.T) {
 	}
 	if _, err := EncodeSegment(&Packet{Type: CmdResponse, Message: big}); !errors.Is(err, ErrTooLong) {
 		t.Fatalf("a 590 KB response: %v, want ErrTooLong", err)
+	}
+}
+
+// A section of more keys than indexFrom finds them by its index: set
+// again, a key keeps its place; a parsed one refuses a key twice.
+func TestLargeSection(t *testing.T) {
+	m := NewMessage()
+	for i := range 40 {
+		m.Set(strconv.Itoa(i), strconv.Itoa(i))
+	}
+	m.Set("7", "seven")
+	if m.Len() != 40 || m.String("7") != "seven" || m.String("39") != "39" || m.Get("40") != nil || m.Keys()[7] != "7" {
+		t.Fatalf("len %d, 7=%q, 39=%q, keys[7]=%q", m.Len(), m.String("7"), m.String("39"), m.Keys()[7])
+	}
+	enc, err := m.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseMessage(enc)
+	if err != nil || back.String("7") != "seven" || back.Len() != 40 {
+		t.Fatalf("parsed back: %v, 7=%q, len %d", err, back.String("7"), back.Len())
+	}
+	dup := append(enc, 3, 2, '3', '9', 0, 0) // 39 again
+	if _, err := ParseMessage(dup); err == nil || !strings.Contains(err.Error(), `key "39" twice`) {
+		t.Fatalf("a key twice in a large section: %v", err)
 	}
 }

@@ -95,14 +95,19 @@ func ParsePacket(b []byte) (*Packet, error) {
 	}
 	rest := b[1:]
 	if p.Type.named() {
-		if len(rest) == 0 || len(rest) < 1+int(rest[0]) {
-			return nil, fmt.Errorf("%w packet: %v's name truncated", ErrMalformed, p.Type)
+		if len(rest) == 0 {
+			return nil, fmt.Errorf("%w packet: %v's name missing", ErrMalformed, p.Type)
 		}
-		if rest[0] == 0 {
+		// The length as an int: 1+rest[0] in bytes wraps at 255.
+		n := int(rest[0])
+		if len(rest) < 1+n {
+			return nil, fmt.Errorf("%w packet: %v's name of %d bytes truncated", ErrMalformed, p.Type, n)
+		}
+		if n == 0 {
 			return nil, fmt.Errorf("%w packet: %v with an empty name", ErrMalformed, p.Type)
 		}
-		p.Name = string(rest[1 : 1+rest[0]])
-		rest = rest[1+rest[0]:]
+		p.Name = string(rest[1 : 1+n])
+		rest = rest[1+n:]
 	}
 	if !p.Type.hasMessage() {
 		if len(rest) != 0 {
