@@ -2,12 +2,14 @@ package config
 
 import (
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ipsecd/ipsecd/eapradius"
+	"github.com/ipsecd/ipsecd/ike"
 )
 
 // EAPRADIUS is the eap_radius: section (strongSwan's
@@ -116,7 +118,6 @@ func (d *decoder) eapRADIUS(n *yaml.Node, ic *IKEConfig) {
 	}
 	if len(d.errs) == before {
 		ic.EAPRADIUS = e
-		d.warnf(n, "eap_radius", "no connection can use it yet: auth: eap-radius comes with EAP in IKE_AUTH; the servers are checked, not asked")
 	}
 }
 
@@ -194,6 +195,28 @@ func (d *decoder) radiusAddress(v *yaml.Node, field string, acct *yaml.Node, acc
 // validHostname reports whether s is a DNS name (RFC 1123 labels).
 func validHostname(s string) bool {
 	return checkDomain(s) == nil
+}
+
+// eapUsers checks that connection cn, item it at f, has someone to
+// check its EAP users: eap secrets, or for eap-radius the servers.
+func (d *decoder) eapUsers(it *yaml.Node, f string, cn *Connection, ic *IKEConfig) bool {
+	switch a := cn.Remote.Auth; {
+	case a == ike.AuthEAPRADIUS && ic.EAPRADIUS == nil:
+		d.errorf(it, join(f, "remote.auth"), "eap-radius, and no eap_radius: section: no server to relay the EAP to")
+		return false
+	case a.IsEAP() && a != ike.AuthEAPRADIUS && !slices.ContainsFunc(ic.Secrets, func(s Secret) bool { return s.Type == SecretEAP }):
+		d.errorf(it, join(f, "remote.auth"), "%s, and no item of secrets has type eap: no user could log in", a)
+		return false
+	}
+	return true
+}
+
+// eapRADIUSUsed warns when eap_radius: (n) is there and no connection
+// relays to it.
+func (d *decoder) eapRADIUSUsed(n *yaml.Node, ic *IKEConfig) {
+	if ic.EAPRADIUS != nil && !slices.ContainsFunc(ic.Connections, func(cn Connection) bool { return cn.Remote.Auth == ike.AuthEAPRADIUS }) {
+		d.warnf(n, "eap_radius", "no connection has remote auth eap-radius: the servers are not asked")
+	}
 }
 
 // wipe zeroes the servers' secrets; nil does nothing.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipsecd/ipsecd/ike"
 )
 
 const radiusSection = `eap_radius:
@@ -53,8 +55,8 @@ func TestEAPRADIUSGood(t *testing.T) {
 	if len(cc.Servers) != 2 || cc.Tries != 3 || cc.Timeout != 500*time.Millisecond || cc.NASIdentifier != "gw1" || cc.Servers[1].AcctAddress != "[2001:db8::1]:11813" {
 		t.Errorf("ClientConfig %+v", cc)
 	}
-	if !strings.Contains(strings.Join(c.Warnings, "\n"), "eap_radius: no connection can use it yet") {
-		t.Errorf("warnings %q; want the one that says no connection asks RADIUS yet", c.Warnings)
+	if !strings.Contains(strings.Join(c.Warnings, "\n"), "eap_radius: no connection has remote auth eap-radius: the servers are not asked") {
+		t.Errorf("warnings %q; want the one that says no connection asks RADIUS", c.Warnings)
 	}
 	if r := c.Redacted(); r.EAPRADIUS.Servers[0].Secret != nil || c.EAPRADIUS.Servers[0].Secret == nil {
 		t.Error("Redacted kept the secret, or took it from the original")
@@ -108,5 +110,28 @@ func TestEAPRADIUSShortSecret(t *testing.T) {
 	}
 	if w := strings.Join(c.Warnings, "\n"); !strings.Contains(w, "eap_radius.servers[1].secret: 5 bytes; RFC 2865 §3 asks at least 16") {
 		t.Errorf("warnings:\n%s", w)
+	}
+}
+
+// TestEAPRADIUSConnection: remote auth eap-radius needs eap_radius: and
+// no eap secrets; with it, the engine config says eap-radius; a pool
+// with radius: true needs eap_radius: too.
+func TestEAPRADIUSConnection(t *testing.T) {
+	gw := raGateway(t, "{auth: eap-radius}", "  []\n")
+	if _, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(gw)); err == nil || !strings.Contains(err.Error(), "connections[0].remote.auth: eap-radius, and no eap_radius: section: no server to relay the EAP to") {
+		t.Errorf("eap-radius without eap_radius: %v", err)
+	}
+	section := "eap_radius: {servers: [{address: 127.0.0.1, secret: a shared secret of the test}]}\n"
+	gw = strings.Replace(gw, "dns: [10.3.0.53]}", "dns: [10.3.0.53], radius: true}", 1)
+	c, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(gw+section))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := c.EngineConfig("rw", "net")
+	if err != nil || ec.RemoteAuth != ike.AuthEAPRADIUS || !c.Pools[0].RADIUS {
+		t.Errorf("engine config %v, auth %s, pool radius %v; want eap-radius and true", err, ec.RemoteAuth, c.Pools[0].RADIUS)
+	}
+	if w := strings.Join(c.Warnings, "\n"); strings.Contains(w, "eap_radius") {
+		t.Errorf("warned although a connection uses eap_radius: %s", w)
 	}
 }

@@ -46,6 +46,7 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	if v := m["connections"]; v != nil {
 		d.connections(v, ic, ifaces, len(d.errs) > poolErrs)
 	}
+	d.eapRADIUSUsed(m["eap_radius"], ic)
 }
 
 // ikeSection decodes ike:, the settings all connections share.
@@ -244,8 +245,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		if len(d.errs) > before {
 			continue
 		}
-		if cn.Remote.Auth.IsEAP() && !slices.ContainsFunc(ic.Secrets, func(s Secret) bool { return s.Type == SecretEAP }) {
-			d.errorf(it, join(f, "remote.auth"), "%s, and no item of secrets has type eap: no user could log in", cn.Remote.Auth)
+		if !d.eapUsers(it, f, &cn, ic) { // eapradius.go
 			continue
 		}
 		if cn.Local.Auth == ike.AuthPSK || cn.Remote.Auth == ike.AuthPSK {

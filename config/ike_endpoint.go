@@ -25,7 +25,7 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 	if v := m["auth"]; v != nil {
 		auths := []string{"psk", "pubkey"}
 		if slices.Contains(known, "eap_id") {
-			auths = append(auths, string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5))
+			auths = append(auths, string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5), string(ike.AuthEAPRADIUS))
 		} else if s, ok := d.str(v, join(field, "auth")); ok && strings.HasPrefix(s, "eap-") {
 			d.errorf(v, join(field, "auth"), "%s as a client is not supported yet: ipsecd is the EAP gateway (remote: {auth: %s})", s, s)
 			return
@@ -38,7 +38,7 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 		if s, ok := d.str(v, join(field, "eap_id")); ok {
 			switch {
 			case !ep.Auth.IsEAP():
-				d.errorf(v, join(field, "eap_id"), "only with auth: eap-mschapv2 or eap-md5")
+				d.errorf(v, join(field, "eap_id"), "only with auth: eap-mschapv2, eap-md5 or eap-radius")
 			case len(s) > eap.MaxIdentity:
 				d.errorf(v, join(field, "eap_id"), "%d bytes; an EAP identity has at most %d", len(s), eap.MaxIdentity)
 			case s != "%any":

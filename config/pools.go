@@ -28,8 +28,11 @@ type Pool struct {
 	// DNSDomains are the domains whose names the DNS servers resolve
 	// (INTERNAL_DNS_DOMAIN, RFC 8598).
 	DNSDomains []string
-	RADIUS     bool // the address comes from RADIUS (Framed-IP-Address); refused until eap_radius exists
-	Line       int
+	// RADIUS: a client that RADIUS assigned an address (its Access-Accept's
+	// Framed-IP-Address) gets that one, with this pool's DNS, subnets
+	// and domains; one that it assigned none gets one of Addrs.
+	RADIUS bool
+	Line   int
 }
 
 // poolName is what a pool may be called: it names a metric's label, a
@@ -96,7 +99,10 @@ func (d *decoder) pools(n *yaml.Node, ic *IKEConfig) {
 		}
 		if v := m["radius"]; v != nil {
 			if on, ok := d.bool(v, join(f, "radius")); ok && on {
-				d.errorf(v, join(f, "radius"), "true is not supported yet: ipsecd has no RADIUS client; leave it false and give addrs")
+				if ic.EAPRADIUS == nil {
+					d.errorf(v, join(f, "radius"), "true needs eap_radius: (the servers whose Access-Accept assigns the address)")
+				}
+				p.RADIUS = on
 			}
 		}
 		if len(d.errs) > before {

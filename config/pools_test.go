@@ -81,7 +81,7 @@ func TestPoolsErrors(t *testing.T) {
 		{"bad dns", "dns: [10.3.0.53]", "dns: [10.3.0.530]", `6: pools[0].dns[0]: want an IP address, got "10.3.0.530"`},
 		{"bad domain", "dns_domains: [corp.example]", "dns_domains: [corp..example]", `8: pools[0].dns_domains[0]: "corp..example": label "" is not letters, digits and inner hyphens, of at most 63`},
 		{"split host bits", "split_include: [10.4.0.0/16]", "split_include: [10.4.0.1/16]", "7: pools[0].split_include[0]: 10.4.0.1/16 has host bits set; did you mean 10.4.0.0/16?"},
-		{"radius", "radius: false", "radius: true", "9: pools[0].radius: true is not supported yet: ipsecd has no RADIUS client; leave it false and give addrs"},
+		{"radius", "radius: false", "radius: true", "9: pools[0].radius: true needs eap_radius: (the servers whose Access-Accept assigns the address)"},
 		{"unknown pool key", "radius: false", "radios: false", "9: pools[0].radios: unknown field; did you mean radius?"},
 		{"unknown pool", "pools: [rw, rw6]", "pools: [rw, rx6]", `15: connections[0].pools[1]: no pool is named "rx6"; did you mean rw6?`},
 		{"pool twice", "pools: [rw, rw6]", "pools: [rw, rw]", `15: connections[0].pools[1]: pool "rw" is named twice`},
@@ -159,8 +159,8 @@ func TestEAPGatewayConfig(t *testing.T) {
 	}
 	for _, tt := range []struct{ remote, secrets, want string }{
 		{"{auth: eap-md5}", "  - {ids: [gw.example.net], secret: psk-not-eap}\n", "connections[0].remote.auth: eap-md5, and no item of secrets has type eap: no user could log in"},
-		{"{auth: eap-gtc}", users, `connections[0].remote.auth: want psk, pubkey, eap-mschapv2 or eap-md5, got "eap-gtc"`},
-		{"{auth: pubkey, eap_id: alice, cacerts: [x]}", users, "connections[0].remote.eap_id: only with auth: eap-mschapv2 or eap-md5"},
+		{"{auth: eap-gtc}", users, `connections[0].remote.auth: want psk, pubkey, eap-mschapv2, eap-md5 or eap-radius, got "eap-gtc"`},
+		{"{auth: pubkey, eap_id: alice, cacerts: [x]}", users, "connections[0].remote.eap_id: only with auth: eap-mschapv2, eap-md5 or eap-radius"},
 	} {
 		_, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raGateway(t, tt.remote, tt.secrets)))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

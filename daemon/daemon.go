@@ -41,9 +41,10 @@ type Daemon struct {
 	events      *control.Monitor // what ipsecd monitor streams, and vici's events
 	vici        *vici.Server     // vici.go; nil without vici:
 	metrics     *http.Server
-	metricsAddr net.Addr   // where metrics listens (the port chosen, for ":0")
-	ike         ikeRunner  // ike.go
-	pools       poolKeeper // pools.go
+	metricsAddr net.Addr     // where metrics listens (the port chosen, for ":0")
+	ike         ikeRunner    // ike.go
+	pools       poolKeeper   // pools.go
+	radius      radiusKeeper // radius.go
 
 	mu sync.Mutex
 	// mu guards: cfg, loaded, and serialises reloads.
@@ -370,7 +371,7 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 // keeps them. It waits for the workers for a few seconds at most.
 func (n *Daemon) stop() error {
 	var errs []error
-	n.stopIKE() // while the underlay still carries its deletes
+	n.stopIKE() // while the underlay still carries its deletes; the RADIUS client with it
 	n.stopPools()
 	if n.ctl != nil {
 		errs = append(errs, n.ctl.Close())

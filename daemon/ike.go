@@ -52,6 +52,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Pools:    n.pools.pools(),
+		RADIUS:   n.radius.start(ic.EAPRADIUS, log),
 		Log:      log,
 		// IKE's own events go to ipsecd monitor with the node's
 		// (Publish never blocks the IKE goroutine).
@@ -84,6 +85,7 @@ func (n *Daemon) reloadIKE(cfg *config.Config) {
 		}
 		return
 	}
+	n.radius.reload(cfg.EAPRADIUS, n.log)
 	res, err := m.Reload(n.ikeConfig(cfg))
 	if err != nil {
 		n.log.WithError(err).Error("reload: ike")
@@ -110,6 +112,7 @@ func (n *Daemon) stopIKE() {
 		n.log.Warn("ike: did not stop within 5 s")
 	}
 	r.mgr.Store(nil)
+	n.radius.stop()
 }
 
 // The control socket's ike commands (control.IKEBackend).

@@ -29,10 +29,13 @@ const (
 	// peer a road warrior whose user we check (eap.go).
 	AuthEAPMSCHAPv2 AuthClass = "eap-mschapv2"
 	AuthEAPMD5      AuthClass = "eap-md5"
+	// AuthEAPRADIUS: EAP relayed to an AAA server, whatever the method
+	// (Config.EAPRelay, eaprelay.go).
+	AuthEAPRADIUS AuthClass = "eap-radius"
 )
 
 // IsEAP reports whether a is an EAP method.
-func (a AuthClass) IsEAP() bool { return a == AuthEAPMSCHAPv2 || a == AuthEAPMD5 }
+func (a AuthClass) IsEAP() bool { return a == AuthEAPMSCHAPv2 || a == AuthEAPMD5 || a == AuthEAPRADIUS }
 
 func (c *Config) localAuth() AuthClass {
 	if c.LocalAuth == "" {
@@ -63,10 +66,10 @@ func (c *Config) validateCerts() error {
 	switch a := c.remoteAuth(); {
 	case a.IsEAP() && c.localAuth() != AuthPubkey:
 		return fmt.Errorf("ike: remote auth %q needs local auth pubkey: the gateway proves itself with its certificate before the client sends its password (RFC 7296 §2.16)", a)
-	case a.IsEAP() && c.EAPSecret == nil:
+	case a.IsEAP() && a != AuthEAPRADIUS && c.EAPSecret == nil:
 		return fmt.Errorf("ike: remote auth %q needs the users' secrets (EAPSecret)", a)
 	case a != AuthPSK && a != AuthPubkey && !a.IsEAP():
-		return fmt.Errorf("ike: remote auth %q: want psk, pubkey, eap-mschapv2 or eap-md5", a)
+		return fmt.Errorf("ike: remote auth %q: want psk, pubkey, eap-mschapv2, eap-md5 or eap-radius", a)
 	}
 	if c.localAuth() == AuthPubkey {
 		if len(c.LocalCerts) == 0 || c.PrivateKey == nil {

@@ -103,6 +103,11 @@ type Config struct {
 	// VirtualIPs hands out the addresses a peer's configuration payload
 	// asks for (cp.go); nil answers none (no CP in the reply).
 	VirtualIPs VirtualIPs
+	// EAPRelay returns, for remote auth eap-radius, the relay of the
+	// peer's EAP conversation on responder SA sa (eaprelay.go): the
+	// caller keeps sa to call its EAPAnswer with what comes back. Without
+	// one such peers fail authentication.
+	EAPRelay func(sa *SA) EAPRelay
 }
 
 // initialContact reports whether our IKE_AUTH request carries

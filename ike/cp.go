@@ -38,6 +38,9 @@ type Lease struct {
 	DNS      []netip.Addr
 	Subnets  []netip.Prefix
 	Domains  []string // RFC 8598's INTERNAL_DNS_DOMAIN
+	// Assigned: the address is an AAA server's (AssignedVirtualIPs),
+	// not the pool's.
+	Assigned bool
 }
 
 // ErrAddressFailure is wrapped by the error of an IKE_AUTH whose
@@ -85,7 +88,10 @@ func (s *SA) answerCP(ps []message.Payload, identity string) ([]message.Payload,
 			continue // one address a family
 		}
 		asked++
-		l, err := s.cfg.VirtualIPs.Acquire(identity, want, s.remote)
+		l, assigned, err := s.assignedLease(identity, want) // eaprelay.go
+		if !assigned {
+			l, err = s.cfg.VirtualIPs.Acquire(identity, want, s.remote)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

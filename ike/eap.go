@@ -42,7 +42,7 @@ func (a AuthClass) EAPType() message.EAPType {
 // with EAP.
 func (s *SA) handleEAPAuth(ps []message.Payload) ([]message.Payload, error) {
 	switch {
-	case s.hs.eap == nil:
+	case s.hs.eap == nil && s.hs.relay == nil:
 		return s.startEAP(ps)
 	case !s.hs.eapDone:
 		return s.eapRound(ps)
@@ -81,8 +81,17 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 			s.hs.authReq = append(s.hs.authReq, p)
 		}
 	}
-	s.hs.eap = eap.NewServer(eap.ServerConfig{Method: s.cfg.remoteAuth().EAPType(), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
-	first, err := s.hs.eap.Start()
+	var first []byte
+	if s.cfg.remoteAuth() == AuthEAPRADIUS {
+		if s.cfg.EAPRelay == nil {
+			return s.refuseEAP(fmt.Errorf("%w: remote auth eap-radius without a RADIUS client", ErrAuthFailed))
+		}
+		s.hs.relay = s.cfg.EAPRelay(s)
+		first, err = s.hs.relay.Start()
+	} else {
+		s.hs.eap = eap.NewServer(eap.ServerConfig{Method: s.cfg.remoteAuth().EAPType(), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
+		first, err = s.hs.eap.Start()
+	}
 	if err != nil {
 		return s.refuseEAP(fmt.Errorf("%w: %v", ErrAuthFailed, err))
 	}
@@ -94,7 +103,10 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 func (s *SA) eapRound(ps []message.Payload) ([]message.Payload, error) {
 	in := message.Get(ps, message.TypeEAP)
 	if in == nil {
-		return s.refuseEAP(fmt.Errorf("%w: an IKE_AUTH request without EAP during %s", ErrAuthFailed, eap.MethodName(s.hs.eap.Method())))
+		return s.refuseEAP(fmt.Errorf("%w: an IKE_AUTH request without EAP during %s", ErrAuthFailed, s.eapName()))
+	}
+	if s.hs.relay != nil {
+		return s.relayRound(in) // eaprelay.go
 	}
 	out, st, err := s.hs.eap.Handle(in)
 	reply := message.Payload{Type: message.TypeEAP, Body: out}
@@ -102,14 +114,30 @@ func (s *SA) eapRound(ps []message.Payload) ([]message.Payload, error) {
 	case eap.Failed:
 		return s.refuseEAP(fmt.Errorf("%w: %w", ErrAuthFailed, err), reply)
 	case eap.Succeeded:
-		if id := s.hs.eap.Identity(); s.cfg.RemoteEAPID != "" && id != s.cfg.RemoteEAPID {
-			return s.refuseEAP(fmt.Errorf("%w: EAP identity %q, the connection admits %q alone (eap_id)", ErrAuthFailed, id, s.cfg.RemoteEAPID),
-				message.Payload{Type: message.TypeEAP, Body: message.AppendEAPResult(nil, message.EAPFailure, message.EAP(out).Identifier())})
-		}
-		s.hs.eapDone, s.hs.msk, s.eapID = true, s.hs.eap.MSK(), s.hs.eap.Identity()
-		s.hs.eap.Wipe()
+		defer s.hs.eap.Wipe()
+		return s.eapSucceeded(out, s.hs.eap.Identity(), s.hs.eap.MSK())
 	}
 	return []message.Payload{reply}, nil
+}
+
+// eapName names the EAP the SA runs, for errors.
+func (s *SA) eapName() string {
+	if s.hs.relay != nil {
+		return "EAP relayed to RADIUS"
+	}
+	return eap.MethodName(s.hs.eap.Method())
+}
+
+// eapSucceeded takes the method's EAP-Success, out, for identity with
+// msk, once the identity is one the connection admits.
+func (s *SA) eapSucceeded(out []byte, identity string, msk []byte) ([]message.Payload, error) {
+	if s.cfg.RemoteEAPID != "" && identity != s.cfg.RemoteEAPID {
+		clear(msk)
+		return s.refuseEAP(fmt.Errorf("%w: EAP identity %q, the connection admits %q alone (eap_id)", ErrAuthFailed, identity, s.cfg.RemoteEAPID),
+			message.Payload{Type: message.TypeEAP, Body: message.AppendEAPResult(nil, message.EAPFailure, message.EAP(out).Identifier())})
+	}
+	s.hs.eapDone, s.hs.msk, s.eapID = true, msk, identity
+	return []message.Payload{{Type: message.TypeEAP, Body: out}}, nil
 }
 
 // eapKey is what the AUTH payloads after EAP are keyed with: the MSK,

@@ -1,6 +1,7 @@
 package ike
 
 import (
+	"net/netip"
 	"slices"
 	"time"
 
@@ -52,6 +53,10 @@ type handshake struct {
 	authReq []message.Payload
 	eapDone bool
 	msk     []byte
+	// relay replaces eap for remote auth eap-radius; framed are the
+	// addresses its server assigned (eaprelay.go).
+	relay  EAPRelay
+	framed []netip.Addr
 }
 
 // clear wipes the secret the handshake may still hold: the DH private
@@ -64,6 +69,9 @@ func (h *handshake) clear() {
 	clear(h.msk)
 	if h.eap != nil {
 		h.eap.Wipe()
+	}
+	if h.relay != nil {
+		h.relay.Wipe()
 	}
 }
 

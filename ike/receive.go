@@ -143,6 +143,9 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 	if m.MessageID != s.peerNextID || m.Exchange == message.IKESAInit {
 		return nil, dropped("request id %d, want %d", m.MessageID, s.peerNextID)
 	}
+	if s.deferred != nil {
+		return nil, dropped("request %d again while its answer waits for the AAA server", m.MessageID)
+	}
 	ps, err := s.decrypt(m, raw)
 	var ce *message.CriticalError
 	var reply []message.Payload
@@ -180,16 +183,21 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 	default:
 		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
 	}
+	reqDigest := sha256.Sum256(raw)
+	if isFragment(m) {
+		reqDigest = s.reasmFirst
+	}
+	if handleErr == errDeferred {
+		// The answer comes with EAPAnswer (eaprelay.go).
+		s.deferred = &deferredAnswer{id: m.MessageID, req: reqDigest}
+		return nil, nil
+	}
 	out, err := s.sealed(s.header(m.Exchange, m.MessageID, true), reply)
 	if err != nil {
 		return nil, err
 	}
 	s.peerNextID++
-	s.lastResp = out
-	s.lastReq = sha256.Sum256(raw)
-	if isFragment(m) {
-		s.lastReq = s.reasmFirst
-	}
+	s.lastResp, s.lastReq = out, reqDigest
 	if m.Exchange == message.IKEIntermediate && handleErr == nil && s.state == StateInitDone {
 		// The answer went out under the keys it was sealed with; the
 		// next message uses the updated ones (RFC 9370 §2.2.2).

@@ -57,6 +57,9 @@ type SA struct {
 	peerAuth AuthClass
 	eapID    string
 	leases   []Lease
+	// deferred is the IKE_AUTH request whose answer waits for the AAA
+	// server (eaprelay.go), nil when none does.
+	deferred *deferredAnswer
 	// fragments are the fragments of our last fragmented request
 	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
 	fragments [2][][]byte

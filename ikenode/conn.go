@@ -128,6 +128,13 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 		ec.AllocSPI = m.cfg.Node.AllocSPI // the engine says which went unused (EventSPIUnused)
 		ec.HasContact = m.hasContact
 		ec.VirtualIPs = vipsFor(m.cfg.Pools, ic, &cn)
+		if cn.Remote.Auth == ike.AuthEAPRADIUS {
+			if m.cfg.RADIUS == nil {
+				m.log.WithField("connection", cn.Name).Error("ike: connection skipped: remote auth eap-radius, and no RADIUS client (eap_radius:)")
+				continue
+			}
+			ec.EAPRelay = m.eapRelay
+		}
 		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
 		for _, ch := range cn.Children {
 			if !m.cfg.Trap && (ch.StartAction == config.StartActionTrap || ch.DPDAction == config.DPDActionTrap) {

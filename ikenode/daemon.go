@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/eapradius"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/node"
 	"github.com/ipsecd/ipsecd/pool"
@@ -106,6 +107,9 @@ type Config struct {
 	// Pools are the daemon's address pools, whose addresses connections
 	// with pools hand their peers (vips.go); nil hands out none.
 	Pools *pool.Set
+	// RADIUS relays the EAP of connections with remote auth eap-radius
+	// (radius.go); nil leaves such connections out.
+	RADIUS *eapradius.Client
 	// OnEvent, when set, is told of every IKE SA and child that comes
 	// up, goes down, is rekeyed or fails (events.go). It is called in
 	// the Run goroutine and must not block.

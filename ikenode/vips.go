@@ -41,4 +41,8 @@ func (v *poolVIPs) Acquire(identity string, requested netip.Addr, peer netip.Add
 	return ike.Lease{Addr: a, Identity: identity, Pool: p.Name(), DNS: at.DNS, Subnets: at.SplitInclude, Domains: at.DNSDomains}, nil
 }
 
-func (v *poolVIPs) Release(l ike.Lease) { v.set.Release(l.Pool, l.Identity, l.Addr) }
+func (v *poolVIPs) Release(l ike.Lease) {
+	if !l.Assigned { // RADIUS's address was never the pool's
+		v.set.Release(l.Pool, l.Identity, l.Addr)
+	}
+}

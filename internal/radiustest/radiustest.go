@@ -35,6 +35,9 @@ type User struct {
 type Options struct {
 	Secret string // the client's shared secret; "" is "testing123"
 	Users  []User
+	// NetNS runs FreeRADIUS in that named network namespace (ip netns
+	// exec; its loopback is brought up), "" in the test's own.
+	NetNS string
 }
 
 // Server is a running FreeRADIUS.
@@ -88,6 +91,12 @@ func start(t testing.TB, bin string, o Options) (*Server, error) {
 		}
 	}
 	s.cmd = exec.Command(bin, "-X", "-d", dir)
+	if o.NetNS != "" {
+		if out, err := exec.Command("ip", "-n", o.NetNS, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("ip -n %s link set lo up: %v\n%s", o.NetNS, err, out)
+		}
+		s.cmd = exec.Command("ip", "netns", "exec", o.NetNS, bin, "-X", "-d", dir)
+	}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

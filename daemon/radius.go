@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"reflect"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/eapradius"
+)
+
+// radiusKeeper holds the RADIUS client of eap_radius:, made when IKE
+// starts and closed when the daemon stops. The IKE daemon takes it at
+// its start; a reload that changes eap_radius: is logged as taking
+// effect at the next start, since the conversations under way hold the
+// client they began with.
+type radiusKeeper struct {
+	mu     sync.Mutex // guards the fields below
+	client *eapradius.Client
+	cfg    eapradius.Config // what client was made from (secrets included)
+}
+
+// start makes the client of e, nil without e (or when New refuses it,
+// logged: the connections with remote auth eap-radius are then left
+// out by the IKE daemon, saying why).
+func (k *radiusKeeper) start(e *config.EAPRADIUS, log logrus.FieldLogger) *eapradius.Client {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	if k.client != nil {
+		return k.client
+	}
+	cfg := e.ClientConfig()
+	cfg.Log = log.WithField("part", "radius")
+	c, err := eapradius.New(cfg)
+	if err != nil {
+		log.WithError(err).Error("radius: no client")
+		return nil
+	}
+	cfg.Log = nil
+	k.client, k.cfg = c, cloneSecrets(cfg)
+	log.WithField("servers", len(cfg.Servers)).Info("radius: client ready")
+	return c
+}
+
+// reload warns when a reloaded eap_radius: differs from the running one.
+func (k *radiusKeeper) reload(e *config.EAPRADIUS, log logrus.FieldLogger) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var cfg eapradius.Config
+	if e != nil {
+		cfg = e.ClientConfig()
+	}
+	if k.client == nil && e == nil || k.client != nil && reflect.DeepEqual(cfg, k.cfg) {
+		return
+	}
+	log.Warn("reload: eap_radius: changed; the running RADIUS client is kept until the daemon restarts")
+}
+
+// stop closes the client: requests in flight end.
+func (k *radiusKeeper) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.client != nil {
+		k.client.Close()
+		k.client = nil
+	}
+	for _, s := range k.cfg.Servers {
+		clear(s.Secret)
+	}
+	k.cfg = eapradius.Config{}
+}
+
+// cloneSecrets copies cfg with secrets of its own: the config file's are
+// wiped when a reload replaces it.
+func cloneSecrets(cfg eapradius.Config) eapradius.Config {
+	cfg.Servers = append([]eapradius.Server(nil), cfg.Servers...)
+	for i := range cfg.Servers {
+		cfg.Servers[i].Secret = append([]byte(nil), cfg.Servers[i].Secret...)
+	}
+	return cfg
+}

@@ -1,0 +1,128 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+	"github.com/ipsecd/ipsecd/internal/radiustest"
+)
+
+// radiusGateway is ipsecd's config as a remote-access gateway whose users
+// are FreeRADIUS's: remote auth eap-radius with two servers, the first
+// dead (nothing listens on its port), the second FreeRADIUS; a pool with
+// radius: true gives the address RADIUS assigns (10.3.0.200) with the
+// pool's DNS, and its own addresses (10.3.0.0/25) to clients RADIUS gave
+// none. The child's remote_ts covers both.
+func radiusGateway(cert, key, dead, auth, acct, secret string) string {
+	_, acctPort, _ := net.SplitHostPort(acct)
+	return fmt.Sprintf(`log: {level: debug}
+underlay: {udp: "0.0.0.0:4500"}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [10.3.0.0/24]}
+eap_radius:
+  servers:
+    - {name: dead, address: "%s", secret: "%s"}
+    - {name: freeradius, address: "%s", acct_port: %s, secret: "%s"}
+  retransmit_timeout: 200ms
+  retransmit_tries: 2
+pools:
+  - {name: rw, addrs: 10.3.0.0/25, dns: [10.3.0.53], radius: true}
+connections:
+  - name: rw
+    local_addrs: [%s]
+    proposals: [aes256-sha256-x25519]
+    pools: [rw]
+    local:  {auth: pubkey, id: a.test, cert: %s, key: %s}
+    remote: {auth: eap-radius}
+    children:
+      - {name: net, if_id: 1, local_ts: [198.51.100.0/24], remote_ts: [10.3.0.0/24], esp_proposals: [aes128gcm16]}
+`, dead, secret, auth, acctPort, secret, underlayA4, cert, key)
+}
+
+// TestIKECharonRADIUS: the real binary as a gateway relaying EAP to
+// FreeRADIUS 3.2.1 (in the gateway's namespace), charon 5.9.8 as the
+// road warrior with EAP-MSCHAPv2: the first RADIUS server does not
+// answer, the second accepts alice, the MSK from its MPPE keys keys the
+// AUTH payloads (charon verifies ours, we verify its), and the virtual IP
+// is the Framed-IP-Address RADIUS assigned, not one of the pool's; ping
+// crosses the child. Then a wrong password: Access-Reject, charon's
+// IKE_AUTH fails with AUTHENTICATION_FAILED, and no SA stays.
+func TestIKECharonRADIUS(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	fr := radiustest.Start(t, radiustest.Options{NetNS: p.a.name, Secret: "a shared secret of the test", Users: []radiustest.User{
+		{Name: "alice", Password: "alice-mschapv2-pw", Reply: [][2]string{{"Framed-IP-Address", "10.3.0.200"}}},
+	}})
+	dir := t.TempDir()
+	caFile, cert, key := raPKI(t, dir)
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	ch := charontest.Start(t, p.b.name, "")
+	swanctlDir := filepath.Join(dir, "swanctl")
+	if err := os.MkdirAll(filepath.Join(swanctlDir, "x509ca"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	load := func(password string) {
+		conn := charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+			Local: charontest.Peer{Auth: "eap-mschapv2", ID: "b.test", EAPID: "alice"}, Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
+			VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16", EAPSecret: password}
+		ch.LoadDir(conn.String(), swanctlDir)
+	}
+	load("alice-mschapv2-pw")
+	d := startDaemon(t, p.a, radiusGateway(cert, key, "127.0.0.1:9", fr.Auth, fr.Acct, fr.Secret))
+
+	start := time.Now()
+	if out, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "20"); err != nil {
+		t.Fatalf("swanctl --initiate: %v\n%s", err, out)
+	}
+	took := time.Since(start)
+	s := d.waitIKE("alice's child", anyChild)
+	if s.RemoteEAPID != "alice" || fmt.Sprint(s.RemoteVIPs) != "[10.3.0.200]" || fmt.Sprint(s.Children[0].RemoteTS) != "[10.3.0.200/32]" {
+		t.Fatalf("ike list: EAP identity %q, virtual IPs %v, remote_ts %v; want alice, RADIUS's 10.3.0.200 and 10.3.0.200/32", s.RemoteEAPID, s.RemoteVIPs, s.Children[0].RemoteTS)
+	}
+	if out, _ := p.b.run("ip", "addr", "show", "dev", "ipsec0"); !strings.Contains(out, "10.3.0.200/32") {
+		t.Fatalf("charon's ipsec0 has no 10.3.0.200:\n%s", out)
+	}
+	ping(t, p.b, "198.51.100.1", 3)
+	log := ch.LogSince(0)
+	for _, want := range []string{"INTERNAL_IP4_DNS", "authentication of 'a.test' with ECDSA_WITH_SHA256_DER successful", "EAP method EAP_MSCHAPV2 succeeded, MSK established"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("charon's log does not say %q", want)
+		}
+	}
+	if n := strings.Count(fr.Log(), "Sent Access-Accept"); n != 1 {
+		t.Errorf("FreeRADIUS sent %d Access-Accepts; want 1", n)
+	}
+	if !strings.Contains(d.log.String(), "server not answering") {
+		t.Errorf("the daemon did not log the dead first server")
+	}
+	t.Logf("up through the second RADIUS server in %v (the first's 0.2 + 0.28 s included)", took)
+	if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
+		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
+	}
+
+	load("not-alices-password")
+	if out, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "20"); err == nil {
+		t.Fatalf("swanctl --initiate with a wrong password succeeded:\n%s", out)
+	}
+	if log := ch.LogSince(0); !strings.Contains(log, "received AUTHENTICATION_FAILED notify error") {
+		t.Errorf("charon's log does not show AUTHENTICATION_FAILED")
+	}
+	if !strings.Contains(fr.Log(), "Sent Access-Reject") {
+		t.Errorf("FreeRADIUS sent no Access-Reject")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(d.ikeList()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("an IKE SA stays after the reject: %+v", d.ikeList())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
