@@ -479,10 +479,11 @@ func TestExamples(t *testing.T) {
 	keyFile := regexp.MustCompile(`name: "([^"]+)", key_file: ([^,}\s]+)`)
 	secretFile := regexp.MustCompile(`secret_file: ([^,}\s]+)`)
 	dir := t.TempDir()
-	// The certificate and key an example names as gw.pem and gw.key
-	// (a gateway's; examples/remote-access.yaml), issued for
+	// The certificate and key an example names as keys/gw.pem and
+	// keys/gw.key (a gateway's; examples/remote-access.yaml), issued for
 	// vpn.example.net by a test CA.
-	pkiFor(t, dir, "vpn.example.net")
+	os.MkdirAll(filepath.Join(dir, "keys"), 0o700)
+	pkiFor(t, filepath.Join(dir, "keys"), "vpn.example.net")
 	n := 0 // key files written
 	for _, f := range files {
 		data, err := os.ReadFile(f)

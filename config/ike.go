@@ -164,13 +164,17 @@ type Child struct {
 	// RemoteDynamic: remote_ts has dynamic, the clients' virtual IPs
 	// (the connection's pools), whose prefixes RemoteTS holds too.
 	RemoteDynamic bool
-	ESPProposals  []proposal.Proposal
-	RekeyTime     time.Duration
-	LifeTime      time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
-	ReplayWindow  uint32
-	StartAction   StartAction
-	DPDAction     DPDAction
-	Line          int
+	// LocalDynamic: local_ts has dynamic, our virtual IPs (the
+	// connection's vips): LocalTS holds 0.0.0.0/0 and ::/0 for their
+	// families, which the gateway narrows to the addresses it gives.
+	LocalDynamic bool
+	ESPProposals []proposal.Proposal
+	RekeyTime    time.Duration
+	LifeTime     time.Duration // hard expiry; RekeyTime * 1.1 by default, as swanctl
+	ReplayWindow uint32
+	StartAction  StartAction
+	DPDAction    DPDAction
+	Line         int
 }
 
 // StartAction is a child's start_action (swanctl's): what the daemon
@@ -306,6 +310,7 @@ func (cn *Connection) engineConfig(i IKE, ch *Child, secrets []Secret) *ike.Conf
 	if cn.PSK != nil {
 		ec.PSK = slices.Clone([]byte(cn.PSK))
 	}
+	ec.VIPs = cn.VIPs
 	if cn.Remote.Auth.IsEAP() {
 		ec.RemoteEAPID = cn.Remote.EAPID
 		ec.EAPSecret = eapSecrets(secrets)

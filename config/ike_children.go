@@ -130,11 +130,16 @@ func sharedPrefixFamily(a, b []netip.Prefix) bool {
 }
 
 // dynamicTS decodes dynamic in a child's local_ts or remote_ts (key):
-// in remote_ts of a connection with pools, the clients' virtual IPs.
+// in remote_ts of a connection with pools, the clients' virtual IPs; in
+// local_ts of a connection with vips, ours (what the gateway gives).
 func (d *decoder) dynamicTS(n *yaml.Node, field, key string, cn *Connection, ch *Child) {
 	switch {
-	case key != "remote_ts":
-		d.errorf(n, field, "dynamic is supported in remote_ts only (the clients' virtual IPs, with the connection's pools); write the prefixes")
+	case key == "local_ts" && len(cn.VIPs) == 0:
+		d.errorf(n, field, "dynamic in local_ts stands for the virtual IPs the gateway gives us and needs the connection's vips; give vips: [0.0.0.0], or write the prefixes")
+	case key == "local_ts" && ch.LocalDynamic:
+		d.errorf(n, field, "dynamic is given twice")
+	case key == "local_ts":
+		ch.LocalDynamic = true
 	case len(cn.Pools) == 0:
 		d.errorf(n, field, "dynamic stands for the clients' virtual IPs and needs the connection's pools; give pools: [NAME], or write the prefixes")
 	case ch.RemoteDynamic:

@@ -231,6 +231,21 @@ func (c *IKEConfig) Pool(name string) *Pool {
 	return nil
 }
 
+// anyOfFamilies returns 0.0.0.0/0 and ::/0 for the families of vips.
+func anyOfFamilies(vips []netip.Addr) []netip.Prefix {
+	var out []netip.Prefix
+	for _, v := range vips {
+		p := netip.MustParsePrefix("0.0.0.0/0")
+		if v.Is6() {
+			p = netip.MustParsePrefix("::/0")
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // dynamicPrefixes returns what remote_ts: [dynamic] stands for in a
 // connection with pools: every address the pools hand out. Until IKE_AUTH
 // carries configuration payloads, a child with dynamic admits all of

@@ -87,7 +87,7 @@ func TestPoolsErrors(t *testing.T) {
 		{"pool twice", "pools: [rw, rw6]", "pools: [rw, rw]", `15: connections[0].pools[1]: pool "rw" is named twice`},
 		{"empty pools", "pools: [rw, rw6]", "pools: []", "15: connections[0].pools: empty; want names of pools"},
 		{"dynamic without pools", "    pools: [rw, rw6]\n", "", "18: connections[0].children[0].remote_ts[0]: dynamic stands for the clients' virtual IPs and needs the connection's pools; give pools: [NAME], or write the prefixes"},
-		{"dynamic in local_ts", "local_ts: [10.4.0.0/16]", "local_ts: [dynamic]", "19: connections[0].children[0].local_ts[0]: dynamic is supported in remote_ts only (the clients' virtual IPs, with the connection's pools); write the prefixes"},
+		{"dynamic in local_ts", "local_ts: [10.4.0.0/16]", "local_ts: [dynamic]", "19: connections[0].children[0].local_ts[0]: dynamic in local_ts stands for the virtual IPs the gateway gives us and needs the connection's vips; give vips: [0.0.0.0], or write the prefixes"},
 		{"bad vip", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, any]", `23: connections[1].vips[1]: want an IP address, got "any"`},
 		{"vip twice", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, 0.0.0.0]", "23: connections[1].vips[1]: 0.0.0.0 is given twice"},
 	} {
@@ -103,14 +103,21 @@ func TestPoolsErrors(t *testing.T) {
 	}
 }
 
-// TestVIPsWarned: a client's vips do nothing yet, and check says so.
-func TestVIPsWarned(t *testing.T) {
-	c, err := Load(writeConfig(t, raEdit(t, "", "")))
+// TestVIPs: a client's vips are asked for, local_ts dynamic is any
+// address of their families, and check warns that an address the
+// gateway chooses is not put on the interface.
+func TestVIPs(t *testing.T) {
+	c, err := Load(writeConfig(t, raEdit(t, "local_ts: [0.0.0.0/0]", "local_ts: [dynamic]")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cn := c.Connections[1]
+	ec, _ := c.EngineConfig(cn.Name, "office")
+	if fmt.Sprint(ec.VIPs) != "[0.0.0.0 ::]" || fmt.Sprint(cn.Children[0].LocalTS) != "[0.0.0.0/0 ::/0]" || !cn.Children[0].LocalDynamic {
+		t.Errorf("vips %v, local_ts %v", ec.VIPs, cn.Children[0].LocalTS)
+	}
 	w := strings.Join(c.Warnings, "\n")
-	if !strings.Contains(w, "connections[1].vips: ipsecd does not ask for virtual IPs as a client yet") || strings.Contains(w, "connections[0].pools") {
+	if !strings.Contains(w, "connections[1].vips: 0.0.0.0: the address the gateway gives is not put on the child's interface yet") || strings.Contains(w, "connections[0].pools") {
 		t.Errorf("warnings:\n%s", w)
 	}
 }

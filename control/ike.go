@@ -49,6 +49,10 @@ type IKESAInfo struct {
 	// RemoteVIPs the virtual IPs it was given.
 	RemoteEAPID string   `json:"remote_eap_id,omitempty"`
 	RemoteVIPs  []string `json:"remote_vips,omitempty"`
+	// LocalVIPs are the virtual IPs the gateway gave us (vips), with the
+	// DNS servers it named.
+	LocalVIPs []string `json:"local_vips,omitempty"`
+	DNS       []string `json:"dns,omitempty"`
 	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
 	RekeyIn   int64          `json:"rekey_in"`
 	ExpiresIn int64          `json:"expires_in"`

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make fresh keys for the example configs: each key file the examples name
-# (key_file:), written by `ipsecd genkey` with mode 0600. The examples hold
+# (key_file:, secret_file:), written by `ipsecd genkey` with mode 0600, and
+# the remote-access example's gateway certificate (openssl). The examples hold
 # no keys of their own, so that no published key ends up in a real tunnel
 # and `ipsecd check` has nothing to warn about.
 #
@@ -26,6 +27,7 @@ keys/ike.psk:hmac(sha256)
 keys/aws-tunnel1.psk:hmac(sha256)
 keys/gcp.psk:hmac(sha256)
 keys/azure.psk:hmac(sha256)
+keys/alice.secret:hmac(sha256)
 sidecar/keys/server-to-client.key:rfc4106(gcm(aes))
 sidecar/keys/client-to-server.key:rfc4106(gcm(aes))"
 
@@ -63,6 +65,19 @@ while IFS=: read -r file alg; do
 	mv -f "$tmp" "$dir/$file"
 	made=$((made + 1))
 done <<<"$keys"
+# The remote-access example's gateway certificate, self-signed for
+# vpn.example.net, and its key (mode 0600): for trying the example, not
+# for a real gateway, whose certificate a CA its clients trust issues.
+if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" keys/gw.pem "* ]]; then
+	mkdir -p "$dir/keys"
+	if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+		-subj /CN=vpn.example.net -addext subjectAltName=DNS:vpn.example.net \
+		-keyout "$dir/keys/gw.key" -out "$dir/keys/gw.pem" 2>/dev/null; then
+		echo "genkeys.sh: openssl could not make keys/gw.pem" >&2
+		exit 1
+	fi
+	made=$((made + 1))
+fi
 if [ ${#want[@]} -gt 0 ] && [ "$made" -ne ${#want[@]} ]; then
 	echo "genkeys.sh: made $made of the ${#want[@]} key files asked for (${want[*]}); known: $(echo "$keys" | cut -d: -f1 | tr '\n' ' ')" >&2
 	exit 1

@@ -31,7 +31,7 @@ func childConfigNoDH(cc *ChildConfig) []proposal.Proposal {
 
 // authRequest builds the initiator's IKE_AUTH request (RFC 7296 §1.2):
 // IDi [CERT+] [CERTREQ] [IDr] AUTH [N(INITIAL_CONTACT)]
-// [N(USE_TRANSPORT_MODE)] SA TSi TSr.
+// [N(USE_TRANSPORT_MODE)] [CP(CFG_REQUEST)] SA TSi TSr.
 func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	spi, err := s.cfg.newSPI()
 	if err != nil {
@@ -60,6 +60,7 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	if s.cfg.Child.Transport {
 		ps = append(ps, notify(message.UseTransportMode, nil))
 	}
+	ps = append(ps, s.cfg.cfgRequest()...) // cp_client.go
 	ps = append(ps,
 		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, s.childProposals(spi))},
 		message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, prefixSelectors(s.cfg.Child.LocalTS))},
@@ -264,6 +265,9 @@ func (s *SA) childFromAuth(ps []message.Payload) error {
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	if t, ok := firstError(ps); ok {
 		return fmt.Errorf("%w: responder answered notify %d", childRefused(t), t)
+	}
+	if err := s.takeCFGReply(ps); err != nil {
+		return err
 	}
 	sas, err := message.SA(message.Get(ps, message.TypeSA)).Proposals()
 	if err != nil {

@@ -100,6 +100,10 @@ type Config struct {
 	// RemoteEAPID, when set, is the one EAP identity admitted (remote
 	// eap_id); "" admits any that EAPSecret knows.
 	RemoteEAPID string
+	// VIPs are the virtual IPs we ask the gateway for as initiator
+	// (swanctl's vips): 0.0.0.0 or :: for any of that family, or the
+	// address wanted (cp_client.go).
+	VIPs []netip.Addr
 	// VirtualIPs hands out the addresses a peer's configuration payload
 	// asks for (cp.go); nil answers none (no CP in the reply).
 	VirtualIPs VirtualIPs

@@ -206,3 +206,38 @@ func TestCharonEAPGatewayIPv6(t *testing.T) {
 		}
 	}
 }
+
+// TestCharonVirtualIPClient: we are the road warrior of a charon gateway
+// (pre-shared keys both ways, as RA-INTEROP's PSK variant): our IKE_AUTH
+// asks for an IPv4 address and DNS (vips 0.0.0.0), charon gives the
+// first of its pool with its DNS server and domain, and narrows our side
+// of the child to that address, whose keys are charon's.
+func TestCharonVirtualIPClient(t *testing.T) {
+	ch, d := charonPair(t)
+	conn := testConn("aes256-sha256-x25519", "aes128gcm16")
+	conn.LocalTS, conn.RemoteTS = "198.51.100.0/24", "dynamic"
+	conn.Pools = "rw"
+	conn.PoolsConf = "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n  }\n}\n"
+	ch.Load(conn.String())
+	cfg := peerConfig(t, "aes256-sha256-x25519", "aes128gcm16")
+	cfg.VIPs = []netip.Addr{netip.IPv4Unspecified()}
+	cfg.Child.LocalTS = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")}
+	cfg.Child.RemoteTS = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
+	for round := range 2 { // the second: a reconnect, the same address
+		from := ch.LogSize()
+		d.establish(t, ch, cfg, "initiator")
+		got := d.sa.Configuration()
+		if fmt.Sprint(got.VirtualIPs, got.DNS) != "[10.3.0.1] [10.3.0.53]" {
+			t.Fatalf("round %d: the gateway gave %+v, want 10.3.0.1 and DNS 10.3.0.53", round, got)
+		}
+		c := d.sa.Children()[0]
+		if len(c.LocalTS) != 1 || c.LocalTS[0].Start.String() != "10.3.0.1" || c.LocalTS[0].End.String() != "10.3.0.1" {
+			t.Errorf("our side of the child: %v, want 10.3.0.1 alone", c.LocalTS)
+		}
+		checkChildKeys(t, ch, from, c)
+		if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-vips=[10.3.0.1]") {
+			t.Errorf("charon does not list our virtual IP:\n%s", list)
+		}
+		d.ask(t, func() bool { return d.sa.State() == StateDeleted }, d.sa.Delete)
+	}
+}

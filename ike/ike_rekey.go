@@ -134,7 +134,7 @@ func (x *ikeRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byte,
 // initiator. The children move over later, with adopt, once it is sure
 // the new SA survives (a collision may make it redundant).
 func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool) (*SA, error) {
-	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard, localID: s.localID, peerID: s.peerID, peerAuth: s.peerAuth, eapID: s.eapID, fragOK: s.fragOK,
+	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard, localID: s.localID, peerID: s.peerID, peerAuth: s.peerAuth, eapID: s.eapID, cfgReply: s.cfgReply, fragOK: s.fragOK,
 		ispi: ispi, rspi: rspi, ikeSuite: suite, natLocal: s.natLocal, natRemote: s.natRemote}
 	seed := keys.RekeySKEYSEED(s.prf, s.keys.D, gir, ni, nr)
 	clear(gir)

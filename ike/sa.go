@@ -60,6 +60,7 @@ type SA struct {
 	// deferred is the IKE_AUTH request whose answer waits for the AAA
 	// server (eaprelay.go), nil when none does.
 	deferred *deferredAnswer
+	cfgReply Configuration // what the gateway gave us (cp_client.go)
 	// fragments are the fragments of our last fragmented request
 	// ([0]) and response ([1]), for Packets; reasm collects the peer's.
 	fragments [2][][]byte

@@ -77,6 +77,12 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 	for _, a := range x.sa.VirtualIPs() {
 		info.RemoteVIPs = append(info.RemoteVIPs, a.String())
 	}
+	for _, a := range x.sa.LocalVirtualIPs() {
+		info.LocalVIPs = append(info.LocalVIPs, a.String())
+	}
+	for _, a := range x.sa.Configuration().DNS {
+		info.DNS = append(info.DNS, a.String())
+	}
 	for _, c := range x.sa.Children() {
 		rec := m.children[c]
 		if rec == nil {

@@ -257,3 +257,48 @@ func TestIKECharonTwoRoadWarriors(t *testing.T) {
 	dave.up(t, d, "dave again", "dave", "10.3.0.2")
 	ping(t, c, "198.51.100.1", 2)
 }
+
+// TestIKEVirtualIPClient: the real binary as a road warrior of a charon
+// gateway (pre-shared keys both ways): it asks for 10.3.0.7 (vips), which
+// its interface holds, takes it and the DNS server from charon's pool,
+// and pings the network behind the gateway from it; ike list shows the
+// address and the DNS server.
+func TestIKEVirtualIPClient(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	ch := charontest.Start(t, p.b.name, "")
+	ch.Load(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{ID: "b.test"}, Remote: charontest.Peer{ID: "a.test"},
+		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n  }\n}\n"}.String())
+	d := startDaemon(t, p.a, fmt.Sprintf(`log: {level: debug}
+underlay: {udp: "0.0.0.0:4500"}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [10.3.0.7/32], routes: [203.0.113.0/24]}
+connections:
+  - name: office
+    local_addrs: [%s]
+    remote_addrs: [%s]
+    proposals: [aes256-sha256-x25519]
+    vips: [10.3.0.7]
+    local:  {auth: psk, id: a.test}
+    remote: {auth: psk, id: b.test}
+    children:
+      - {name: net, if_id: 1, local_ts: [dynamic], remote_ts: [203.0.113.0/24], esp_proposals: [aes128gcm16], start_action: start}
+secrets:
+  - {ids: [a.test, b.test], secret: %q}
+`, underlayA4, underlayB4, charontest.PSK))
+	s := d.waitIKE("the child of 10.3.0.7", anyChild)
+	if fmt.Sprint(s.LocalVIPs, s.DNS, s.Children[0].LocalTS) != "[10.3.0.7] [10.3.0.53] [10.3.0.7/32]" {
+		t.Errorf("ike list: local virtual IPs %v, DNS %v, local_ts %v; want 10.3.0.7, 10.3.0.53, 10.3.0.7/32", s.LocalVIPs, s.DNS, s.Children[0].LocalTS)
+	}
+	ping(t, p.a, innerB4, 3)
+	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-vips=[10.3.0.7]") {
+		t.Errorf("charon does not list our virtual IP:\n%s", list)
+	}
+	if out, _ := d.ctl("ike", "list"); !strings.Contains(out, "local virtual IPs 10.3.0.7, DNS 10.3.0.53") {
+		t.Errorf("ike list does not show the virtual IP and DNS:\n%s", out)
+	}
+}

@@ -80,6 +80,9 @@ func writeIKESAs(w io.Writer, sas []control.IKESAInfo) {
 		printf("%s: %s, IKEv2, %s_i%s %s_r%s", s.Name, s.State, s.SPIInitiator, star(s.Initiator), s.SPIResponder, star(!s.Initiator))
 		printf("  local  '%s' @ %s", s.LocalID, s.Local)
 		printf("  remote '%s' @ %s", s.RemoteID, s.Remote)
+		if len(s.LocalVIPs) > 0 {
+			printf("  local virtual IPs %s, DNS %s", strings.Join(s.LocalVIPs, " "), strings.Join(s.DNS, " "))
+		}
 		if s.RemoteEAPID != "" || len(s.RemoteVIPs) > 0 {
 			printf("  remote EAP identity '%s', virtual IPs %s", s.RemoteEAPID, strings.Join(s.RemoteVIPs, " "))
 		}

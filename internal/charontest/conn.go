@@ -46,8 +46,10 @@ type Conn struct {
 	// Children, when set, are the connection's children instead of the
 	// one that Child and the fields after LocalTS describe.
 	Children []Child
-	// VIPs asks the gateway for virtual IPs (vips: 0.0.0.0, ::).
-	VIPs string
+	// VIPs asks the gateway for virtual IPs (vips: 0.0.0.0, ::); Pools
+	// names the pools a gateway hands out, which PoolsConf (swanctl.conf's
+	// pools section, written as it is) defines.
+	VIPs, Pools, PoolsConf string
 	// EAPSecret is the password of Local.EAPID, written when set.
 	EAPSecret string
 }
@@ -87,6 +89,7 @@ func (c Conn) String() string {
 	line("    ", "rekey_time", c.RekeyTime)
 	line("    ", "unique", c.Unique)
 	line("    ", "vips", c.VIPs)
+	line("    ", "pools", c.Pools)
 	for _, p := range []struct {
 		block string
 		peer  Peer
@@ -127,6 +130,7 @@ func (c Conn) String() string {
 		fmt.Fprintf(&b, "secrets {\n  ike-test {\n    id-a = %s\n    id-b = %s\n    secret = %q\n  }\n}\n",
 			c.Local.ID, c.Remote.ID, or(c.Secret, PSK))
 	}
+	b.WriteString(c.PoolsConf)
 	if c.EAPSecret != "" {
 		fmt.Fprintf(&b, "secrets {\n  eap-test {\n    id = %s\n    secret = %q\n  }\n}\n", c.Local.EAPID, c.EAPSecret)
 	}
