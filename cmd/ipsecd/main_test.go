@@ -18,7 +18,6 @@ import (
 
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/control/controltest"
-	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 var (
@@ -118,18 +117,8 @@ func TestCheckExamples(t *testing.T) {
 		}
 		copies = append(copies, dst)
 	}
-	// remote-access.yaml names a gateway certificate and a user's
-	// password file, which an administrator brings: the test's own.
-	ca := testpki.NewCA(t, "examples CA")
-	gw := ca.Issue(t, "vpn.example.net")
-	testpki.WriteCert(t, filepath.Join(root, "gw.pem"), gw.DER)
-	testpki.WriteKey(t, filepath.Join(root, "gw.key"), gw.Key)
-	if err := os.MkdirAll(filepath.Join(root, "users"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "users", "alice.secret"), []byte("not-alices-password\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	// genkeys.sh also makes remote-access.yaml's gateway certificate
+	// (self-signed) and its user's password file.
 	gen := exec.Command("bash", "../../examples/genkeys.sh", root)
 	gen.Env = append(os.Environ(), "IPSECD="+ipsecdBinary(t))
 	if out, err := gen.CombinedOutput(); err != nil {
