@@ -40,6 +40,8 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 	if p := n.conn.Port(); p != underlay.DefaultPort {
 		log.Warnf("ike: the underlay's UDP port is %d: IKE moves to port 4500 after NAT detection (RFC 7296 §2.23), and ESP in UDP with it, so connections that need UDP encapsulation will not work", p)
 	}
+	radius := n.radius.start(ic.EAPRADIUS, log)
+	acct, interval := n.radius.accounting()
 	m, err := ikenode.New(ikenode.Config{
 		IKE:  ic,
 		Node: n.core,
@@ -52,8 +54,10 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Pools:    n.pools.pools(),
-		RADIUS:   n.radius.start(ic.EAPRADIUS, log),
-		Log:      log,
+		RADIUS:   radius,
+		// The sessions of eap-radius users, when eap_radius.accounting.
+		Accounting: acct, AccountingInterval: interval,
+		Log: log,
 		// IKE's own events go to ipsecd monitor with the node's
 		// (Publish never blocks the IKE goroutine).
 		OnEvent: func(ev ikenode.Event) { n.events.Publish(IKEEvent(ev)) },

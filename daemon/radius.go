@@ -3,6 +3,7 @@ package daemon
 import (
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -16,9 +17,11 @@ import (
 // effect at the next start, since the conversations under way hold the
 // client they began with.
 type radiusKeeper struct {
-	mu     sync.Mutex // guards the fields below
-	client *eapradius.Client
-	cfg    eapradius.Config // what client was made from (secrets included)
+	mu       sync.Mutex // guards the fields below
+	client   *eapradius.Client
+	acct     *eapradius.Accounting // nil without accounting: true
+	interval time.Duration         // accounting_interval
+	cfg      eapradius.Config      // what client was made from (secrets included)
 }
 
 // start makes the client of e, nil without e (or when New refuses it,
@@ -41,9 +44,22 @@ func (k *radiusKeeper) start(e *config.EAPRADIUS, log logrus.FieldLogger) *eapra
 		return nil
 	}
 	cfg.Log = nil
-	k.client, k.cfg = c, cloneSecrets(cfg)
-	log.WithField("servers", len(cfg.Servers)).Info("radius: client ready")
+	k.client, k.cfg, k.interval = c, cloneSecrets(cfg), e.AccountingInterval
+	if e.Accounting {
+		// Accounting-On: the server closes what it still holds open
+		// of our previous life (RFC 2866 §5.1).
+		k.acct = c.NewAccounting()
+		k.acct.On(nil)
+	}
+	log.WithFields(logrus.Fields{"servers": len(cfg.Servers), "accounting": e.Accounting}).Info("radius: client ready")
 	return c
+}
+
+// accounting returns the accounting and its default interim interval.
+func (k *radiusKeeper) accounting() (*eapradius.Accounting, time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.acct, k.interval
 }
 
 // reload warns when a reloaded eap_radius: differs from the running one.
@@ -60,10 +76,19 @@ func (k *radiusKeeper) reload(e *config.EAPRADIUS, log logrus.FieldLogger) {
 	log.Warn("reload: eap_radius: changed; the running RADIUS client is kept until the daemon restarts")
 }
 
-// stop closes the client: requests in flight end.
+// stop sends Accounting-Off (after the sessions' Stops, which the IKE
+// daemon sent as it ended them), waits for the records in flight, and
+// closes the client: requests in flight end.
 func (k *radiusKeeper) stop() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.acct != nil {
+		off := make(chan error, 1)
+		k.acct.Off(func(err error) { off <- err })
+		<-off // bounded by the servers' tries
+		k.acct.Close()
+		k.acct = nil
+	}
 	if k.client != nil {
 		k.client.Close()
 		k.client = nil

@@ -108,8 +108,12 @@ type Config struct {
 	// with pools hand their peers (vips.go); nil hands out none.
 	Pools *pool.Set
 	// RADIUS relays the EAP of connections with remote auth eap-radius
-	// (radius.go); nil leaves such connections out.
-	RADIUS *eapradius.Client
+	// (radius.go); nil leaves such connections out. Accounting, when
+	// set, reports their sessions (accounting.go), with Interim-Updates
+	// every AccountingInterval unless the Access-Accept names another.
+	RADIUS             *eapradius.Client
+	Accounting         *eapradius.Accounting
+	AccountingInterval time.Duration
 	// OnEvent, when set, is told of every IKE SA and child that comes
 	// up, goes down, is rekeyed or fails (events.go). It is called in
 	// the Run goroutine and must not block.
@@ -138,6 +142,7 @@ type Daemon struct {
 	index     saIndex // finds sas' SAs by SPIs, counts the half-open ones
 	limits    limits
 	children  map[*ike.Child]*installed
+	relays    map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
 	lingering []lingering
 	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
 	// shorten it).
@@ -183,6 +188,7 @@ func New(cfg Config) (*Daemon, error) {
 		cookies:   &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
 		conns:     map[string]*conn{},
 		children:  map[*ike.Child]*installed{},
+		relays:    map[*ike.SA]*radiusRelay{},
 		index:     newSAIndex(),
 		limits:    limitsOf(cfg.IKE.IKE),
 		done:      make(chan struct{}),

@@ -181,6 +181,7 @@ func (m *Daemon) childDown(c *ike.Child) {
 // error. c's keys that an outbound SA waiting kept are cleared.
 func (m *Daemon) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
+	m.childGone(rec) // accounting.go
 	c.Clear()
 	var ids []node.StateID
 	if rec.outbound {

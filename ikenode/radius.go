@@ -17,9 +17,10 @@ import (
 // (EAPAnswer) and sends what that returns. A dead server never holds up
 // the Run goroutine: it waits only for what arrives.
 type radiusRelay struct {
-	m  *Daemon
-	sa *ike.SA
-	cv *eapradius.Conversation
+	m       *Daemon
+	sa      *ike.SA
+	cv      *eapradius.Conversation
+	nasPort uint32
 }
 
 // nasPorts numbers the relayed conversations (NAS-Port), so that the
@@ -30,7 +31,9 @@ var nasPorts atomic.Uint32
 func (m *Daemon) eapRelay(sa *ike.SA) ike.EAPRelay {
 	local, remote := sa.Addrs()
 	peer := eapradius.Peer{NASPort: nasPorts.Add(1), Calling: remote, Called: local}
-	return &radiusRelay{m: m, sa: sa, cv: m.cfg.RADIUS.NewConversation(peer)}
+	r := &radiusRelay{m: m, sa: sa, cv: m.cfg.RADIUS.NewConversation(peer), nasPort: peer.NASPort}
+	m.relays[sa] = r // until the SA is up (accounting) or gone
+	return r
 }
 
 func (r *radiusRelay) Start() ([]byte, error) { return r.cv.Start() }

@@ -35,6 +35,8 @@ type ikeSA struct {
 	// peer restarted (INITIAL_CONTACT, dropped set too): either way no
 	// dpd_action or retry follows its end.
 	rekeyed bool
+	// acct is its RADIUS accounting session, nil without (accounting.go).
+	acct *acctSession
 	// dropped: the peer restarted and forgot this SA (initialContact);
 	// ike list shows it DELETING while it lingers.
 	dropped bool
@@ -103,6 +105,7 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	switch e.Kind {
 	case ike.EventIKEUp:
 		m.established(x, now)
+		m.startAccounting(x)
 		x.conn.backoff = 0
 		f := logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}
 		if id := x.sa.EAPIdentity(); id != "" {
@@ -115,6 +118,7 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	case ike.EventIKERekeyed:
 		n := m.add(e.SA, x.conn, now)
 		m.established(n, now)
+		moveAccounting(x, n)
 		x.rekeyed = true
 		x.rekeyAt, x.expireAt = time.Time{}, time.Time{}
 		n.failed, x.failed = x.failed, nil // they moved with the other children
@@ -198,6 +202,7 @@ func (m *Daemon) down(x *ikeSA, now time.Time) {
 	if report {
 		m.emit(ev)
 	}
+	m.stopAccounting(x, ev.Reason)
 	if !x.rekeyed {
 		l := m.log.WithFields(x.fields())
 		if err := x.sa.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ eap_radius:
     - {name: freeradius, address: "%s", acct_port: %s, secret: "%s"}
   retransmit_timeout: 200ms
   retransmit_tries: 2
+  accounting: true
 pools:
   - {name: rw, addrs: 10.3.0.0/25, dns: [10.3.0.53], radius: true}
 connections:
@@ -53,8 +55,12 @@ connections:
 // answer, the second accepts alice, the MSK from its MPPE keys keys the
 // AUTH payloads (charon verifies ours, we verify its), and the virtual IP
 // is the Framed-IP-Address RADIUS assigned, not one of the pool's; ping
-// crosses the child. Then a wrong password: Access-Reject, charon's
-// IKE_AUTH fails with AUTHENTICATION_FAILED, and no SA stays.
+// crosses the child. FreeRADIUS's detail file has Accounting-On, the
+// session's Start and, after charon's delete, its Stop with the ping's
+// bytes and packets each way and cause User-Request. Then a wrong
+// password: Access-Reject, charon's IKE_AUTH fails with
+// AUTHENTICATION_FAILED, and no SA stays; the daemon's stop sends
+// Accounting-Off.
 func TestIKECharonRADIUS(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
@@ -107,6 +113,26 @@ func TestIKECharonRADIUS(t *testing.T) {
 	if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
 		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
 	}
+	recs := waitDetail(t, fr, 3)
+	on, begin, stop := recs[0], recs[1], recs[2]
+	if on["Acct-Status-Type"] != "Accounting-On" || begin["Acct-Status-Type"] != "Start" || stop["Acct-Status-Type"] != "Stop" {
+		t.Fatalf("accounting records %v; want Accounting-On, Start, Stop", recs)
+	}
+	for _, r := range []map[string]string{begin, stop} {
+		if r["User-Name"] != "alice" || r["Framed-IP-Address"] != "10.3.0.200" || r["Acct-Session-Id"] != begin["Acct-Session-Id"] || len(r["Acct-Session-Id"]) != 32 {
+			t.Errorf("%s record: User-Name %q, Framed-IP-Address %q, Acct-Session-Id %q; want alice, 10.3.0.200, the SPIs", r["Acct-Status-Type"], r["User-Name"], r["Framed-IP-Address"], r["Acct-Session-Id"])
+		}
+	}
+	// 3 pings of 84 bytes each way, at least.
+	for _, k := range []string{"Acct-Input-Packets", "Acct-Output-Packets"} {
+		if n, _ := strconv.Atoi(stop[k]); n < 3 {
+			t.Errorf("Stop: %s = %q; want at least the 3 pings", k, stop[k])
+		}
+	}
+	if n, _ := strconv.Atoi(stop["Acct-Input-Octets"]); n < 3*84 || stop["Acct-Terminate-Cause"] != "User-Request" {
+		t.Errorf("Stop: Acct-Input-Octets %q, Acct-Terminate-Cause %q; want at least 252 and User-Request", stop["Acct-Input-Octets"], stop["Acct-Terminate-Cause"])
+	}
+	t.Logf("Stop: in %s octets / %s packets, out %s / %s, %s s", stop["Acct-Input-Octets"], stop["Acct-Input-Packets"], stop["Acct-Output-Octets"], stop["Acct-Output-Packets"], stop["Acct-Session-Time"])
 
 	load("not-alices-password")
 	if out, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "20"); err == nil {
@@ -124,5 +150,27 @@ func TestIKECharonRADIUS(t *testing.T) {
 			t.Fatalf("an IKE SA stays after the reject: %+v", d.ikeList())
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := waitDetail(t, fr, 4); len(recs) != 4 || recs[3]["Acct-Status-Type"] != "Accounting-Off" {
+		t.Errorf("after the stop: %d records, the last %v; want the 4th Accounting-Off (no session for the rejected attempt)", len(recs), recs[len(recs)-1])
+	}
+}
+
+// waitDetail waits until FreeRADIUS's detail file has n records.
+func waitDetail(t *testing.T, fr *radiustest.Server, n int) []map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs := fr.Detail(t)
+		if len(recs) >= n {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d accounting records after 10 s; want %d: %v", len(recs), n, recs)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
