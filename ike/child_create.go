@@ -148,14 +148,11 @@ func newGroup(s *SA, ps []message.Payload, priv **dh.Private, offered []proposal
 // made completes the child from the peer's answer to our request; the
 // exchange's private key is cleared, whatever comes of it.
 func (x *childCreate) made(s *SA, ps []message.Payload) (*Child, error) {
-	if err := newGroup(s, ps, &x.priv, x.cfg.Proposals); err != nil {
-		if !errors.Is(err, errNewGroup) {
-			x.priv.Clear()
-		}
+	sas, nr, err := createAnswer(s, ps, &x.priv, x.cfg.Proposals)
+	if errors.Is(err, errNewGroup) {
 		return nil, err
 	}
 	defer x.priv.Clear()
-	sas, nr, err := createAnswer(ps)
 	if err != nil {
 		return nil, err
 	}
@@ -185,9 +182,14 @@ func (x *childCreate) made(s *SA, ps []message.Payload) (*Child, error) {
 }
 
 // createAnswer returns the proposal chosen and the nonce of the peer's
-// answer to our CREATE_CHILD_SA, or the error its notify, or their lack,
-// says.
-func createAnswer(ps []message.Payload) ([]message.Proposal, []byte, error) {
+// answer to our CREATE_CHILD_SA, which offered offered with the key
+// exchange *priv, or the error its notify, or their lack, says:
+// errNewGroup (newGroup) starts the task again with *priv in the group
+// the peer asked for.
+func createAnswer(s *SA, ps []message.Payload, priv **dh.Private, offered []proposal.Proposal) ([]message.Proposal, []byte, error) {
+	if err := newGroup(s, ps, priv, offered); err != nil {
+		return nil, nil, err
+	}
 	if t, ok := firstError(ps); ok {
 		return nil, nil, fmt.Errorf("%w: CREATE_CHILD_SA answered with notify %d", childRefused(t), t)
 	}

@@ -100,14 +100,11 @@ func (x *ikeRekey) drop(*SA) { x.priv.Clear() }
 // response makes the new SA and deletes the one that is redundant now:
 // s, or the new SA itself when it lost simultaneous rekeys.
 func (x *ikeRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byte, error) {
-	if err := newGroup(s, ps, &x.priv, s.cfg.Proposals); errors.Is(err, errNewGroup) {
+	sas, nr, err := createAnswer(s, ps, &x.priv, s.cfg.Proposals)
+	if errors.Is(err, errNewGroup) {
 		return s.start(x, now)
-	} else if err != nil {
-		x.priv.Clear()
-		return nil, err
 	}
 	defer x.priv.Clear()
-	sas, nr, err := createAnswer(ps)
 	if err != nil {
 		return nil, err
 	}
