@@ -207,3 +207,36 @@ func TestIntAuthBinds(t *testing.T) {
 		t.Fatalf("initiator: %v, want ErrAuthFailed", err)
 	}
 }
+
+// FuzzIntermediate sends authenticated IKE_INTERMEDIATE messages of
+// arbitrary payloads: as the request to a responder that waits for the
+// additional key exchange (ML-KEM-768), and as the response to the
+// initiator that sent it. Each side answers or fails; none panics.
+func FuzzIntermediate(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes256-sha384-x25519-ke1_mlkem768"}, []string{"aes256gcm16"})
+	ke, _ := message.AppendPayloads(nil, []message.Payload{{Type: message.TypeKE, Body: message.AppendKE(nil, 36, make([]byte, 1184))}})
+	f.Add(false, uint8(message.TypeKE), ke)
+	f.Add(true, uint8(message.TypeKE), ke[:100])
+	f.Add(true, uint8(message.TypeN), []byte{0, 0, 0, 8, 0, 0, 0, 7})
+	f.Fuzz(func(t *testing.T, response bool, first uint8, chain []byte) {
+		ini, msg, _ := Initiate(ci, addrA, addrB, t0)
+		res, answer, err := Respond(cr, addrB, addrA, msg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ini.Handle(answer, t0); err != nil {
+			t.Fatal(err)
+		}
+		if response {
+			h := res.header(message.IKEIntermediate, ini.nextID-1, true)
+			if m, err := res.seal.Seal(h, message.PayloadType(first), chain); err == nil {
+				ini.Handle(m, t0)
+			}
+			return
+		}
+		h := ini.header(message.IKEIntermediate, ini.nextID-1, false)
+		if m, err := ini.seal.Seal(h, message.PayloadType(first), chain); err == nil {
+			res.Handle(m, t0)
+		}
+	})
+}
