@@ -123,8 +123,8 @@ func (c *Child) Clear() {
 // weInitiated says whether we initiated the exchange that made the child:
 // its initiator's keys come first in KEYMAT.
 func (s *SA) newChild(cc *ChildConfig, esp proposal.Suite, inSPI, outSPI uint32, localTS, remoteTS []message.Selector, transport bool,
-	gir, ni, nr []byte, weInitiated bool) *Child {
-	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, gir, ni, nr, esp)
+	gir, ni, nr []byte, weInitiated bool, addKE ...[]byte) *Child {
+	i2r, r2i := keys.ChildKeys(s.prf, s.keys.D, gir, ni, nr, esp, addKE...)
 	c := &Child{
 		Name: cc.Name, cfg: cc,
 		Suite: esp, InSPI: inSPI, OutSPI: outSPI, Transport: transport,

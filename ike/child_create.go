@@ -27,6 +27,10 @@ type childCreate struct {
 	inSPI         uint32 // our new inbound SPI
 	ni            []byte
 	priv          *dh.Private // nil without PFS
+	// followup runs the additional key exchanges the answer chose
+	// (errFollowup), and child makes the child from all the secrets.
+	followup *followupKE
+	child    func(gir, added []byte) *Child
 }
 
 // newChildCreate allocates the inbound SPI and, when cc's first
@@ -91,7 +95,7 @@ func (x *childCreate) payloads(s *SA) ([]message.Payload, error) {
 		ps = append(ps, notify(message.UseTransportMode, nil))
 	}
 	ps = append(ps,
-		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.Messages(x.cfg.Proposals, binary.BigEndian.AppendUint32(nil, x.inSPI)))},
+		message.Payload{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.MessagesMultiKE(x.cfg.Proposals, binary.BigEndian.AppendUint32(nil, x.inSPI)))},
 		message.Payload{Type: message.TypeNONC, Body: x.ni})
 	if x.priv != nil {
 		ps = append(ps, message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, x.priv.Group(), x.priv.Public())})
@@ -110,6 +114,14 @@ func (x *childCreate) response(s *SA, ps []message.Payload, now time.Time) ([]by
 	c, err := x.made(s, ps)
 	if errors.Is(err, errNewGroup) {
 		return s.start(x, now)
+	}
+	if errors.Is(err, errFollowup) {
+		x.followup.of = x
+		x.followup.done = func(s *SA, gir, added []byte, now time.Time) ([]byte, error) {
+			s.addChild(x.child(gir, added), false)
+			return nil, nil
+		}
+		return s.start(x.followup, now)
 	}
 	if err != nil {
 		s.unusedSPI(x.inSPI)
@@ -159,7 +171,10 @@ func (x *childCreate) made(s *SA, ps []message.Payload) (*Child, error) {
 	// A child's PFS is the chosen proposal's: offered our KE, the
 	// responder may still choose one of our proposals without a group,
 	// and then answers without KE (RFC 7296 §1.3.1, §3.4).
-	esp, err := proposal.CheckChoice(x.cfg.Proposals, sas, x.priv == nil)
+	esp, err := proposal.CheckChoice(x.cfg.Proposals, sas, true)
+	if x.priv != nil {
+		esp, err = proposal.CheckChoiceMultiKE(x.cfg.Proposals, sas)
+	}
 	if err != nil || len(esp.SPI) != 4 || esp.DH.Name != "" && esp.DH.ID != x.priv.Group() {
 		return nil, fmt.Errorf("%w: %v", ErrChildFailed, proposal.ErrBadChoice)
 	}
@@ -178,6 +193,19 @@ func (x *childCreate) made(s *SA, ps []message.Payload) (*Child, error) {
 	outSPI := binary.BigEndian.Uint32(esp.SPI)
 	esp.SPI = binary.BigEndian.AppendUint32(nil, x.inSPI)
 	_, transport := notifyOf(ps, message.UseTransportMode)
+	if methods := esp.AddKEs(); len(methods) > 0 {
+		// The child comes of all the exchanges, after IKE_FOLLOWUP_KE.
+		link, ok := addKELink(ps)
+		if !ok {
+			return nil, fmt.Errorf("%w: CREATE_CHILD_SA chose additional key exchanges without N(ADDITIONAL_KEY_EXCHANGE)", ErrProtocol)
+		}
+		nr = append([]byte(nil), nr...)
+		x.followup = &followupKE{methods: methods, link: link, gir: append([]byte(nil), gir...)}
+		x.child = func(gir, added []byte) *Child {
+			return s.newChild(x.cfg, esp, x.inSPI, outSPI, tsi, tsr, transport && x.transport, gir, x.ni, nr, true, added)
+		}
+		return nil, errFollowup
+	}
 	return s.newChild(x.cfg, esp, x.inSPI, outSPI, tsi, tsr, transport && x.transport, gir, x.ni, nr, true), nil
 }
 
@@ -234,9 +262,19 @@ func (s *SA) unusedSPI(spi uint32) {
 }
 
 // answerChild answers the peer's CREATE_CHILD_SA that makes a child, a
-// new one (old nil) or one that replaces old, and returns the child
-// made, with the exchange's nonces.
-func (s *SA) answerChild(req *createRequest, old *Child) ([]message.Payload, *crossing, error) {
+// new one (old nil) or one that replaces old, and passes the child made,
+// with the exchange's nonces, to then: at once, or, when additional key
+// exchanges were chosen, once the peer's IKE_FOLLOWUP_KE exchanges ran
+// them (followup.go).
+func (s *SA) answerChild(req *createRequest, old *Child, then func(*crossing)) ([]message.Payload, error) {
+	reply, made, err := s.answerChildOf(req, old, then)
+	if made != nil {
+		then(made)
+	}
+	return reply, err
+}
+
+func (s *SA) answerChildOf(req *createRequest, old *Child, then func(*crossing)) ([]message.Payload, *crossing, error) {
 	if n := len(s.children); n >= s.cfg.maxChildren() {
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, nil,
 			fmt.Errorf("%w: the IKE SA holds %d children, the most it takes", ErrChildFailed, n)
@@ -259,8 +297,8 @@ func (s *SA) answerChild(req *createRequest, old *Child) ([]message.Payload, *cr
 	if local == nil {
 		return []message.Payload{notify(message.TSUnacceptable, nil)}, nil, fmt.Errorf("%w: %w", ErrChildFailed, ErrTSUnacceptable)
 	}
-	esp, err := proposal.Select(cc.Proposals, req.sas, false)
-	if err != nil || len(esp.SPI) != 4 {
+	esp, err := proposal.SelectMultiKE(cc.Proposals, req.sas)
+	if err != nil || len(esp.SPI) != 4 || len(esp.AddKEs()) > 0 && esp.DH.Name == "" {
 		return []message.Payload{notify(message.NoProposalChosen, nil)}, nil,
 			fmt.Errorf("%w: %w: child %q: peer offered %s", ErrChildFailed, ErrNoProposalChosen, cc.Name, proposal.FormatList(req.sas))
 	}
@@ -298,9 +336,8 @@ func (s *SA) answerChild(req *createRequest, old *Child) ([]message.Payload, *cr
 		_, asked := notifyOf(req.ps, message.UseTransportMode)
 		transport = transport && asked
 	}
-	c := s.newChild(cc, esp, inSPI, outSPI, local, remote, transport, gir, req.ni, nr, false)
 	var reply []message.Payload
-	if c.Transport {
+	if transport {
 		reply = append(reply, notify(message.UseTransportMode, nil))
 	}
 	reply = append(reply,
@@ -309,7 +346,22 @@ func (s *SA) answerChild(req *createRequest, old *Child) ([]message.Payload, *cr
 	if priv != nil {
 		reply = append(reply, message.Payload{Type: message.TypeKE, Body: message.AppendKE(nil, priv.Group(), priv.Public())})
 	}
-	return append(reply,
+	reply = append(reply,
 		message.Payload{Type: message.TypeTSi, Body: message.AppendTS(nil, remote)},
-		message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, local)}), &crossing{child: c, ni: req.ni, nr: nr}, nil
+		message.Payload{Type: message.TypeTSr, Body: message.AppendTS(nil, local)})
+	if methods := esp.AddKEs(); len(methods) > 0 {
+		// The child comes of all the exchanges, after the peer's
+		// IKE_FOLLOWUP_KE.
+		ni := req.ni
+		n, err := s.awaitFollowup(methods, gir, func(s *SA, gir, added []byte) error {
+			then(&crossing{child: s.newChild(cc, esp, inSPI, outSPI, local, remote, transport, gir, ni, nr, false, added), ni: ni, nr: nr})
+			return nil
+		})
+		if err != nil {
+			return []message.Payload{notify(message.TemporaryFailure, nil)}, nil, err
+		}
+		return append(reply, n), nil, nil
+	}
+	c := s.newChild(cc, esp, inSPI, outSPI, local, remote, transport, gir, req.ni, nr, false)
+	return reply, &crossing{child: c, ni: req.ni, nr: nr}, nil
 }

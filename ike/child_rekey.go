@@ -59,12 +59,27 @@ func (x *childRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byt
 	if errors.Is(err, errNewGroup) {
 		return s.start(x, now)
 	}
+	nr := append([]byte(nil), message.Get(ps, message.TypeNONC)...)
+	if errors.Is(err, errFollowup) {
+		x.followup.of = x
+		x.followup.done = func(s *SA, gir, added []byte, now time.Time) ([]byte, error) {
+			return x.replaced(s, x.child(gir, added), nr, now)
+		}
+		return s.start(x.followup, now)
+	}
 	if err != nil {
 		x.drop(s)
 		return nil, err
 	}
+	return x.replaced(s, c, nr, now)
+}
+
+// replaced takes c, the new child, in old's place, and starts the
+// delete of old, or of c when it lost simultaneous rekeys; nr is the
+// nonce of the peer's answer.
+func (x *childRekey) replaced(s *SA, c *Child, nr []byte, now time.Time) ([]byte, error) {
 	c.Replaces = x.old
-	doomed := s.settleChildRekey(x, c, message.Get(ps, message.TypeNONC))
+	doomed := s.settleChildRekey(x, c, nr)
 	s.addChild(c, c.Redundant)
 	return s.start(&childDelete{child: doomed}, now)
 }
@@ -96,17 +111,15 @@ func (s *SA) answerChildRekey(req *createRequest) ([]message.Payload, error) {
 		// deleted).
 		return []message.Payload{notify(message.TemporaryFailure, nil)}, fmt.Errorf("%w: peer rekeys a child it rekeyed already", ErrBusy)
 	}
-	reply, made, err := s.answerChild(req, old)
-	if made == nil {
-		return reply, err
-	}
 	// Our answer may be lost: the new child's outbound SA waits for
 	// the peer's delete of old (removeChild), which proves the peer has
 	// it. If our own rekey of old crosses this one, the nonces decide
-	// later (settleChildRekey).
-	made.child.Replaces = old
-	old.replacedBy(SidePeer)
-	s.addChild(made.child, true)
-	s.crossed(made)
-	return reply, err
+	// later (settleChildRekey). With additional key exchanges, then
+	// runs after the peer's IKE_FOLLOWUP_KE.
+	return s.answerChild(req, old, func(made *crossing) {
+		made.child.Replaces = old
+		old.replacedBy(SidePeer)
+		s.addChild(made.child, true)
+		s.crossed(made)
+	})
 }

@@ -50,7 +50,7 @@ func (s *SA) admit(req *createRequest) error {
 		// on it (§2.25.2). Its successor takes them.
 		return fmt.Errorf("%w: the IKE SA was rekeyed", ErrBusy)
 	}
-	switch x := s.active.(type) {
+	switch x := continued(s.active).(type) {
 	case *childRekey:
 		if req.rekey != nil && !req.ike && x.crossing == nil && req.rekeys(x.old) {
 			return nil
@@ -70,7 +70,7 @@ func (s *SA) admit(req *createRequest) error {
 // child or IKE SA under way (admit let nothing else through), to be
 // settled when our answer comes. It reports whether there was one.
 func (s *SA) crossed(theirs *crossing) bool {
-	switch x := s.active.(type) {
+	switch x := continued(s.active).(type) {
 	case *childRekey:
 		if theirs.child != nil {
 			x.crossing = theirs

@@ -123,9 +123,5 @@ func (s *SA) answerCreate(ps []message.Payload) ([]message.Payload, error) {
 	case req.rekey != nil:
 		return s.answerChildRekey(req)
 	}
-	reply, made, err := s.answerChild(req, nil)
-	if made != nil {
-		s.addChild(made.child, false)
-	}
-	return reply, err
+	return s.answerChild(req, nil, func(made *crossing) { s.addChild(made.child, false) })
 }

@@ -23,6 +23,8 @@ type ikeRekey struct {
 	spi  uint64 // our SPI of the new IKE SA
 	ni   []byte
 	priv *dh.Private
+	// followup runs the additional key exchanges the answer chose.
+	followup *followupKE
 	// crossing is the IKE SA the peer's simultaneous rekey made, nil
 	// when none came.
 	crossing *crossing
@@ -89,7 +91,7 @@ func (x *ikeRekey) request(s *SA) (message.ExchangeType, []message.Payload, erro
 		return 0, nil, err
 	}
 	return message.CreateChildSA, []message.Payload{
-		{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.Messages(s.cfg.Proposals, binary.BigEndian.AppendUint64(nil, x.spi)))},
+		{Type: message.TypeSA, Body: message.AppendSA(nil, proposal.MessagesMultiKE(s.cfg.Proposals, binary.BigEndian.AppendUint64(nil, x.spi)))},
 		{Type: message.TypeNONC, Body: x.ni},
 		{Type: message.TypeKE, Body: message.AppendKE(nil, x.priv.Group(), x.priv.Public())},
 	}, nil
@@ -112,17 +114,31 @@ func (x *ikeRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	suite, err := proposal.CheckChoice(s.cfg.Proposals, sas, false)
+	suite, err := proposal.CheckChoiceMultiKE(s.cfg.Proposals, sas)
 	if err != nil || len(suite.SPI) != 8 || suite.DH.ID != x.priv.Group() {
 		clear(gir)
 		return nil, fmt.Errorf("%w: IKE rekey: %v", ErrProtocol, proposal.ErrBadChoice)
 	}
 	nr = append([]byte(nil), nr...)
-	n, err := s.rekeyedSA(suite, x.spi, binary.BigEndian.Uint64(suite.SPI), x.ni, nr, gir, true)
-	if err != nil {
-		return nil, err
+	made := func(s *SA, gir, added []byte, now time.Time) ([]byte, error) {
+		n, err := s.rekeyedSA(suite, x.spi, binary.BigEndian.Uint64(suite.SPI), x.ni, nr, gir, true, added)
+		if err != nil {
+			return nil, err
+		}
+		return s.settleIKERekey(x, n, nr, now)
 	}
-	return s.settleIKERekey(x, n, nr, now)
+	if methods := suite.AddKEs(); len(methods) > 0 {
+		// The new SA comes of all the exchanges (RFC 9370 §2.2.4).
+		link, ok := addKELink(ps)
+		if !ok {
+			clear(gir)
+			return nil, fmt.Errorf("%w: IKE rekey chose additional key exchanges without N(ADDITIONAL_KEY_EXCHANGE)", ErrProtocol)
+		}
+		x.followup = &followupKE{methods: methods, link: link, gir: gir, done: made, of: x}
+		return s.start(x.followup, now)
+	}
+	defer clear(gir)
+	return made(s, gir, nil, now)
 }
 
 // rekeyedSA makes the IKE SA that replaces s (§2.18): new SPIs, nonces
@@ -130,11 +146,10 @@ func (x *ikeRekey) response(s *SA, ps []message.Payload, now time.Time) ([]byte,
 // weInitiated: we initiated the rekey, so we are the new SA's original
 // initiator. The children move over later, with adopt, once it is sure
 // the new SA survives (a collision may make it redundant).
-func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool) (*SA, error) {
+func (s *SA) rekeyedSA(suite proposal.Suite, ispi, rspi uint64, ni, nr, gir []byte, weInitiated bool, addKE ...[]byte) (*SA, error) {
 	n := &SA{cfg: s.cfg, initiator: weInitiated, local: s.local, remote: s.remote, state: StateEstablished, lastHeard: s.lastHeard, localID: s.localID, peerID: s.peerID, peerAuth: s.peerAuth, eapID: s.eapID, cfgReply: s.cfgReply, fragOK: s.fragOK,
 		ispi: ispi, rspi: rspi, ikeSuite: suite, natLocal: s.natLocal, natRemote: s.natRemote}
-	seed := keys.RekeySKEYSEED(s.prf, s.keys.D, gir, ni, nr)
-	clear(gir)
+	seed := keys.RekeySKEYSEED(s.prf, s.keys.D, gir, ni, nr, addKE...)
 	if err := n.deriveIKEFrom(seed, ni, nr); err != nil {
 		return nil, err
 	}
@@ -156,7 +171,7 @@ func (s *SA) adopt(n *SA, now time.Time) {
 
 // answerIKERekey is the responder's side of an IKE SA rekey.
 func (s *SA) answerIKERekey(req *createRequest) ([]message.Payload, error) {
-	suite, err := proposal.Select(s.cfg.Proposals, req.sas, false)
+	suite, err := proposal.SelectMultiKE(s.cfg.Proposals, req.sas)
 	if err != nil || len(suite.SPI) != 8 {
 		return []message.Payload{notify(message.NoProposalChosen, nil)}, fmt.Errorf("%w: IKE rekey: peer offered %s", ErrNoProposalChosen, proposal.FormatList(req.sas))
 	}
@@ -183,20 +198,38 @@ func (s *SA) answerIKERekey(req *createRequest) ([]message.Payload, error) {
 	rspi := binary.BigEndian.Uint64(spi) | 1
 	ispi := binary.BigEndian.Uint64(suite.SPI)
 	suite.SPI = binary.BigEndian.AppendUint64(nil, rspi)
-	n, err := s.rekeyedSA(suite, ispi, rspi, req.ni, nr, gir, false)
-	if err != nil {
-		return []message.Payload{notify(message.TemporaryFailure, nil)}, err
-	}
-	// The daemon routes the new SPIs to n from now on. The children move
-	// to it now, unless our own rekey collides: then the nonces decide
-	// when our answer arrives.
-	s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
-	if !s.crossed(&crossing{sa: n, ni: req.ni, nr: nr}) {
-		s.adopt(n, s.now)
-	}
-	return []message.Payload{
+	reply := []message.Payload{
 		{Type: message.TypeSA, Body: message.AppendSA(nil, []message.Proposal{suite.Proposal()})},
 		{Type: message.TypeNONC, Body: nr},
 		{Type: message.TypeKE, Body: message.AppendKE(nil, priv.Group(), priv.Public())},
-	}, nil
+	}
+	ni := req.ni
+	made := func(s *SA, gir, added []byte) error {
+		n, err := s.rekeyedSA(suite, ispi, rspi, ni, nr, gir, false, added)
+		if err != nil {
+			return err
+		}
+		// The daemon routes the new SPIs to n from now on. The
+		// children move to it now, unless our own rekey collides: then
+		// the nonces decide when our answer arrives.
+		s.events = append(s.events, Event{Kind: EventIKERekeyed, SA: n})
+		if !s.crossed(&crossing{sa: n, ni: ni, nr: nr}) {
+			s.adopt(n, s.now)
+		}
+		return nil
+	}
+	defer clear(gir)
+	if methods := suite.AddKEs(); len(methods) > 0 {
+		// The new SA comes of all the exchanges, after the peer's
+		// IKE_FOLLOWUP_KE (RFC 9370 §2.2.4).
+		n, err := s.awaitFollowup(methods, gir, made)
+		if err != nil {
+			return []message.Payload{notify(message.TemporaryFailure, nil)}, err
+		}
+		return append(reply, n), nil
+	}
+	if err := made(s, gir, nil); err != nil {
+		return []message.Payload{notify(message.TemporaryFailure, nil)}, err
+	}
+	return reply, nil
 }

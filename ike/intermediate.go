@@ -2,7 +2,6 @@ package ike
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -177,14 +176,3 @@ func (s *SA) intermediateAnswered(id uint32, reply []message.Payload) error {
 	s.hs.priv.Clear()
 	return s.updateKeys(shared)
 }
-
-// ErrFollowupKE means an IKE SA whose keys came from additional key
-// exchanges cannot be rekeyed yet: a rekey would have to run them again
-// in IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), which ipsecd does not implement,
-// and a rekey without them would drop what was negotiated. The SA lives
-// until it expires (rekey_time + 10%) and is then established anew.
-var ErrFollowupKE = errors.New("ike: rekeying an IKE SA with additional key exchanges needs IKE_FOLLOWUP_KE (RFC 9370), which ipsecd does not implement yet")
-
-// RekeyNeedsFollowupKE reports whether the IKE SA negotiated additional
-// key exchanges, so that RekeyIKE must not be called (ErrFollowupKE).
-func (s *SA) RekeyNeedsFollowupKE() bool { return len(s.ikeSuite.AddKEs()) > 0 }

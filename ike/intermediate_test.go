@@ -2,6 +2,7 @@ package ike
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/ipsecd/ipsecd/ike/message"
@@ -47,7 +48,7 @@ func TestEstablishMultiKE(t *testing.T) {
 			if got := ini.Suite().String(); got != tt.suite || res.Suite().String() != tt.suite {
 				t.Errorf("suites %q and %q, want %q", got, res.Suite(), tt.suite)
 			}
-			if !equalUint16(methods, tt.intermediates) {
+			if !slices.Equal(methods, tt.intermediates) {
 				t.Errorf("IKE_INTERMEDIATE requests carried methods %v, want %v", methods, tt.intermediates)
 			}
 			if len(tt.intermediates) > 0 && frags == 0 {
@@ -61,18 +62,6 @@ func TestEstablishMultiKE(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalUint16(a, b []uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // runWatched is run with a look at each message on the way: sent is
@@ -140,14 +129,7 @@ func TestIntermediateBadKE(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ci, cr := pairConfigs(t, []string{"aes256-sha384-x25519-ke1_mlkem768"}, []string{"aes256gcm16"})
-			ini, msg, _ := Initiate(ci, addrA, addrB, t0)
-			res, answer, err := Respond(cr, addrB, addrA, msg, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := ini.Handle(answer, t0); err != nil {
-				t.Fatal(err)
-			}
+			ini, res := untilIntermediate(t, ci, cr)
 			// The request again, with the forged KE, as the initiator's
 			// next message (same ID, same keys).
 			ke := message.AppendKE(nil, 36, ini.hs.priv.Public())
@@ -219,14 +201,7 @@ func FuzzIntermediate(f *testing.F) {
 	f.Add(true, uint8(message.TypeKE), ke[:100])
 	f.Add(true, uint8(message.TypeN), []byte{0, 0, 0, 8, 0, 0, 0, 7})
 	f.Fuzz(func(t *testing.T, response bool, first uint8, chain []byte) {
-		ini, msg, _ := Initiate(ci, addrA, addrB, t0)
-		res, answer, err := Respond(cr, addrB, addrA, msg, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ini.Handle(answer, t0); err != nil {
-			t.Fatal(err)
-		}
+		ini, res := untilIntermediate(t, ci, cr)
 		if response {
 			h := res.header(message.IKEIntermediate, ini.nextID-1, true)
 			if m, err := res.seal.Seal(h, message.PayloadType(first), chain); err == nil {
@@ -239,4 +214,20 @@ func FuzzIntermediate(f *testing.F) {
 			res.Handle(m, t0)
 		}
 	})
+}
+
+// untilIntermediate runs IKE_SA_INIT between ci and cr: the initiator
+// has sent its first IKE_INTERMEDIATE request (not delivered), the
+// responder waits for it.
+func untilIntermediate(t testing.TB, ci, cr *Config) (ini, res *SA) {
+	t.Helper()
+	ini, msg, _ := Initiate(ci, addrA, addrB, t0)
+	res, answer, err := Respond(cr, addrB, addrA, msg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ini.Handle(answer, t0); err != nil {
+		t.Fatal(err)
+	}
+	return ini, res
 }

@@ -180,6 +180,8 @@ func (s *SA) handleRequest(m *message.Message, raw []byte, remote netip.AddrPort
 		reply = s.answerInformational(ps)
 	case m.Exchange == message.CreateChildSA:
 		reply, handleErr = s.answerCreate(ps)
+	case m.Exchange == message.IKEFollowupKE:
+		reply, handleErr = s.answerFollowupKE(ps)
 	default:
 		reply = []message.Payload{notify(message.InvalidSyntax, nil)}
 	}

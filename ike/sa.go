@@ -78,8 +78,11 @@ type SA struct {
 	// keylogEarlier are the keylog lines of the key sets IKE_INTERMEDIATE
 	// replaced, with Config.Keylog, until TakeKeylog.
 	keylogEarlier []string
-	children      []*Child
-	events        []Event
+	// followup is the peer's CREATE_CHILD_SA whose additional key
+	// exchanges its IKE_FOLLOWUP_KE requests run (followup.go).
+	followup *followupAnswer
+	children []*Child
+	events   []Event
 
 	// Our requests: a window of one (RFC 7296 §2.3).
 	nextID    uint32
@@ -187,6 +190,7 @@ func (s *SA) Wipe() {
 		s.hs = nil
 	}
 	s.dropActive()
+	s.dropFollowup()
 	s.seal.Clear()
 	s.open.Clear()
 	s.reasm = nil

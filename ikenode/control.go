@@ -252,9 +252,6 @@ func (m *Daemon) Rekey(t Target) error {
 		// An exchange under way: the engine queues the rekey behind
 		// it, as swanctl queues its requests.
 		if t.IKE != "" {
-			if x.sa.RekeyNeedsFollowupKE() {
-				return ike.ErrFollowupKE
-			}
 			out, err := x.sa.RekeyIKE(now)
 			if err != nil {
 				return err

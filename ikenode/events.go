@@ -42,10 +42,6 @@ const (
 	ReasonError          = "error"          // another error: see Error
 	ReasonRekeyedByUs    = "rekeyed by us"
 	ReasonRekeyedByPeer  = "rekeyed by peer"
-	// ReasonReestablished: an IKE SA with additional key exchanges
-	// (RFC 9370) reached rekey_time; a rekey would need IKE_FOLLOWUP_KE,
-	// which is not implemented, so it was deleted and initiated anew.
-	ReasonReestablished = "re-established"
 )
 
 // Event is an IKE SA or a child that came up, went down, was rekeyed or

@@ -90,10 +90,6 @@ func (m *Daemon) tickSA(x *ikeSA, now time.Time) {
 		x.why = ReasonExpired
 		m.deleteSA(x, now)
 		return
-	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed && x.sa.RekeyNeedsFollowupKE():
-		x.rekeyAt = time.Time{}
-		m.reestablish(x, now)
-		return
 	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
 		// Queued behind an exchange under way, if any.
 		if out, err := x.sa.RekeyIKE(now); err == nil {

@@ -26,11 +26,13 @@ func SKEYSEED(prf PRF, ni, nr, gir []byte) []byte {
 	return prf.Sum(key, gir)
 }
 
-// RekeySKEYSEED returns prf(SK_d (old), g^ir (new) | Ni | Nr) for an IKE
-// SA that replaces the one whose SK_d is given (RFC 7296 §2.18), with the
-// PRF of the old SA.
-func RekeySKEYSEED(oldPRF PRF, oldD, gir, ni, nr []byte) []byte {
-	return oldPRF.Sum(oldD, gir, ni, nr)
+// RekeySKEYSEED returns prf(SK_d (old), g^ir (new) | Ni | Nr [| SK(1) |
+// ... | SK(n)]) for an IKE SA that replaces the one whose SK_d is given
+// (RFC 7296 §2.18), with the PRF of the old SA; addKE are the secrets of
+// RFC 9370's additional key exchanges (IKE_FOLLOWUP_KE), after the
+// nonces.
+func RekeySKEYSEED(oldPRF PRF, oldD, gir, ni, nr []byte, addKE ...[]byte) []byte {
+	return oldPRF.Sum(oldD, append([][]byte{gir, ni, nr}, addKE...)...)
 }
 
 // DeriveIKE splits prf+(SKEYSEED, Ni | Nr | SPIi | SPIr) into the seven
@@ -69,18 +71,23 @@ type ESPKeys struct {
 }
 
 // ChildKeys returns the keys of a CHILD_SA pair from
-// KEYMAT = prf+(SK_d, [g^ir (new) |] Ni | Nr) (RFC 7296 §2.17): first the
+// KEYMAT = prf+(SK_d, [g^ir (new) |] Ni | Nr [| SK(1) | ... | SK(n)])
+// (RFC 7296 §2.17; RFC 9370 §2.2.4 appends the secrets of the
+// additional key exchanges, addKE, after the nonces): first the
 // keys of the SA that carries data from the initiator to the responder,
 // then the other; within one, the encryption key before the integrity
 // key. gir is nil without PFS. Ni and Nr are those of the exchange that
 // created the child (IKE_SA_INIT's for the first child).
-func ChildKeys(prf PRF, skd, gir, ni, nr []byte, esp proposal.Suite) (initToResp, respToInit ESPKeys) {
+func ChildKeys(prf PRF, skd, gir, ni, nr []byte, esp proposal.Suite, addKE ...[]byte) (initToResp, respToInit ESPKeys) {
 	enc := esp.Encr.KeySize()
 	integ := 0
 	if esp.Integ.Name != "" {
 		integ = esp.Integ.KeySize()
 	}
 	seed := append(append(append([]byte(nil), gir...), ni...), nr...)
+	for _, k := range addKE {
+		seed = append(seed, k...)
+	}
 	defer clear(seed)
 	km := prf.Plus(skd, seed, 2*(enc+integ))
 	initToResp = ESPKeys{Enc: km[:enc:enc], Integ: km[enc : enc+integ : enc+integ]}

@@ -45,6 +45,9 @@ const (
 	InvalidSelectors           NotifyType = 39
 	TemporaryFailure           NotifyType = 43
 	ChildSANotFound            NotifyType = 44
+	// StateNotFound (RFC 9370 §2.2.4) answers an IKE_FOLLOWUP_KE whose
+	// CREATE_CHILD_SA the responder does not hold.
+	StateNotFound NotifyType = 47
 
 	InitialContact            NotifyType = 16384
 	SetWindowSize             NotifyType = 16385

@@ -74,8 +74,8 @@ func addKEOf(t message.TransformType, id uint16) (Alg, bool) {
 func (a Alg) IsNone() bool { return a.Type.IsAddKE() && a.ID == dh.None }
 
 // HasAddKE reports whether p names an additional key exchange other
-// than NONE: an IKE SA from it may need IKE_INTERMEDIATE, a child
-// IKE_FOLLOWUP_KE.
+// than NONE: an IKE SA from it may need IKE_INTERMEDIATE, a
+// CREATE_CHILD_SA IKE_FOLLOWUP_KE.
 func (p Proposal) HasAddKE() bool {
 	for _, a := range p.Algs {
 		if a.Type.IsAddKE() && !a.IsNone() {
@@ -87,7 +87,7 @@ func (p Proposal) HasAddKE() bool {
 
 // AddKEs returns the additional key exchanges a suite negotiated, in
 // order (ADDKE1 first), without those that chose NONE: one
-// IKE_INTERMEDIATE exchange each.
+// IKE_INTERMEDIATE or IKE_FOLLOWUP_KE exchange each.
 func (s Suite) AddKEs() []Alg {
 	var out []Alg
 	for _, a := range s.AddKE {

@@ -31,7 +31,8 @@ func TestParseAddKE(t *testing.T) {
 		{ike, "aes256-sha384-x25519-ke1_mlkem512", "", "ML-KEM-512 is not implemented"},
 		{ike, "aes256-sha384-mlkem512", "", "ML-KEM-512 is not implemented"},
 		{ike, "aes256-sha384-ke1_mlkem768", "", "no key exchange group"},
-		{esp, "aes256gcm16-x25519-ke1_mlkem768", "", "IKE_FOLLOWUP_KE"},
+		{esp, "aes256gcm16-x25519-ke1_mlkem768", "aes256gcm16-x25519-ke1_mlkem768-noesn", ""},
+		{esp, "aes256gcm16-ke1_mlkem768", "", "come after a key exchange group"},
 		{esp, "aes256gcm16-mlkem768", "aes256gcm16-mlkem768-noesn", ""},
 		{esp, "aes256gcm16-x25519-ke1_none", "aes256gcm16-x25519-ke1_none-noesn", ""},
 	} {
@@ -50,16 +51,16 @@ func TestParseAddKE(t *testing.T) {
 	}
 }
 
-// TestSelectMultiKE: choosing additional key exchanges in IKE_SA_INIT
-// (RFC 9370 §2.2.1), and what CREATE_CHILD_SA's Select, which cannot
-// run them yet, makes of the same offers.
+// TestSelectMultiKE: choosing additional key exchanges (RFC 9370
+// §2.2.1), and what Select, for an exchange that runs none, makes of the
+// same offers.
 func TestSelectMultiKE(t *testing.T) {
 	ike := message.ProtoIKE
 	for _, tt := range []struct {
 		name         string
 		ours, theirs []string
 		want         string // "" : no proposal chosen
-		wantCCSA     string // Select, as CREATE_CHILD_SA would
+		wantCCSA     string // Select: without additional exchanges
 	}{
 		{"both hybrid", []string{"aes256-sha384-x25519-ke1_mlkem768"}, []string{"aes256-sha384-x25519-ke1_mlkem768"},
 			"aes256-sha384-prfsha384-x25519-ke1_mlkem768", ""},
@@ -104,7 +105,7 @@ func TestSelectMultiKE(t *testing.T) {
 			s, err = Select(ours, wire, false)
 			switch {
 			case tt.wantCCSA == "" && err == nil:
-				t.Errorf("Select: got %q; want no proposal chosen (no IKE_FOLLOWUP_KE)", s)
+				t.Errorf("Select: got %q; want no proposal chosen (no additional exchange runs)", s)
 			case tt.wantCCSA != "" && (err != nil || s.String() != tt.wantCCSA):
 				t.Errorf("Select: got %q, %v; want %q", s, err, tt.wantCCSA)
 			}
@@ -115,8 +116,8 @@ func TestSelectMultiKE(t *testing.T) {
 // TestMessagesMultiKE: what IKE_SA_INIT and CREATE_CHILD_SA offer of
 // proposals with additional exchanges. An optional one is followed by a
 // copy without them, which a peer that does not know transform type 6
-// (strongSwan 5.9) can choose; CREATE_CHILD_SA offers only what it can
-// run.
+// (strongSwan 5.9) can choose; Messages, for an exchange that runs no
+// additional exchange, offers only what can do without.
 func TestMessagesMultiKE(t *testing.T) {
 	ps := mustParse(t, message.ProtoIKE, "aes256-sha384-x25519-ke1_mlkem768-ke1_none", "aes256-sha384-x25519-ke1_mlkem1024", "aes128-sha256-ecp256")
 	names := func(ms []message.Proposal) string {
@@ -133,7 +134,7 @@ func TestMessagesMultiKE(t *testing.T) {
 		t.Errorf("IKE_SA_INIT:\n got %s\nwant %s", got, want)
 	}
 	if got, want := names(Messages(ps, nil)), "aes256-sha384-x25519-prfsha384, aes128-sha256-ecp256-prfsha256"; got != want {
-		t.Errorf("CREATE_CHILD_SA:\n got %s\nwant %s", got, want)
+		t.Errorf("Messages:\n got %s\nwant %s", got, want)
 	}
 }
 

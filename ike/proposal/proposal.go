@@ -36,9 +36,6 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 		if !ok {
 			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
 		}
-		if proto == message.ProtoESP && a.Type.IsAddKE() && !a.IsNone() {
-			return p, fmt.Errorf("proposal %q: %q: additional key exchanges in ESP proposals need IKE_FOLLOWUP_KE (RFC 9370) on each rekey, which ipsecd does not implement yet; use a single group (%s) for PFS", s, name, name[4:])
-		}
 		if !runs(proto, a) {
 			return p, fmt.Errorf("proposal %q: %q is for IKE proposals only; ESP runs %s", s, name, espNames())
 		}
@@ -83,6 +80,9 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 	}
 	if count[message.TransPRF] > 0 {
 		return p, fmt.Errorf("proposal %q: a prf is for IKE proposals", s)
+	}
+	if p.HasAddKE() && count[message.TransDH] == 0 {
+		return p, fmt.Errorf("proposal %q: additional key exchanges (keN_) come after a key exchange group for PFS (aes256gcm16-x25519-ke1_mlkem768)", s)
 	}
 	if count[message.TransESN] == 0 {
 		p.Algs = append(p.Algs, ESNOff)
@@ -166,11 +166,11 @@ func (p Proposal) Message(num uint8, spi []byte) message.Proposal {
 	return m
 }
 
-// Messages numbers ps from 1, each with spi, as a CREATE_CHILD_SA (or
-// IKE_AUTH) request offers them: without additional key exchanges
-// (RFC 9370), which those exchanges do not run yet (IKE_FOLLOWUP_KE). A
-// proposal whose additional exchanges are all optional (keN_none) goes
-// without them; one that requires one is left out.
+// Messages numbers ps from 1, each with spi, without additional key
+// exchanges (RFC 9370), for an exchange that runs none (IKE_AUTH's
+// child, whose keys come from the IKE SA). A proposal whose additional
+// exchanges are all optional (keN_none) goes without them; one that
+// requires one is left out.
 func Messages(ps []Proposal, spi []byte) []message.Proposal {
 	var out []message.Proposal
 	for _, p := range ps {
@@ -182,8 +182,8 @@ func Messages(ps []Proposal, spi []byte) []message.Proposal {
 	return out
 }
 
-// MessagesMultiKE numbers ps from 1 as IKE_SA_INIT offers them, with
-// their additional key exchanges. A proposal whose additional exchanges
+// MessagesMultiKE numbers ps from 1 as IKE_SA_INIT and CREATE_CHILD_SA
+// offer them, with their additional key exchanges. A proposal whose additional exchanges
 // are all optional (keN_none) is followed by a copy without them:
 // strongSwan before 6.0, like any RFC 7296 peer, refuses a proposal
 // with a transform type it does not know (§3.3.6) but takes the copy.

@@ -40,15 +40,16 @@ var types = []message.TransformType{message.TransENCR, message.TransPRF, message
 type addKEMode uint8
 
 const (
-	// addKENone: the exchange cannot run additional key exchanges
-	// (CREATE_CHILD_SA until IKE_FOLLOWUP_KE is implemented): only NONE,
-	// or the type's absence, matches.
+	// addKENone: the exchange runs no additional key exchange (IKE_SA_INIT
+	// with a peer that announced no IKE_INTERMEDIATE): only NONE, or the
+	// type's absence, matches.
 	addKENone addKEMode = iota
 	// addKEIgnore: key exchanges play no part at all (a child in
 	// IKE_AUTH, whose keys come from the IKE SA).
 	addKEIgnore
 	// addKERun: additional exchanges are negotiated (IKE_SA_INIT, which
-	// IKE_INTERMEDIATE follows).
+	// IKE_INTERMEDIATE follows; CREATE_CHILD_SA, which IKE_FOLLOWUP_KE
+	// follows).
 	addKERun
 )
 
@@ -59,9 +60,8 @@ const (
 // ESP proposal, those package sa does not run (Alg.ESP): what is chosen
 // can be installed. With ignoreDH, key exchange transforms play no part
 // (a child SA in IKE_AUTH). Additional key exchanges (RFC 9370) are not
-// run by the exchanges Select serves (CREATE_CHILD_SA, IKE_AUTH's
-// child): a proposal matches only where they can be NONE (see
-// SelectMultiKE for IKE_SA_INIT).
+// run where Select serves: a proposal matches only where they can be
+// NONE (SelectMultiKE negotiates them).
 func Select(ours []Proposal, theirs []message.Proposal, ignoreDH bool) (Suite, error) {
 	return selectMode(ours, theirs, ignoreDH, withoutAddKE(ignoreDH))
 }
@@ -75,8 +75,9 @@ func withoutAddKE(ignoreDH bool) addKEMode {
 	return addKENone
 }
 
-// SelectMultiKE is Select for IKE_SA_INIT, where RFC 9370's additional
-// key exchanges are negotiated like any other type, NONE (keN_none) as
+// SelectMultiKE is Select for IKE_SA_INIT and CREATE_CHILD_SA, where RFC
+// 9370's additional key exchanges are negotiated like any other type
+// (and run in IKE_INTERMEDIATE or IKE_FOLLOWUP_KE), NONE (keN_none) as
 // one of their transforms, and a type one side leaves out matching the
 // other's NONE (§2.2.1).
 func SelectMultiKE(ours []Proposal, theirs []message.Proposal) (Suite, error) {
@@ -217,8 +218,9 @@ func CheckChoice(ours []Proposal, answer []message.Proposal, ignoreDH bool) (Sui
 	return checkChoice(ours, answer, ignoreDH, withoutAddKE(ignoreDH))
 }
 
-// CheckChoiceMultiKE is CheckChoice for IKE_SA_INIT's answer, where
-// additional key exchanges are negotiated (SelectMultiKE).
+// CheckChoiceMultiKE is CheckChoice for an answer to IKE_SA_INIT or
+// CREATE_CHILD_SA, where additional key exchanges are negotiated
+// (SelectMultiKE).
 func CheckChoiceMultiKE(ours []Proposal, answer []message.Proposal) (Suite, error) {
 	return checkChoice(ours, answer, false, addKERun)
 }
