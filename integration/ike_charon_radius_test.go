@@ -64,7 +64,7 @@ connections:
 func TestIKECharonRADIUS(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
-	fr := radiustest.Start(t, radiustest.Options{NetNS: p.a.name, Secret: "a shared secret of the test", Users: []radiustest.User{
+	fr := radiustest.Start(t, radiustest.Options{NetNS: p.a.name, Secret: "a shared secret of the test", TLSNames: []string{"a.test"}, Users: []radiustest.User{
 		{Name: "alice", Password: "alice-mschapv2-pw", Reply: [][2]string{{"Framed-IP-Address", "10.3.0.200"}}},
 	}})
 	dir := t.TempDir()
@@ -151,11 +151,54 @@ func TestIKECharonRADIUS(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+
+	// EAP-TLS: charon's certificate for alice, FreeRADIUS's naming the
+	// gateway too (charon checks the AAA server's against the gateway's
+	// IKE identity unless aaa_id says otherwise), the TLS flights in
+	// EAP-Messages split over RADIUS attributes and IKE_AUTH rounds, the
+	// 64-byte MSK from the MPPE keys keying AUTH both ways.
+	for _, f := range []struct{ src, dst string }{
+		{fr.PKI.CAFile, "x509ca/radius-ca.pem"}, {fr.PKI.ClientCertFile, "x509/alice.pem"}, {fr.PKI.ClientKeyFile, "pkcs8/alice.key"},
+	} {
+		b, err := os.ReadFile(f.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(swanctlDir, f.dst)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tlsConn := charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local:  charontest.Peer{Auth: "eap-tls", ID: "alice", Certs: "alice.pem"},
+		Remote: charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: caFile},
+		VIPs:   "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16"}
+	ch.LoadDir(tlsConn.String(), swanctlDir)
+	from := ch.LogSize()
+	if out, err := ch.Swanctl("--initiate", "--child", "net", "--timeout", "20"); err != nil {
+		t.Fatalf("EAP-TLS: swanctl --initiate: %v\n%s\n%s", err, out, ch.LogSince(from))
+	}
+	s = d.waitIKE("alice's EAP-TLS child", anyChild)
+	if s.RemoteEAPID != "alice" || fmt.Sprint(s.RemoteVIPs) != "[10.3.0.200]" {
+		t.Fatalf("EAP-TLS: ike list: EAP identity %q, virtual IPs %v; want alice and 10.3.0.200", s.RemoteEAPID, s.RemoteVIPs)
+	}
+	if log := ch.LogSince(from); !strings.Contains(log, "EAP method EAP_TLS succeeded, MSK established") {
+		t.Errorf("charon's log does not say EAP-TLS established an MSK")
+	}
+	ping(t, p.b, "198.51.100.1", 2)
+	if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
+		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
+	}
+	waitDetail(t, fr, 5) // its Start and Stop
+
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if recs := waitDetail(t, fr, 4); len(recs) != 4 || recs[3]["Acct-Status-Type"] != "Accounting-Off" {
-		t.Errorf("after the stop: %d records, the last %v; want the 4th Accounting-Off (no session for the rejected attempt)", len(recs), recs[len(recs)-1])
+	if recs := waitDetail(t, fr, 6); len(recs) != 6 || recs[5]["Acct-Status-Type"] != "Accounting-Off" {
+		t.Errorf("after the stop: %d records, the last %v; want 6, Accounting-Off last (no session for the rejected attempt)", len(recs), recs[len(recs)-1])
 	}
 }
 

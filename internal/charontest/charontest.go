@@ -29,7 +29,7 @@ import (
 const Bin = "/usr/lib/ipsec/charon"
 
 // hostPlugins are the plugins of Debian 12's charon that the tests use.
-const hostPlugins = "random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici eap-identity eap-mschapv2 eap-md5"
+const hostPlugins = "random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints curve25519 gcm chapoly aes sha2 sha1 hmac kdf gmp kernel-libipsec kernel-netlink socket-default vici eap-identity eap-mschapv2 eap-md5 eap-tls"
 
 // conf is strongswan.conf: kernel-libipsec (this kernel has no ESP)
 // before kernel-netlink, and ike = 4, chd = 4 so that the log holds the

@@ -12,7 +12,7 @@ const PSK = "a-test-psk-not-a-secret"
 
 // Peer is one side of a connection: swanctl.conf's local or remote block.
 type Peer struct {
-	Auth    string // "psk" (default), "pubkey", "eap-mschapv2", "eap-md5"
+	Auth    string // "psk" (default), "pubkey", "eap-mschapv2", "eap-md5", "eap-tls"
 	ID      string
 	EAPID   string // eap_id: the EAP identity of a local EAP auth
 	Certs   string // local pubkey: certificate file

@@ -16,18 +16,23 @@ import (
 )
 
 // PKI is a test CA and the certificates FreeRADIUS's EAP-TLS serves and
-// asks for: the server's (radius.test) and a client's (CN alice).
+// asks for: the server's (radius.test) and a client's (CN and DNS name
+// alice), also as PEM files for other EAP-TLS clients (charon).
 type PKI struct {
 	CA     *x509.CertPool
 	Client tls.Certificate
+	// CAFile, ClientCertFile and ClientKeyFile (PKCS #8) are in the
+	// server's config directory.
+	CAFile, ClientCertFile, ClientKeyFile string
 }
 
-// makePKI writes ca.pem, server.pem and server.key into dir and returns
-// the client's side. ECDSA P-256, valid for an hour around now.
-func makePKI(t testing.TB, dir string) PKI {
+// makePKI writes ca.pem, server.pem and server.key (the server's
+// certificate naming radius.test and serverNames), client.pem and
+// client.key into dir. ECDSA P-256, valid for an hour around now.
+func makePKI(t testing.TB, dir string, serverNames []string) PKI {
 	t.Helper()
 	caKey, caCert, caDER := issue(t, "radiustest CA", nil, nil, true, 0)
-	srvKey, _, srvDER := issue(t, "radius.test", caCert, caKey, false, x509.ExtKeyUsageServerAuth)
+	srvKey, _, srvDER := issue(t, "radius.test", caCert, caKey, false, x509.ExtKeyUsageServerAuth, serverNames...)
 	cliKey, _, cliDER := issue(t, "alice", caCert, caKey, false, x509.ExtKeyUsageClientAuth)
 	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)
 	writePEM(t, filepath.Join(dir, "server.pem"), "CERTIFICATE", srvDER)
@@ -36,14 +41,21 @@ func makePKI(t testing.TB, dir string) PKI {
 		t.Fatal(err)
 	}
 	writePEM(t, filepath.Join(dir, "server.key"), "PRIVATE KEY", k)
+	writePEM(t, filepath.Join(dir, "client.pem"), "CERTIFICATE", cliDER)
+	ck, err := x509.MarshalPKCS8PrivateKey(cliKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, filepath.Join(dir, "client.key"), "PRIVATE KEY", ck)
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
-	return PKI{CA: pool, Client: tls.Certificate{Certificate: [][]byte{cliDER}, PrivateKey: cliKey}}
+	return PKI{CA: pool, Client: tls.Certificate{Certificate: [][]byte{cliDER}, PrivateKey: cliKey},
+		CAFile: filepath.Join(dir, "ca.pem"), ClientCertFile: filepath.Join(dir, "client.pem"), ClientKeyFile: filepath.Join(dir, "client.key")}
 }
 
 var serial int64
 
-func issue(t testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, ca bool, usage x509.ExtKeyUsage) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
+func issue(t testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, ca bool, usage x509.ExtKeyUsage, names ...string) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -60,7 +72,7 @@ func issue(t testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.P
 		parent, parentKey = tmpl, key
 	} else {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
-		tmpl.DNSNames = []string{cn}
+		tmpl.DNSNames = append([]string{cn}, names...)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {

@@ -38,6 +38,9 @@ type Options struct {
 	// NetNS runs FreeRADIUS in that named network namespace (ip netns
 	// exec; its loopback is brought up), "" in the test's own.
 	NetNS string
+	// TLSNames are DNS names the EAP-TLS server certificate holds
+	// besides radius.test.
+	TLSNames []string
 }
 
 // Server is a running FreeRADIUS.
@@ -79,7 +82,7 @@ func Start(t testing.TB, o Options) *Server {
 func start(t testing.TB, bin string, o Options) (*Server, error) {
 	dir := t.TempDir()
 	auth, acct := freePort(t), freePort(t)
-	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret, PKI: makePKI(t, dir)}
+	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret, PKI: makePKI(t, dir, o.TLSNames)}
 	files := map[string]string{
 		"radiusd.conf": radiusdConf(dir, o.Secret, auth, acct),
 		"users":        usersFile(o.Users),
