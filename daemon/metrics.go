@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/eapradius"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/xfrmif"
@@ -95,6 +96,9 @@ type metricsSource struct {
 	ike func() ([]control.IKESAInfo, ikenode.Counters, bool)
 	// pools returns the address pools, none when there are none.
 	pools func() []control.PoolInfo
+	// radius returns the RADIUS servers' counters (radius.go), none
+	// without eap_radius.
+	radius func() []eapradius.ServerStats
 }
 
 // nodeMetricsSource reads n's SAD, interfaces and counters.
@@ -117,6 +121,7 @@ func nodeMetricsSource(n *Daemon) metricsSource {
 			}
 			return nil
 		},
+		radius: n.radius.stats,
 	}
 }
 
@@ -171,7 +176,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
 		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
-		descIKEEAP, descPoolAddresses,
+		descIKEEAP, descPoolAddresses, descRADIUS,
 	} {
 		ch <- d
 	}
@@ -199,6 +204,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			emit(ch, descPoolAddresses, prometheus.GaugeValue, uint64(p.Offline), p.Name, "offline")
 			emit(ch, descPoolAddresses, prometheus.GaugeValue, uint64(max(0, int64(p.Size)-int64(p.Online)-int64(p.Offline))), p.Name, "free")
 		}
+	}
+	if c.src.radius != nil {
+		collectRADIUS(ch, c.src.radius())
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
 	"github.com/ipsecd/ipsecd/config"
@@ -107,4 +108,34 @@ func cloneSecrets(cfg eapradius.Config) eapradius.Config {
 		cfg.Servers[i].Secret = append([]byte(nil), cfg.Servers[i].Secret...)
 	}
 	return cfg
+}
+
+// stats returns the servers' counters, none without a client.
+func (k *radiusKeeper) stats() []eapradius.ServerStats {
+	k.mu.Lock()
+	c := k.client
+	k.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Stats()
+}
+
+var descRADIUS = prometheus.NewDesc("ipsecd_radius_packets_total",
+	"RADIUS datagrams of eap_radius by server and kind: request (sent, retransmissions included), retransmission, timeout (a request the server never answered), accept, reject, challenge, accounting_response (verified answers), mismatch (an answer whose Response Authenticator or Message-Authenticator did not check out: a wrong shared secret, or forgery), malformed.",
+	[]string{"server", "kind"}, nil)
+
+func collectRADIUS(ch chan<- prometheus.Metric, servers []eapradius.ServerStats) {
+	for _, s := range servers {
+		for _, v := range []struct {
+			kind string
+			n    uint64
+		}{
+			{"request", s.Requests}, {"retransmission", s.Retransmits}, {"timeout", s.Timeouts},
+			{"accept", s.Accepts}, {"reject", s.Rejects}, {"challenge", s.Challenges}, {"accounting_response", s.AcctResponses},
+			{"mismatch", s.Mismatches}, {"malformed", s.Malformed},
+		} {
+			emit(ch, descRADIUS, prometheus.CounterValue, v.n, s.Name, v.kind)
+		}
+	}
 }
