@@ -64,6 +64,8 @@ const (
 	DetailRemote     = "remote"        // the peer's
 	DetailLocalID    = "local_id"      // our identity
 	DetailPeerID     = "peer_id"       // the peer's, once authenticated
+	DetailEAPID      = "eap_id"        // the EAP identity the peer proved (a road warrior's user)
+	DetailVIPs       = "vips"          // the virtual IPs leased to the peer, or given to us (space-separated)
 	DetailSPIIn      = "spi_in"        // the child's inbound ESP SPI
 	DetailSPIOut     = "spi_out"       // its outbound ESP SPI
 	DetailOldSPIIn   = "old_spi_in"
@@ -75,7 +77,7 @@ const (
 // keys it knows (others follow, sorted); the error comes last, after
 // the reason.
 var DetailOrder = []string{DetailConnection, DetailChild, DetailIKESPII, DetailIKESPIR, DetailOldIKESPII, DetailOldIKESPIR,
-	DetailLocal, DetailRemote, DetailLocalID, DetailPeerID, DetailSPIIn, DetailSPIOut, DetailOldSPIIn, DetailOldSPIOut}
+	DetailLocal, DetailRemote, DetailLocalID, DetailPeerID, DetailEAPID, DetailVIPs, DetailSPIIn, DetailSPIOut, DetailOldSPIIn, DetailOldSPIOut}
 
 // EventState names an SA in an event: as every message names it, with
 // its source and if_id.

@@ -38,6 +38,7 @@ func IKEEvent(ev ikenode.Event) control.Event {
 		{control.DetailOldIKESPII, ev.OldSPIInitiator}, {control.DetailOldIKESPIR, ev.OldSPIResponder},
 		{control.DetailLocal, addrPort(ev.Local)}, {control.DetailRemote, addrPort(ev.Remote)},
 		{control.DetailLocalID, ev.LocalID}, {control.DetailPeerID, ev.PeerID},
+		{control.DetailEAPID, ev.EAPID}, {control.DetailVIPs, ev.VIPs},
 		{control.DetailSPIIn, ev.SPIIn}, {control.DetailSPIOut, ev.SPIOut},
 		{control.DetailOldSPIIn, ev.OldSPIIn}, {control.DetailOldSPIOut, ev.OldSPIOut},
 		{control.DetailError, ev.Error},

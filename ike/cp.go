@@ -148,10 +148,14 @@ func (s *SA) vipSelectors() []message.Selector {
 	return out
 }
 
-// releaseLeases gives the SA's leases back (it ended).
+// releaseLeases gives the SA's leases back (it ended), once; VirtualIPs
+// still lists them, for the events that say it ended.
 func (s *SA) releaseLeases() {
+	if s.released {
+		return
+	}
 	for _, l := range s.leases {
 		s.cfg.VirtualIPs.Release(l)
 	}
-	s.leases = nil
+	s.released = true
 }

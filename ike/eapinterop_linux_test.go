@@ -111,6 +111,9 @@ func TestCharonEAPGateway(t *testing.T) {
 				if st := vips.p.Stats(); st.Online != 0 {
 					t.Errorf("after the delete: %+v, want no lease online", st)
 				}
+				if got := fmt.Sprint(d.sa.VirtualIPs()); got != "["+tc.vip+"]" {
+					t.Errorf("the deleted SA lists virtual IPs %s, want %s still (ike_down says which went offline)", got, tc.vip)
+				}
 			}
 		})
 	}

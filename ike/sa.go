@@ -57,6 +57,7 @@ type SA struct {
 	peerAuth AuthClass
 	eapID    string
 	leases   []Lease
+	released bool // leases went back to VirtualIPs
 	// deferred is the IKE_AUTH request whose answer waits for the AAA
 	// server (eaprelay.go), nil when none does.
 	deferred *deferredAnswer

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/internal/printable"
@@ -62,6 +63,11 @@ type Event struct {
 	// (escaped: the peer chooses its identity's bytes); PeerID is empty
 	// before the peer authenticated.
 	LocalID, PeerID string
+	// EAPID is the EAP identity the peer proved (escaped), VIPs the
+	// virtual IPs leased to it or given to us, space-separated: so that
+	// ike_up and ike_down tell when a road warrior's lease goes online
+	// and offline.
+	EAPID, VIPs string
 	// SPIIn and SPIOut are the child's ESP SPIs (%#x); OldSPIIn and
 	// OldSPIOut the child that child_rekeyed replaced.
 	SPIIn, SPIOut       string
@@ -84,8 +90,13 @@ func (m *Daemon) emit(ev Event) {
 func ikeEvent(typ string, x *ikeSA) Event {
 	l, r := x.sa.Addrs()
 	i, rs := x.sa.SPIs()
+	var vips []string
+	for _, a := range append(x.sa.VirtualIPs(), x.sa.LocalVirtualIPs()...) {
+		vips = append(vips, a.String())
+	}
 	return Event{Type: typ, Connection: x.conn.cfg.Name, SPIInitiator: spiHex(i), SPIResponder: spiHex(rs),
-		Local: l, Remote: r, LocalID: x.sa.LocalID().String(), PeerID: peerText(x.sa)}
+		Local: l, Remote: r, LocalID: x.sa.LocalID().String(), PeerID: peerText(x.sa),
+		EAPID: printable.Escape(x.sa.EAPIdentity()), VIPs: strings.Join(vips, " ")}
 }
 
 // childEvent is an event of type typ about child c of x.

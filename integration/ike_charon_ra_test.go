@@ -159,8 +159,18 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 	caFile, cert, key := raPKI(t, t.TempDir())
 	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
 	d := startDaemon(t, p.a, raGateway(cert, key))
+	mon := d.monitor(t)
 
 	rw.up(t, d, "first connect", "alice", "10.3.0.1")
+	// The lease going online and (below) offline shows in ipsecd monitor.
+	leaseEvent := func(typ string) {
+		t.Helper()
+		ev := mon.next(t, func(ev control.Event) bool { return ev.Type == typ })
+		if ev.Detail[control.DetailEAPID] != "alice" || ev.Detail[control.DetailVIPs] != "10.3.0.1" {
+			t.Errorf("%s: detail %v, want eap_id alice and vips 10.3.0.1", typ, ev.Detail)
+		}
+	}
+	leaseEvent("ike_up")
 	ping(t, p.b, "198.51.100.1", 3)
 	tcpTransfer(t, p.b, p.a, "198.51.100.1", 1<<20)
 	if log := rw.ch.LogSince(0); !strings.Contains(log, "INTERNAL_IP4_DNS") || !strings.Contains(log, "authentication of 'a.test' with ECDSA_WITH_SHA256_DER successful") {
@@ -186,6 +196,7 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="succeeded"} 1`)
 
 	rw.down(t, d, "alice")
+	leaseEvent("ike_down")
 	if out, _ := d.ctl("pool", "list", "--leases"); !strings.Contains(out, "offline 'alice'") {
 		t.Errorf("after the disconnect, alice's lease is not offline:\n%s", out)
 	}
