@@ -34,9 +34,10 @@
 //   - Key lengths follow ip xfrm: rfc4106(gcm(aes)) takes the AES key and a
 //     4-byte salt (20 or 36 bytes) with icv_bits 64, 96 or 128;
 //     rfc7539esp(chacha20,poly1305) takes 36 bytes with icv_bits 128;
-//     cbc(aes) takes 16, 24 or 32 bytes and needs auth hmac(sha256) with a
-//     32-byte key and trunc_bits 128; ecb(cipher_null) takes no key and
-//     also needs auth.
+//     cbc(aes) takes 16, 24 or 32 bytes and needs auth: hmac(sha256) with a
+//     32-byte key and trunc_bits 128, hmac(sha512) with 64 bytes and 256,
+//     hmac(sha384) with 48 bytes and 192, or hmac(sha1) with 20 bytes and
+//     96; ecb(cipher_null) takes no key and also needs auth.
 //   - replay_window defaults to 64 on inbound states (RFC 4303 prefers 64;
 //     ip xfrm defaults to 0, which disables anti-replay) and to 0 on
 //     outbound ones, where it has no use. It may be 0..65536.

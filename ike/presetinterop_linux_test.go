@@ -106,11 +106,13 @@ func TestCharonClientPresets(t *testing.T) {
 		ike, esp     string
 		group        string // the IKE group ipsecd must pick
 	}{
-		// Windows 7 to 11 by default (IKE); ESP as
-		// Set-VpnConnectionIPsecConfiguration -CipherTransformConstants
-		// AES256 -AuthenticationTransformConstants SHA256128 sets it,
-		// since Windows' default ESP is SHA1 only.
-		{"windows-default", "windows", true, "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256-sha256", "modp1024"},
+		// Windows 7 to 11 by default: ESP integrity SHA1 only (DES
+		// and NULL, which charon does not build, left out).
+		{"windows-default", "windows", true, "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256-aes128-3des-sha1", "modp1024"},
+		// ESP as Set-VpnConnectionIPsecConfiguration
+		// -CipherTransformConstants AES256
+		// -AuthenticationTransformConstants SHA256128 sets it.
+		{"windows-esp-sha256", "windows", true, "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256-sha256", "modp1024"},
 		// Windows 11 by default also offers AES-GCM, with group 2.
 		{"windows11-gcm", "windows", true, "aes128gcm16-aes256gcm16-prfsha1-prfsha256-prfsha384-modp1024, 3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024", "aes256gcm16", "modp1024"},
 		// NegotiateDH2048_AES256 = 2.

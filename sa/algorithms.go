@@ -1,12 +1,22 @@
 package sa
 
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"hash"
+)
+
 // Linux names of the transforms New accepts.
 const (
-	AlgGCM      = "rfc4106(gcm(aes))"
-	AlgChaCha   = "rfc7539esp(chacha20,poly1305)"
-	AlgCBC      = "cbc(aes)"
-	AlgNull     = "ecb(cipher_null)"
-	AlgHMACSHA2 = "hmac(sha256)"
+	AlgGCM        = "rfc4106(gcm(aes))"
+	AlgChaCha     = "rfc7539esp(chacha20,poly1305)"
+	AlgCBC        = "cbc(aes)"
+	AlgNull       = "ecb(cipher_null)"
+	AlgHMACSHA2   = "hmac(sha256)"
+	AlgHMACSHA1   = "hmac(sha1)"
+	AlgHMACSHA384 = "hmac(sha384)"
+	AlgHMACSHA512 = "hmac(sha512)"
 )
 
 // AlgorithmKind says where an algorithm goes in a Config; its text is the
@@ -50,6 +60,9 @@ type AlgorithmInfo struct {
 	// ike/proposal, ikenode), so that what it negotiates is what an SA
 	// runs. Empty: not negotiable.
 	IKEv2 []IKEv2Transform
+
+	// hash is an integrity algorithm's hash, for HMAC.
+	hash func() hash.Hash
 }
 
 // IKEv2Transform is one way IKEv2 names an algorithm for ESP (RFC 7296
@@ -71,7 +84,10 @@ const (
 	ikeEncrAESCBC    = 12 // RFC 3602
 	ikeEncrAESGCM16  = 20 // RFC 4106, 16-byte ICV
 	ikeEncrChaCha    = 28 // RFC 7634
+	ikeIntegSHA1     = 2  // AUTH_HMAC_SHA1_96, RFC 2404
 	ikeIntegSHA2_256 = 12 // AUTH_HMAC_SHA2_256_128, RFC 4868
+	ikeIntegSHA2_384 = 13 // AUTH_HMAC_SHA2_384_192, RFC 4868
+	ikeIntegSHA2_512 = 14 // AUTH_HMAC_SHA2_512_256, RFC 4868
 )
 
 // The algorithms, in the order RFC 8221 ranks them: the only table of
@@ -83,14 +99,22 @@ var algorithms = []AlgorithmInfo{
 	{Name: AlgChaCha, Kind: KindAEAD, KeyBytes: []int{36}, SaltBytes: 4, Bits: []int{128}, DefaultBits: 128,
 		IKEv2: []IKEv2Transform{{ikeEncrChaCha, 0, 36, 128}}},
 	{Name: AlgCBC, Kind: KindEnc, KeyBytes: []int{16, 24, 32},
-		IKEv2: []IKEv2Transform{{ikeEncrAESCBC, 128, 16, 0}, {ikeEncrAESCBC, 256, 32, 0}}},
+		IKEv2: []IKEv2Transform{{ikeEncrAESCBC, 128, 16, 0}, {ikeEncrAESCBC, 192, 24, 0}, {ikeEncrAESCBC, 256, 32, 0}}},
 	{Name: AlgNull, Kind: KindEnc},
-	// Linux accepts other truncations of hmac(sha256); RFC 4868 and the
-	// codec use 128 bits only. hmac(sha384) and hmac(sha512), which IKE
-	// has for its own SA, are not here: an ESP proposal with them is
-	// refused.
+	// The HMACs take a key as long as the hash's output (RFC 2404 §3,
+	// RFC 4868 §2.1.1) and truncate it as RFC 4868 and RFC 2404 do, which
+	// is also Linux's default for ESP. Linux accepts other truncations;
+	// the IKEv2 transforms stand for these only.
 	{Name: AlgHMACSHA2, Kind: KindAuth, KeyBytes: []int{32}, Bits: []int{128}, DefaultBits: 128,
-		IKEv2: []IKEv2Transform{{ikeIntegSHA2_256, 0, 32, 128}}},
+		IKEv2: []IKEv2Transform{{ikeIntegSHA2_256, 0, 32, 128}}, hash: sha256.New},
+	{Name: AlgHMACSHA512, Kind: KindAuth, KeyBytes: []int{64}, Bits: []int{256}, DefaultBits: 256,
+		IKEv2: []IKEv2Transform{{ikeIntegSHA2_512, 0, 64, 256}}, hash: sha512.New},
+	{Name: AlgHMACSHA384, Kind: KindAuth, KeyBytes: []int{48}, Bits: []int{192}, DefaultBits: 192,
+		IKEv2: []IKEv2Transform{{ikeIntegSHA2_384, 0, 48, 192}}, hash: sha512.New384},
+	// RFC 8221 §6: MUST- for ESP, kept for peers that offer nothing else
+	// (Windows' built-in client by default).
+	{Name: AlgHMACSHA1, Kind: KindAuth, KeyBytes: []int{20}, Bits: []int{96}, DefaultBits: 96,
+		IKEv2: []IKEv2Transform{{ikeIntegSHA1, 0, 20, 96}}, hash: sha1.New},
 }
 
 // Algorithms returns every algorithm ipsecd implements.

@@ -72,7 +72,7 @@ func (tab *ghashLenTable) mul(hi, lo uint64, h [2]uint64) [2]uint64 {
 }
 
 // openGCM8 verifies the 8-byte tag of b and decrypts it in place.
-func (t *transform) openGCM8(s *[64]byte, b esp.ESP, seq uint64, esn bool) bool {
+func (t *transform) openGCM8(s *scratch, b esp.ESP, seq uint64, esn bool) bool {
 	nonce, aad := t.nonceAAD(s, b, seq, esn)
 	const hl = esp.HeaderLen + 8 // SPI, sequence number, IV
 	ct := b.Encrypted(t.ivLen, t.icvLen)

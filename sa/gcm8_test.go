@@ -27,7 +27,7 @@ func TestGCM8DraftVectors(t *testing.T) {
 			wire.SetSeq(uint32(tt.seq))
 			copy(wire.IV(8), unhex(tt.iv))
 			copy(wire[16:], ctag[:len(ctag)-8])
-			var scratch [64]byte
+			var scratch scratch
 			b := esp.ESP(bytes.Clone(wire))
 			if !tr.open(&scratch, b, tt.seq, true) {
 				t.Fatal("open: ICV did not verify")

@@ -54,6 +54,22 @@ var suites = []struct {
 		c.Enc = &Algorithm{Name: AlgNull}
 		c.Auth = &Algorithm{Name: AlgHMACSHA2, Key: seqKey(32, 10)}
 	}},
+	{"aes128cbc-sha1", func(c *Config) {
+		c.Enc = &Algorithm{Name: AlgCBC, Key: seqKey(16, 11)}
+		c.Auth = &Algorithm{Name: AlgHMACSHA1, Key: seqKey(20, 12)}
+	}},
+	{"aes192cbc-sha384", func(c *Config) {
+		c.Enc = &Algorithm{Name: AlgCBC, Key: seqKey(24, 13)}
+		c.Auth = &Algorithm{Name: AlgHMACSHA384, Key: seqKey(48, 14), Bits: 192}
+	}},
+	{"aes256cbc-sha512", func(c *Config) {
+		c.Enc = &Algorithm{Name: AlgCBC, Key: seqKey(32, 15)}
+		c.Auth = &Algorithm{Name: AlgHMACSHA512, Key: seqKey(64, 16)}
+	}},
+	{"null-sha1", func(c *Config) {
+		c.Enc = &Algorithm{Name: AlgNull}
+		c.Auth = &Algorithm{Name: AlgHMACSHA1, Key: seqKey(20, 17)}
+	}},
 }
 
 var (

@@ -7,8 +7,8 @@ const Headroom = 64
 
 // Tailroom is the space a buffer must have after a packet that is sealed in
 // place: the largest padding (a cipher block, 16 bytes), the pad length and
-// next header bytes, and the largest ICV (16 bytes).
-const Tailroom = 16 + 2 + 16
+// next header bytes, and the largest ICV (32 bytes, hmac(sha512)'s).
+const Tailroom = 16 + 2 + 32
 
 // Packet is one packet of a batch. It names Buf[Off:Off+Len]; Buf belongs to
 // the caller, and Seal and Open rewrite it in place and move Off and Len.
@@ -58,7 +58,7 @@ type Packet struct {
 	// scratch holds the nonce, AAD and MAC of this packet, so that the
 	// crypto interfaces get slices of memory already on the heap and the
 	// seal and open paths do not allocate.
-	scratch [64]byte
+	scratch scratch
 }
 
 // Data returns the packet's bytes, Buf[Off:Off+Len].

@@ -55,7 +55,18 @@ func TestNewValidation(t *testing.T) {
 		}, "", ""},
 		{"hmac key 20", func(c *Config) { c.AEAD = nil; cbcAlgs(c); c.Auth.Key = seqKey(20, 0) }, "auth.key", "got 20"},
 		{"hmac trunc 96", func(c *Config) { c.AEAD = nil; cbcAlgs(c); c.Auth.Bits = 96 }, "auth.trunc_bits", ""},
-		{"sha1", func(c *Config) { c.AEAD = nil; cbcAlgs(c); c.Auth.Name = "hmac(sha1)" }, "auth.name", ""},
+		{"md5", func(c *Config) { c.AEAD = nil; cbcAlgs(c); c.Auth.Name = "hmac(md5)" }, "auth.name", ""},
+		{"sha1 key 32", func(c *Config) { c.AEAD = nil; cbcAlgs(c); c.Auth.Name = AlgHMACSHA1 }, "auth.key", "hmac(sha1) wants 20 bytes, got 32"},
+		{"sha1 trunc 128", func(c *Config) {
+			c.AEAD = nil
+			cbcAlgs(c)
+			c.Auth = &Algorithm{Name: AlgHMACSHA1, Key: seqKey(20, 0), Bits: 128}
+		}, "auth.trunc_bits", "hmac(sha1) allows 96, got 128"},
+		{"sha512 trunc 128", func(c *Config) {
+			c.AEAD = nil
+			cbcAlgs(c)
+			c.Auth = &Algorithm{Name: AlgHMACSHA512, Key: seqKey(64, 0), Bits: 128}
+		}, "auth.trunc_bits", "hmac(sha512) allows 256, got 128"},
 		{"window too big", func(c *Config) { c.ReplayWindow = MaxReplayWindow + 1 }, "replay_window", ""},
 		{"soft over hard", func(c *Config) { c.Lifetime.SoftPackets, c.Lifetime.HardPackets = 10, 5 }, "lifetime.soft_packets", ""},
 		{"encap port 0", func(c *Config) { c.Encap = &Encap{SrcPort: 4500} }, "encap.dport", ""},
@@ -305,7 +316,7 @@ func craft(s *SA, seq uint64, plain []byte) Packet {
 	b.SetSeq(uint32(seq))
 	copy(b[8+t.ivLen:], plain)
 	b = b[:len(b)-t.icvWrite+t.icvLen]
-	var scratch [64]byte
+	var scratch scratch
 	t.seal(&scratch, b, b.Encrypted(t.ivLen, t.icvLen), seq, s.esn)
 	return Packet{Buf: b, Len: len(b)}
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
 	"hash"
@@ -20,8 +19,8 @@ type suiteKind uint8
 const (
 	suiteAEAD suiteKind = iota + 1 // GCM (12- or 16-byte ICV) or ChaCha20-Poly1305
 	suiteGCM8                      // GCM with a 64-bit ICV: crypto/cipher has no 8-byte tags
-	suiteCBC                       // AES-CBC with HMAC-SHA-256-128
-	suiteNull                      // NULL encryption with HMAC-SHA-256-128
+	suiteCBC                       // AES-CBC with an HMAC (hmac(sha1), hmac(sha256), ...)
+	suiteNull                      // NULL encryption with an HMAC
 )
 
 // Offsets in Packet.scratch. The crypto interfaces get slices of this
@@ -29,8 +28,12 @@ const (
 const (
 	scratchNonce = 0  // 12 bytes: salt | IV (AEAD)
 	scratchAAD   = 16 // 12 bytes: SPI | seq-hi | seq-lo, or 4 bytes seq-hi (HMAC ESN)
-	scratchMAC   = 32 // 32 bytes: HMAC-SHA-256 output, or the GCM8 full tag
+	scratchMAC   = 32 // 64 bytes: the HMAC's full output (SHA-512's is 64), or the GCM8 full tag
+	scratchLen   = 96
 )
+
+// scratch is a packet's room for nonce, AAD and MAC (Packet.scratch).
+type scratch = [scratchLen]byte
 
 // transform is the crypto of one SA: immutable after newTransform, safe
 // for concurrent use (per-call state comes from pool).
@@ -53,7 +56,8 @@ type transform struct {
 	ghashH   [2]uint64
 	ghashLen *ghashLenTable
 
-	macKey []byte
+	macKey  []byte
+	macHash func() hash.Hash // the HMAC's hash, from the algorithm's row
 	// pool holds *macState: HMAC and CBC states are not safe for concurrent
 	// use and costly to create (CBC modes allocate), so each SA keeps a pool
 	// and a steady state allocates nothing.
@@ -75,7 +79,7 @@ func (t *transform) getState() *macState {
 	if st, ok := t.pool.Get().(*macState); ok {
 		return st
 	}
-	st := &macState{mac: hmac.New(sha256.New, t.macKey)}
+	st := &macState{mac: hmac.New(t.macHash, t.macKey)}
 	if t.block != nil {
 		st.enc = cipher.NewCBCEncrypter(t.block, zeroIV[:])
 		st.dec = cipher.NewCBCDecrypter(t.block, zeroIV[:])
@@ -122,6 +126,8 @@ func newTransform(cfg *Config) (*transform, error) {
 		return t, nil
 	}
 	t.macKey = append([]byte(nil), cfg.Auth.Key...)
+	info, _ := LookupAlgorithm(cfg.Auth.Name)
+	t.macHash = info.hash
 	t.icvLen = cfg.Auth.bits() / 8
 	t.icvWrite = t.icvLen
 	switch cfg.Enc.Name {
@@ -147,7 +153,7 @@ func newTransform(cfg *Config) (*transform, error) {
 
 // nonceAAD fills the AEAD nonce (salt | IV) and the AAD (SPI | seq-lo, or
 // SPI | seq-hi | seq-lo with ESN: RFC 4106 §5, RFC 7634 §2.1) in scratch.
-func (t *transform) nonceAAD(s *[64]byte, b esp.ESP, seq uint64, esn bool) (nonce, aad []byte) {
+func (t *transform) nonceAAD(s *scratch, b esp.ESP, seq uint64, esn bool) (nonce, aad []byte) {
 	copy(s[scratchNonce:], t.salt[:])
 	copy(s[scratchNonce+4:], b.IV(8))
 	nonce = s[scratchNonce : scratchNonce+12]
@@ -166,7 +172,7 @@ func (t *transform) nonceAAD(s *[64]byte, b esp.ESP, seq uint64, esn bool) (nonc
 // IV are written. plain is b's own encrypted part (sealing in place) or a
 // buffer that does not overlap b at all. For GCM8, b has 8 bytes of room
 // after the ICV (icvWrite).
-func (t *transform) seal(s *[64]byte, b esp.ESP, plain []byte, seq uint64, esn bool) {
+func (t *transform) seal(s *scratch, b esp.ESP, plain []byte, seq uint64, esn bool) {
 	enc := b.Encrypted(t.ivLen, t.icvLen)
 	switch t.kind {
 	case suiteAEAD, suiteGCM8:
@@ -189,7 +195,7 @@ func (t *transform) seal(s *[64]byte, b esp.ESP, plain []byte, seq uint64, esn b
 // mac computes the HMAC over SPI..next header, plus the ESN high bits
 // (RFC 4303 §2.2.1), into s[scratchMAC:]. It takes no lock: st, from the
 // transform's pool, belongs to the caller until it is put back.
-func (t *transform) mac(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bool) {
+func (t *transform) mac(st *macState, s *scratch, b esp.ESP, seq uint64, esn bool) {
 	st.mac.Reset()
 	st.mac.Write(b[:len(b)-t.icvLen])
 	if esn {
@@ -209,7 +215,7 @@ func (t *transform) mac(st *macState, s *[64]byte, b esp.ESP, seq uint64, esn bo
 // The AEAD suites read src and write dst in one pass: a packet in a
 // receive buffer shared with others is opened without a copy. The others
 // copy it into dst first and open it there.
-func (t *transform) openFrom(s *[64]byte, src, dst esp.ESP, seq uint64, esn bool) bool {
+func (t *transform) openFrom(s *scratch, src, dst esp.ESP, seq uint64, esn bool) bool {
 	if t.kind == suiteAEAD {
 		nonce, aad := t.nonceAAD(s, src, seq, esn)
 		ct := src[esp.HeaderLen+t.ivLen:]
@@ -225,7 +231,7 @@ func (t *transform) openFrom(s *[64]byte, src, dst esp.ESP, seq uint64, esn bool
 
 // open verifies and decrypts b in place and reports whether the ICV was
 // right. On success b.Encrypted holds the plaintext with its trailer.
-func (t *transform) open(s *[64]byte, b esp.ESP, seq uint64, esn bool) bool {
+func (t *transform) open(s *scratch, b esp.ESP, seq uint64, esn bool) bool {
 	switch t.kind {
 	case suiteAEAD:
 		return t.openFrom(s, b, b, seq, esn)

@@ -110,7 +110,7 @@ func TestGCMDraftVectors(t *testing.T) {
 			b.SetSeq(uint32(tt.seq))
 			copy(b.IV(8), unhex(tt.iv))
 			copy(b[16:], plain)
-			var scratch [64]byte
+			var scratch scratch
 			tr.seal(&scratch, b, b.Encrypted(tr.ivLen, tr.icvLen), tt.seq, true)
 			if !bytes.Equal(b[16:], ctag) {
 				t.Errorf("seal: got  %x\nwant %x", b[16:], ctag)

@@ -72,3 +72,14 @@ func keyBytes(alg string, bits int) (int, error) {
 	}
 	return 0, fmt.Errorf("%s takes --bits %s, not %d", alg, strings.Join(sizes, " or "), bits)
 }
+
+// authNames lists the integrity algorithms of sa's table, for --auth's help.
+func authNames() []string {
+	var names []string
+	for _, a := range sa.Algorithms() {
+		if a.Kind == sa.KindAuth {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}

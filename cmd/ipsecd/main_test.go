@@ -166,7 +166,7 @@ func TestCheckBroken(t *testing.T) {
 		}},
 		{"key-both-ways.yaml", []string{"testdata/key-both-ways.yaml:9: states[1].aead.key: the same key as states[0].aead.key: each SA needs keys of its own, in either direction"}},
 		// IKE could negotiate it, and no SA could run it.
-		{"esp-uninstallable.yaml", []string{`testdata/esp-uninstallable.yaml:15: connections[0].children[0].esp_proposals[1]: proposal "aes256-sha384": "sha384" is for IKE proposals only; ESP runs `}},
+		{"ike-sha1.yaml", []string{`testdata/ike-sha1.yaml:7: connections[0].proposals[0]: proposal "aes256-sha1-x25519": "sha1" is for ESP proposals only: IKE's own SA takes sha256, sha384 or sha512 for integrity`}},
 		{"many-errors.yaml", []string{
 			`testdata/many-errors.yaml:1: log.level: want panic`,
 			`testdata/many-errors.yaml:3: interfaces[0].mtu: 100 is out of range; want 576..65535`,
@@ -249,6 +249,9 @@ func TestGenkey(t *testing.T) {
 		{"cbc(aes)", "192", 24},
 		{"cbc(aes)", "256", 32},
 		{"hmac(sha256)", "", 32},
+		{"hmac(sha1)", "", 20},
+		{"hmac(sha384)", "", 48},
+		{"hmac(sha512)", "", 64},
 	} {
 		args := []string{"genkey", "--alg", tt.alg}
 		if tt.bits != "" {

@@ -89,8 +89,9 @@ var presets = []Preset{
 		// and for ESP GCM-AES or AES-CBC with SHA256-128 and a PFS
 		// group or none. Microsoft does not publish the defaults;
 		// strongSwan's page on Windows clients lists them. Windows'
-		// default ESP integrity is SHA1 only, which ipsecd's ESP does
-		// not run: the client needs Set-VpnConnectionIPsecConfiguration.
+		// default ESP integrity is SHA1 only (AES-CBC, no PFS): the last
+		// proposal takes it, after those with SHA-2, so that a client
+		// offering both gets SHA-2.
 		Name: "windows",
 		IKE: []string{
 			"aes256gcm16-aes128gcm16-prfsha384-prfsha256-ecp384-ecp256-modp2048",
@@ -105,6 +106,7 @@ var presets = []Preset{
 			"aes256-aes128-sha256-ecp384-ecp256-modp2048",
 			"aes256gcm16-aes128gcm16",
 			"aes256-aes128-sha256",
+			"aes256-aes128-sha1",
 		},
 		Why:    "Windows' built-in IKEv2 client offers only DH group 2 (modp1024) unless the registry value NegotiateDH2048_AES256 or Set-VpnConnectionIPsecConfiguration (ipsecd profile windows) says otherwise",
 		Source: "https://docs.strongswan.org/docs/latest/interop/windowsClients.html",

@@ -36,6 +36,9 @@ func Parse(proto message.ProtocolID, s string) (Proposal, error) {
 		if !ok {
 			return p, fmt.Errorf("proposal %q: unknown algorithm %q", s, name)
 		}
+		if proto == message.ProtoIKE && a.IsESPOnly() {
+			return p, fmt.Errorf("proposal %q: %q is for ESP proposals only: IKE's own SA takes sha256, sha384 or sha512 for integrity", s, name)
+		}
 		if !runs(proto, a) {
 			return p, fmt.Errorf("proposal %q: %q is for IKE proposals only; ESP runs %s", s, name, espNames())
 		}

@@ -33,12 +33,16 @@ func TestParse(t *testing.T) {
 		{message.ProtoIKE, "aes256-sha256-x25519-esn", ""},
 		{message.ProtoESP, "aes128gcm16-prfsha256", ""},
 		{message.ProtoESP, "3des-sha1", ""},
-		// IKE integrity algorithms that ipsecd's ESP (package sa) does
-		// not run: a child with them could be negotiated and never
-		// installed.
-		{message.ProtoESP, "aes256-sha384", ""},
-		{message.ProtoESP, "aes128-sha512-x25519", ""},
-		{message.ProtoESP, "aes256-sha256-sha384", ""},
+		// Every integrity algorithm runs in ESP (package sa); sha1 only
+		// there (TestESPOnly).
+		{message.ProtoESP, "aes256-sha384", "aes256-sha384-noesn"},
+		{message.ProtoESP, "aes128-sha512-x25519", "aes128-sha512-x25519-noesn"},
+		{message.ProtoESP, "aes256-sha256-sha384", "aes256-sha256-sha384-noesn"},
+		{message.ProtoESP, "aes128-sha1", "aes128-sha1-noesn"},
+		{message.ProtoESP, "aes256-aes192-aes128-sha1-sha256-modp2048", "aes256-aes192-aes128-sha1-sha256-modp2048-noesn"},
+		{message.ProtoIKE, "aes192-sha256-ecp256", "aes192-sha256-ecp256-prfsha256"},
+		{message.ProtoIKE, "aes256-sha1-modp2048", ""},
+		{message.ProtoIKE, "aes256-sha1-sha256-prfsha256-modp2048", ""},
 		{message.ProtoESP, "", ""},
 	} {
 		t.Run(tt.in, func(t *testing.T) {
@@ -144,38 +148,38 @@ func TestCheckChoiceRefuses(t *testing.T) {
 	}
 }
 
-// TestESPUninstallable: an ESP proposal with an algorithm package sa does
-// not run is refused with its name, and saying what ESP runs.
-func TestESPUninstallable(t *testing.T) {
-	_, err := Parse(message.ProtoESP, "aes256-sha384")
-	want := `proposal "aes256-sha384": "sha384" is for IKE proposals only; ESP runs aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256`
+// TestESPOnly: an IKE proposal with sha1, which is for ESP only, is
+// refused with its name, saying what IKE takes; an ESP one parses.
+func TestESPOnly(t *testing.T) {
+	_, err := Parse(message.ProtoIKE, "aes256-sha1-x25519")
+	want := `proposal "aes256-sha1-x25519": "sha1" is for ESP proposals only: IKE's own SA takes sha256, sha384 or sha512 for integrity`
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %s", err, want)
 	}
-	if _, err := Parse(message.ProtoIKE, "aes256-sha384-x25519"); err != nil {
-		t.Fatalf("IKE: %v", err)
+	if _, err := Parse(message.ProtoESP, "aes256-sha1"); err != nil {
+		t.Fatalf("ESP: %v", err)
 	}
 }
 
-// TestSelectESPInstallable: as responder, a transform the peer offers
-// first is skipped when sa cannot run it in ESP, even in a proposal of
-// ours that names it (one not made by Parse), and the next one both
-// offer is chosen; with none left, NO_PROPOSAL_CHOSEN.
-func TestSelectESPInstallable(t *testing.T) {
-	esp := message.ProtoESP
-	ours := []Proposal{{Protocol: esp, Algs: []Alg{AES256, Integ384, Integ256, ESNOff}}}
-	theirs := []message.Proposal{{Num: 1, Protocol: esp, SPI: []byte{1, 2, 3, 4}, Transforms: []message.Transform{
-		AES256.Transform(), Integ384.Transform(), Integ256.Transform(), ESNOff.Transform()}}}
-	s, err := Select(ours, theirs, true)
-	if err != nil || s.String() != "aes256-sha256-noesn" {
-		t.Fatalf("got %q, %v; want aes256-sha256-noesn", s, err)
+// TestSelectRuns: as responder, a transform the peer offers first is
+// skipped when it cannot run for the protocol (sha1 for IKE's own SA),
+// even in a proposal of ours that names it (one not made by Parse), and
+// the next one both offer is chosen; with none left, NO_PROPOSAL_CHOSEN.
+func TestSelectRuns(t *testing.T) {
+	ike := message.ProtoIKE
+	ours := []Proposal{{Protocol: ike, Algs: []Alg{AES256, Integ1, Integ256, PRF256, X25519}}}
+	theirs := []message.Proposal{{Num: 1, Protocol: ike, Transforms: []message.Transform{
+		AES256.Transform(), Integ1.Transform(), Integ256.Transform(), PRF256.Transform(), X25519.Transform()}}}
+	s, err := Select(ours, theirs, false)
+	if err != nil || s.String() != "aes256-sha256-prfsha256-x25519" {
+		t.Fatalf("got %q, %v; want aes256-sha256-prfsha256-x25519", s, err)
 	}
 	theirs[0].Transforms = slices.Delete(theirs[0].Transforms, 2, 3)
-	if s, err := Select(ours, theirs, true); !errors.Is(err, ErrNoProposalChosen) {
+	if s, err := Select(ours, theirs, false); !errors.Is(err, ErrNoProposalChosen) {
 		t.Fatalf("got %q, %v; want NO_PROPOSAL_CHOSEN", s, err)
 	}
 	// The initiator refuses such an answer too.
-	if _, err := CheckChoice(ours, theirs, true); !errors.Is(err, ErrBadChoice) {
+	if _, err := CheckChoice(ours, theirs, false); !errors.Is(err, ErrBadChoice) {
 		t.Fatalf("CheckChoice: got %v, want ErrBadChoice", err)
 	}
 }
@@ -233,7 +237,7 @@ func TestESPTable(t *testing.T) {
 			t.Errorf("%s: %v", a.Name, err)
 		}
 	}
-	if n != 6 {
-		t.Errorf("%d ESP algorithms, want 6 (aes128, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha256)", n)
+	if n != 10 {
+		t.Errorf("%d ESP algorithms, want 10 (aes128, aes192, aes256, aes128gcm16, aes256gcm16, chacha20poly1305, sha1, sha256, sha384, sha512)", n)
 	}
 }

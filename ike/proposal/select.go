@@ -149,8 +149,12 @@ func match(o Proposal, t message.Proposal, ignoreDH bool, mode addKEMode) (Suite
 }
 
 // runs reports whether a, chosen for protocol proto, can run there: in
-// ESP, an ENCR or INTEG transform must be one an SA runs.
+// ESP, an ENCR or INTEG transform must be one an SA runs; in IKE, it must
+// not be one that is for ESP only (IsESPOnly).
 func runs(proto message.ProtocolID, a Alg) bool {
+	if proto == message.ProtoIKE {
+		return !a.IsESPOnly()
+	}
 	if proto != message.ProtoESP || a.Type != message.TransENCR && a.Type != message.TransINTEG {
 		return true
 	}

@@ -1,6 +1,7 @@
 package proposal
 
 import (
+	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"hash"
@@ -21,6 +22,7 @@ const (
 	PRFSHA384 = 6
 	PRFSHA512 = 7
 
+	IntegSHA1   = 2  // AUTH_HMAC_SHA1_96, RFC 2404: ESP only
 	IntegSHA256 = 12 // AUTH_HMAC_SHA2_256_128
 	IntegSHA384 = 13 // AUTH_HMAC_SHA2_384_192
 	IntegSHA512 = 14 // AUTH_HMAC_SHA2_512_256
@@ -47,6 +49,7 @@ func (a Alg) Transform() message.Transform {
 // Encryption algorithms.
 var (
 	AES128     = Alg{"aes128", message.TransENCR, EncrAESCBC, 128}
+	AES192     = Alg{"aes192", message.TransENCR, EncrAESCBC, 192}
 	AES256     = Alg{"aes256", message.TransENCR, EncrAESCBC, 256}
 	AES128GCM  = Alg{"aes128gcm16", message.TransENCR, EncrAESGCM16, 128}
 	AES256GCM  = Alg{"aes256gcm16", message.TransENCR, EncrAESGCM16, 256}
@@ -54,6 +57,7 @@ var (
 	PRF256     = Alg{"prfsha256", message.TransPRF, PRFSHA256, 0}
 	PRF384     = Alg{"prfsha384", message.TransPRF, PRFSHA384, 0}
 	PRF512     = Alg{"prfsha512", message.TransPRF, PRFSHA512, 0}
+	Integ1     = Alg{"sha1", message.TransINTEG, IntegSHA1, 0}
 	Integ256   = Alg{"sha256", message.TransINTEG, IntegSHA256, 0}
 	Integ384   = Alg{"sha384", message.TransINTEG, IntegSHA384, 0}
 	Integ512   = Alg{"sha512", message.TransINTEG, IntegSHA512, 0}
@@ -66,7 +70,7 @@ var (
 	MLKEM1024  = Alg{"mlkem1024", message.TransDH, dh.MLKEM1024, 0}
 	ESNOn      = Alg{"esn", message.TransESN, ESN, 0}
 	ESNOff     = Alg{"noesn", message.TransESN, NoESN, 0}
-	algs       = []Alg{AES128, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, MLKEM768, MLKEM1024, ESNOn, ESNOff}
+	algs       = []Alg{AES128, AES192, AES256, AES128GCM, AES256GCM, ChaCha20P, PRF256, PRF384, PRF512, Integ1, Integ256, Integ384, Integ512, MODP1024, MODP2048, ECP256, ECP384, X25519, MLKEM768, MLKEM1024, ESNOn, ESNOff}
 	aliases    = map[string]Alg{"curve25519": X25519, "aes128gcm": AES128GCM, "aes256gcm": AES256GCM}
 	integToPRF = map[uint16]Alg{IntegSHA256: PRF256, IntegSHA384: PRF384, IntegSHA512: PRF512}
 )
@@ -108,9 +112,8 @@ func ByTransform(t message.Transform) (Alg, bool) {
 // ESP returns the algorithm of package sa that runs a in ESP, and the
 // transform's line of sa's table (key material, ICV), from sa's table of
 // algorithms: the one place where IKE's names meet the SA's. ok is false
-// for an algorithm that is not ENCR or INTEG, or that no SA runs (the
-// integrity algorithms sha384 and sha512, which IKE has for its own SA):
-// Parse refuses such an ESP proposal, and Select never chooses one.
+// for an algorithm that is not ENCR or INTEG, or that no SA runs: Parse
+// refuses such an ESP proposal, and Select never chooses one.
 func (a Alg) ESP() (alg sa.AlgorithmInfo, t sa.IKEv2Transform, ok bool) {
 	if a.Type != message.TransENCR && a.Type != message.TransINTEG {
 		return sa.AlgorithmInfo{}, sa.IKEv2Transform{}, false
@@ -134,6 +137,13 @@ func espNames() string {
 // strength; RFC 8247 §2.4: SHOULD NOT). The config offers one only when a
 // preset or an explicit option asks for it, and warns.
 func (a Alg) IsLegacy() bool { return a.Type == message.TransDH && a.ID == dh.MODP1024 }
+
+// IsESPOnly reports whether a is for ESP proposals only: sha1
+// (AUTH_HMAC_SHA1_96), which Windows' built-in client offers for ESP by
+// default (RFC 8221: MUST- for ESP) but which IKE's own SA does not take:
+// it has no PRF of its hash here (prfsha1), and RFC 8247 ranks it MUST-
+// for IKE too, where every client this serves offers SHA-2.
+func (a Alg) IsESPOnly() bool { return a.Type == message.TransINTEG && a.ID == IntegSHA1 }
 
 // IsAEAD reports whether an encryption algorithm also authenticates (no
 // integrity transform goes with it).
@@ -159,8 +169,11 @@ func (a Alg) KeySize() int {
 }
 
 // ICVSize is an integrity algorithm's truncated output (RFC 4868: half the
-// hash), or an AEAD's tag size.
+// hash; RFC 2404: 96 bits of SHA-1's 160), or an AEAD's tag size.
 func (a Alg) ICVSize() int {
+	if a.Type == message.TransINTEG && a.ID == IntegSHA1 {
+		return 12
+	}
 	if a.Type == message.TransINTEG {
 		return a.Hash()().Size() / 2
 	}
@@ -170,6 +183,8 @@ func (a Alg) ICVSize() int {
 // Hash returns the hash of a PRF or integrity algorithm.
 func (a Alg) Hash() func() hash.Hash {
 	switch {
+	case a.Type == message.TransINTEG && a.ID == IntegSHA1:
+		return sha1.New
 	case a.Type == message.TransPRF && a.ID == PRFSHA256, a.Type == message.TransINTEG && a.ID == IntegSHA256:
 		return sha256.New
 	case a.Type == message.TransPRF && a.ID == PRFSHA384, a.Type == message.TransINTEG && a.ID == IntegSHA384:
