@@ -7,6 +7,7 @@ import (
 	"layeh.com/radius/rfc2865"
 	"layeh.com/radius/vendors/microsoft"
 
+	"github.com/ipsecd/ipsecd/ike/eap"
 	"github.com/ipsecd/ipsecd/ike/message"
 )
 
@@ -54,6 +55,40 @@ func FuzzAnswer(f *testing.F) {
 				joinEAP(attrs)
 				parseAccept(&radius.Packet{Attributes: attrs, Secret: []byte("fuzz")}, fuzzRequest[4:20])
 			}
+		}
+	})
+}
+
+// FuzzConversation feeds bytes, parsed as a server's answer, to a
+// conversation waiting for one: whatever the server sends, the step is
+// Continue with an EAP request, Succeeded with an EAP-Success, or Failed
+// with an EAP-Failure and an error; nothing panics.
+func FuzzConversation(f *testing.F) {
+	ch := &radius.Packet{Code: radius.CodeAccessChallenge}
+	addEAP(ch, message.AppendEAP(nil, message.EAPRequest, 2, message.EAPMSCHAPv2, make([]byte, 40)))
+	ch.Add(rfc2865.State_Type, radius.Attribute("state"))
+	b, _ := ch.MarshalBinary()
+	f.Add(b)
+	rej := &radius.Packet{Code: radius.CodeAccessReject}
+	addEAP(rej, message.AppendEAPResult(nil, message.EAPFailure, 2))
+	b, _ = rej.MarshalBinary()
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := radius.Parse(b, []byte("fuzz"))
+		if err != nil {
+			return
+		}
+		cv := (&Client{cfg: Config{NASIdentifier: "ipsecd"}}).NewConversation(Peer{})
+		cv.identity, cv.busy = "alice", true
+		st := cv.answered(answer{p: p, req: fuzzRequest})
+		e := message.EAP(st.Packet)
+		switch {
+		case !e.IsValid():
+			t.Fatalf("step %v with an invalid EAP packet %x", st.Status, st.Packet)
+		case st.Status == eap.Continue && e.Code() != message.EAPRequest,
+			st.Status == eap.Succeeded && e.Code() != message.EAPSuccess,
+			st.Status == eap.Failed && (e.Code() != message.EAPFailure || st.Err == nil):
+			t.Fatalf("step %v with EAP code %d, error %v", st.Status, e.Code(), st.Err)
 		}
 	})
 }
