@@ -235,3 +235,48 @@ func TestFollowupKECollision(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFollowupKE sends authenticated IKE_FOLLOWUP_KE messages of
+// arbitrary payloads: as the request to a responder that answered a
+// child rekey with N(ADDITIONAL_KEY_EXCHANGE), and as the response to
+// the initiator whose IKE_FOLLOWUP_KE waits for it. Each side answers or
+// fails the exchange; none panics, and the old child stays until a
+// rekey completes.
+func FuzzFollowupKE(f *testing.F) {
+	ci, cr := pairConfigs(f, []string{"aes256-sha384-x25519"}, []string{"aes256gcm16-x25519-ke1_mlkem768"})
+	ke, _ := message.AppendPayloads(nil, []message.Payload{
+		{Type: message.TypeKE, Body: message.AppendKE(nil, 36, make([]byte, 1184))},
+		notify(message.AdditionalKeyExchange, make([]byte, 8)),
+	})
+	f.Add(false, uint8(message.TypeKE), ke)
+	f.Add(true, uint8(message.TypeKE), ke[:64])
+	f.Add(true, uint8(message.TypeN), []byte{0, 0, 0, 8, 0, 0, 0, 47})
+	f.Fuzz(func(t *testing.T, response bool, first uint8, chain []byte) {
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		req, _ := ini.RekeyChild(ini.Children()[0], t0)
+		var answer []byte
+		for _, p := range ini.Packets(req) {
+			answer, _ = res.Handle(p, t0)
+		}
+		for _, p := range res.Packets(answer) {
+			ini.Handle(p, t0) // ini's IKE_FOLLOWUP_KE is outstanding now
+		}
+		if response {
+			h := res.header(message.IKEFollowupKE, ini.nextID-1, true)
+			if m, err := res.seal.Seal(h, message.PayloadType(first), chain); err == nil {
+				ini.Handle(m, t0)
+			}
+		} else {
+			h := ini.header(message.IKEFollowupKE, ini.nextID-1, false)
+			if m, err := ini.seal.Seal(h, message.PayloadType(first), chain); err == nil {
+				res.Handle(m, t0)
+			}
+		}
+		if len(ini.Children()) == 0 || len(res.Children()) == 0 {
+			t.Fatal("a child went without a rekey completing")
+		}
+	})
+}

@@ -119,3 +119,24 @@ func TestCharonOptionalMLKEM(t *testing.T) {
 		})
 	}
 }
+
+// TestCharonRequiredMLKEM: ML-KEM required (x25519-ke1_mlkem768, no
+// ke1_none) against strongSwan 5.9.8, which has none, fails cleanly in
+// both roles with NO_PROPOSAL_CHOSEN: as initiator 5.9.8 refuses our
+// only proposal (it names transform type 6), as responder we refuse its
+// x25519 without the additional exchange; swanctl's initiate fails too.
+func TestCharonRequiredMLKEM(t *testing.T) {
+	ch, d := charonPair(t)
+	loadTest(ch, "aes256-sha384-x25519", "aes256gcm16")
+	cfg := peerConfig(t, "aes256-sha384-x25519-ke1_mlkem768", "aes256gcm16")
+	for _, role := range []string{"initiator", "responder"} {
+		t.Run(role, func(t *testing.T) {
+			d.fail(t, ch, cfg, role, func() bool {
+				return slices.ContainsFunc(d.errs, func(err error) bool { return errors.Is(err, ErrNoProposalChosen) })
+			})
+			if list := ch.ListSAs(); strings.Contains(list, "ESTABLISHED") {
+				t.Errorf("charon lists an SA:\n%s", list)
+			}
+		})
+	}
+}
