@@ -280,3 +280,65 @@ func FuzzFollowupKE(f *testing.F) {
 		}
 	})
 }
+
+// TestFollowupKEIKECollision: both sides rekey an IKE SA of x25519 +
+// ML-KEM-768 at once (RFC 7296 §2.8.2 with RFC 9370's IKE_FOLLOWUP_KE):
+// the CREATE_CHILD_SAs cross, then the IKE_FOLLOWUP_KEs; as without
+// additional exchanges, both sides end with the same single IKE SA,
+// which carries the child and answers a liveness check.
+func TestFollowupKEIKECollision(t *testing.T) {
+	for round := 0; round < 8; round++ {
+		ci, cr := pairConfigs(t, []string{"aes256-sha384-x25519-ke1_mlkem768"}, []string{"aes256gcm16"})
+		ini, res, errI, errR := run(t, ci, cr)
+		if errI != nil || errR != nil {
+			t.Fatal(errI, errR)
+		}
+		ini.TakeEvents()
+		res.TakeEvents()
+		a, b := &side{sas: []*SA{ini}}, &side{sas: []*SA{res}}
+		// pass hands msg, sent by one of from's SAs, to to in all its
+		// datagrams, and returns the answer or next request.
+		pass := func(from, to *side, msg []byte) []byte {
+			t.Helper()
+			var sender *SA
+			h := message.Header(msg)
+			for _, s := range from.sas {
+				if i, r := s.SPIs(); i == h.ISPI() && r == h.RSPI() {
+					sender = s
+				}
+			}
+			var out []byte
+			for _, p := range sender.Packets(msg) {
+				if o := to.handle(t, p); o != nil {
+					out = o
+				}
+			}
+			return out
+		}
+		reqA, _ := ini.RekeyIKE(t0)
+		reqB, _ := res.RekeyIKE(t0)
+		respA, respB := pass(a, b, reqA), pass(b, a, reqB)
+		fA, fB := pass(b, a, respA), pass(a, b, respB) // the IKE_FOLLOWUP_KE requests
+		ansA, ansB := pass(a, b, fA), pass(b, a, fB)
+		delA, delB := pass(b, a, ansA), pass(a, b, ansB)
+		if delA == nil || delB == nil {
+			t.Fatalf("round %d: a side sent no delete after the collision", round)
+		}
+		pass(a, b, delA)
+		pass(b, a, delB)
+		la, lb := a.live(), b.live()
+		if len(la) != 1 || len(lb) != 1 {
+			t.Fatalf("round %d: %d and %d live IKE SAs, want 1 each", round, len(la), len(lb))
+		}
+		ai, ar := la[0].SPIs()
+		bi, br := lb[0].SPIs()
+		if ai != bi || ar != br || !bytes.Equal(la[0].Keys().D, lb[0].Keys().D) || len(la[0].Children()) != 1 || len(lb[0].Children()) != 1 {
+			t.Fatalf("round %d: the sides kept different IKE SAs, or lost the child", round)
+		}
+		ping, err := la[0].Ping(t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass(b, a, pass(a, b, ping))
+	}
+}
