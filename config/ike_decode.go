@@ -230,11 +230,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		}
 		if v := m["vips"]; v != nil {
 			cn.VIPs = d.vips(v, join(f, "vips"))
-			for _, a := range cn.VIPs {
-				if a.IsUnspecified() {
-					d.warnf(v, join(f, "vips"), "%s: the address the gateway gives is not put on the child's interface yet; traffic flows from the interface's own addresses only: ask for a specific address (vips: [10.3.0.7]) and give it to the interface", a)
-				}
-			}
+
 		}
 		if v := m["children"]; v == nil {
 			d.errorf(it, join(f, "children"), "missing; a connection needs a child to carry traffic")

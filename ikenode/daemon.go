@@ -139,7 +139,8 @@ type Daemon struct {
 	conns     map[string]*conn
 	connOrder []string
 	sas       []*ikeSA
-	index     saIndex // finds sas' SAs by SPIs, counts the half-open ones
+	index     saIndex         // finds sas' SAs by SPIs, counts the half-open ones
+	vipsAdded map[vipKey]bool // virtual IPs we put on interfaces (vips.go)
 	limits    limits
 	children  map[*ike.Child]*installed
 	relays    map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
@@ -187,6 +188,7 @@ func New(cfg Config) (*Daemon, error) {
 		peerPort:  cfg.PeerPort,
 		cookies:   &ike.Cookies{Threshold: cfg.IKE.IKE.CookieSetting()},
 		conns:     map[string]*conn{},
+		vipsAdded: map[vipKey]bool{},
 		children:  map[*ike.Child]*installed{},
 		relays:    map[*ike.SA]*radiusRelay{},
 		index:     newSAIndex(),

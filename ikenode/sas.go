@@ -105,6 +105,7 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	switch e.Kind {
 	case ike.EventIKEUp:
 		m.established(x, now)
+		m.addVIPs(x) // vips.go
 		m.startAccounting(x)
 		x.conn.backoff = 0
 		f := logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}
@@ -203,6 +204,7 @@ func (m *Daemon) down(x *ikeSA, now time.Time) {
 		m.emit(ev)
 	}
 	m.stopAccounting(x, ev.Reason)
+	m.dropVIPs(x)
 	if !x.rekeyed {
 		l := m.log.WithFields(x.fields())
 		if err := x.sa.Err(); err != nil {

@@ -2,6 +2,7 @@ package ikenode
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
@@ -44,5 +45,70 @@ func (v *poolVIPs) Acquire(identity string, requested netip.Addr, peer netip.Add
 func (v *poolVIPs) Release(l ike.Lease) {
 	if !l.Assigned { // RADIUS's address was never the pool's
 		v.set.Release(l.Pool, l.Identity, l.Addr)
+	}
+}
+
+// virtualIPNode is a Node that holds the virtual IPs a gateway gives us
+// on the child's interface (node.Node; the sidecar's netstack does not
+// yet, and its connections go without).
+type virtualIPNode interface {
+	AddVirtualIP(ifID uint32, a netip.Addr) (bool, error)
+	RemoveVirtualIP(ifID uint32, a netip.Addr) error
+}
+
+// vipKey is a virtual IP on an interface that IKE put there.
+type vipKey struct {
+	ifID uint32
+	addr netip.Addr
+}
+
+// vipInterface is the interface of x's virtual IPs: its connection's
+// first child's.
+func vipInterface(x *ikeSA) uint32 { return x.conn.cfg.Children[0].IfID }
+
+// addVIPs puts the virtual IPs the gateway gave x on its interface,
+// those no other SA of the connection holds already (the one an IKE
+// rekey replaced).
+func (m *Daemon) addVIPs(x *ikeSA) {
+	vn, ok := m.cfg.Node.(virtualIPNode)
+	if !ok {
+		return
+	}
+	for _, a := range x.sa.LocalVirtualIPs() {
+		k := vipKey{vipInterface(x), a}
+		if m.vipsAdded[k] {
+			continue
+		}
+		added, err := vn.AddVirtualIP(k.ifID, a)
+		if err != nil {
+			m.log.WithFields(x.fields()).WithError(err).Error("ike: the virtual IP the gateway gave cannot go on the interface")
+			continue
+		}
+		if added {
+			m.vipsAdded[k] = true
+		}
+	}
+}
+
+// dropVIPs takes x's virtual IPs off its interface when x ended and no
+// other live SA of its connection holds them (an IKE rekey's successor
+// does), those addVIPs put there.
+func (m *Daemon) dropVIPs(x *ikeSA) {
+	vn, ok := m.cfg.Node.(virtualIPNode)
+	if !ok {
+		return
+	}
+	for _, a := range x.sa.LocalVirtualIPs() {
+		k := vipKey{vipInterface(x), a}
+		held := slices.ContainsFunc(m.sas, func(y *ikeSA) bool {
+			return y != x && !y.ended && y.conn == x.conn && slices.Contains(y.sa.LocalVirtualIPs(), a)
+		})
+		if held || !m.vipsAdded[k] {
+			continue
+		}
+		delete(m.vipsAdded, k)
+		if err := vn.RemoveVirtualIP(k.ifID, a); err != nil {
+			m.log.WithFields(x.fields()).WithError(err).Warn("ike: removing the virtual IP from the interface")
+		}
 	}
 }

@@ -270,10 +270,11 @@ func TestIKECharonTwoRoadWarriors(t *testing.T) {
 }
 
 // TestIKEVirtualIPClient: the real binary as a road warrior of a charon
-// gateway (pre-shared keys both ways): it asks for 10.3.0.7 (vips), which
-// its interface holds, takes it and the DNS server from charon's pool,
-// and pings the network behind the gateway from it; ike list shows the
-// address and the DNS server.
+// gateway (pre-shared keys both ways): it asks for an address (vips:
+// [0.0.0.0]), takes 10.3.0.7 and the DNS server from charon's pool, puts
+// the address on its interface (which has none of its own) and pings the
+// network behind the gateway from it; ike list shows the address and the
+// DNS server; the address leaves the interface with the IKE SA.
 func TestIKEVirtualIPClient(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
@@ -287,13 +288,13 @@ func TestIKEVirtualIPClient(t *testing.T) {
 	d := startDaemon(t, p.a, fmt.Sprintf(`log: {level: debug}
 underlay: {udp: "0.0.0.0:4500"}
 interfaces:
-  - {name: ipsec1, if_id: 1, addresses: [10.3.0.7/32], routes: [203.0.113.0/24]}
+  - {name: ipsec1, if_id: 1, routes: [203.0.113.0/24]}
 connections:
   - name: office
     local_addrs: [%s]
     remote_addrs: [%s]
     proposals: [aes256-sha256-x25519]
-    vips: [10.3.0.7]
+    vips: [0.0.0.0]
     local:  {auth: psk, id: a.test}
     remote: {auth: psk, id: b.test}
     children:
@@ -311,5 +312,20 @@ secrets:
 	}
 	if out, _ := d.ctl("ike", "list"); !strings.Contains(out, "local virtual IPs 10.3.0.7, DNS 10.3.0.53") {
 		t.Errorf("ike list does not show the virtual IP and DNS:\n%s", out)
+	}
+	if out, _ := p.a.run("ip", "addr", "show", "dev", "ipsec1"); !strings.Contains(out, "10.3.0.7/32") {
+		t.Errorf("ipsec1 does not hold the virtual IP:\n%s", out)
+	}
+	d.mustCtl(t, "ike", "terminate", "--ike", "office")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, _ := p.a.run("ip", "addr", "show", "dev", "ipsec1")
+		if !strings.Contains(out, "10.3.0.7") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ipsec1 still holds the virtual IP 10 s after the IKE SA was terminated:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+	"net/netip"
 	"slices"
 
 	"github.com/ipsecd/ipsecd/xfrmif"
@@ -84,4 +86,26 @@ func (n *Node) reapWorkersLocked() {
 			n.workers[ifc] = n.engine.StartInterface(n.ctx, ifc)
 		}
 	}
+}
+
+// AddVirtualIP puts a, a virtual IP a gateway gave IKE, on the interface
+// with ifID as a host address (xfrmif.Interface.AddDynamicAddress), so
+// that packets leave from it into the child. It reports whether it added
+// it (false: the config holds it already).
+func (n *Node) AddVirtualIP(ifID uint32, a netip.Addr) (bool, error) {
+	ifc := n.reg.Lookup(ifID)
+	if ifc == nil {
+		return false, fmt.Errorf("node: no interface has if_id %d for virtual IP %s", ifID, a)
+	}
+	return ifc.AddDynamicAddress(netip.PrefixFrom(a, a.BitLen()))
+}
+
+// RemoveVirtualIP takes a virtual IP that AddVirtualIP added off the
+// interface with ifID again.
+func (n *Node) RemoveVirtualIP(ifID uint32, a netip.Addr) error {
+	ifc := n.reg.Lookup(ifID)
+	if ifc == nil {
+		return nil // the interface went, and the address with it
+	}
+	return ifc.RemoveDynamicAddress(netip.PrefixFrom(a, a.BitLen()))
 }
