@@ -9,7 +9,7 @@ import (
 )
 
 // TestIKECharonProposals: ipsecd and charon negotiate the connection with
-// each one initiating, for three proposal sets, and ping and a
+// each one initiating, for seven proposal sets, and ping and a
 // checksummed TCP stream cross the tunnel both ways. The child is then
 // rekeyed by ipsecd (with PFS where the ESP proposal names a group) and
 // carries a ping again, and the initiator deletes the IKE SA.
@@ -18,6 +18,12 @@ func TestIKECharonProposals(t *testing.T) {
 		{"aes-cbc-sha256-x25519/aes128gcm16", "aes256-sha256-x25519", "aes128gcm16", "AES_GCM_16-128"},
 		{"aes256gcm16-prfsha384-ecp384/chacha20poly1305-pfs", "aes256gcm16-prfsha384-ecp384", "chacha20poly1305-ecp384", "CHACHA20_POLY1305"},
 		{"modp2048/aes256-sha256", "aes128-sha256-modp2048", "aes256-sha256", "AES_CBC-256/HMAC_SHA2_256_128"},
+		// The other ESP integrity algorithms (sa's hmac(sha1),
+		// hmac(sha384), hmac(sha512)), and AES-192.
+		{"esp/aes128-sha1", "aes256-sha256-x25519", "aes128-sha1", "AES_CBC-128/HMAC_SHA1_96"},
+		{"esp/aes256-sha384", "aes256-sha256-x25519", "aes256-sha384", "AES_CBC-256/HMAC_SHA2_384_192"},
+		{"esp/aes256-sha512", "aes256-sha256-x25519", "aes256-sha512", "AES_CBC-256/HMAC_SHA2_512_256"},
+		{"esp/aes192-sha1", "aes192-sha256-x25519", "aes192-sha1", "AES_CBC-192/HMAC_SHA1_96"},
 	} {
 		for _, initiator := range []string{"ipsecd", "charon"} {
 			t.Run(tc.name+"/"+initiator, func(t *testing.T) {

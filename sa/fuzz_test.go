@@ -61,6 +61,11 @@ func FuzzSealOpen(f *testing.F) {
 	f.Add(v4Flags(v4(protoICMP, echo(30)), 0x2000), uint8(0x82))
 	f.Add(v6(ipv6DestOpts, ext(protoTCP, 0), tcp(6, 9)), uint8(0xa4))
 	f.Add(v6(ipv6Fragment, frag(protoUDP, 0, true), udp(9)), uint8(0xa6))
+	// The HMACs of suites 8 to 11: sha1, sha384, sha512, NULL with sha1.
+	f.Add(scapyInner, uint8(8))
+	f.Add(v4(protoUDP, udp(30)), uint8(0xc9))
+	f.Add(v6(ipv6DestOpts, ext(protoTCP, 0), tcp(6, 9)), uint8(0xaa))
+	f.Add(v4(protoICMP, echo(30)), uint8(0x4b))
 	f.Fuzz(func(t *testing.T, b []byte, which uint8) {
 		su := suites[int(which)%len(suites)]
 		mode := ModeTunnel

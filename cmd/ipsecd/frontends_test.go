@@ -19,13 +19,20 @@ import (
 
 // frontState is one state in the words all three front ends share: the
 // values as the user types them. An empty field is left out; encKey and
-// authKey, when set, stand for enc cbc(aes) with auth hmac(sha256)
-// instead of the aead.
+// authKey, when set, stand for enc cbc(aes) with auth (hmac(sha256) when
+// empty) instead of the aead.
 type frontState struct {
 	spi, window, icv              string
 	aeadKey                       string
-	encKey, authKey               string
+	encKey, authKey, auth         string
 	softBytes, hardBytes, softAdd string
+}
+
+func (s frontState) authName() string {
+	if s.auth == "" {
+		return sa.AlgHMACSHA2
+	}
+	return s.auth
 }
 
 // yaml writes s as a config file with one interface and one state.
@@ -35,7 +42,7 @@ func (s frontState) yaml() string {
 	fmt.Fprintf(&b, "  - src: 192.0.2.2\n    dst: 192.0.2.1\n    spi: %s\n    dir: in\n    mode: tunnel\n    if_id: 1\n", s.spi)
 	b.WriteString("    encap: {type: espinudp}\n")
 	if s.encKey != "" {
-		fmt.Fprintf(&b, "    enc: {name: \"cbc(aes)\", key: \"%s\"}\n    auth: {name: \"hmac(sha256)\", key: \"%s\"}\n", s.encKey, s.authKey)
+		fmt.Fprintf(&b, "    enc: {name: \"cbc(aes)\", key: \"%s\"}\n    auth: {name: \"%s\", key: \"%s\"}\n", s.encKey, s.authName(), s.authKey)
 	} else {
 		fmt.Fprintf(&b, "    aead: {name: \"rfc4106(gcm(aes))\", key: \"%s\"", s.aeadKey)
 		if s.icv != "" {
@@ -64,7 +71,7 @@ func (s frontState) json() string {
 	fmt.Fprintf(&b, `{"src": "192.0.2.2", "dst": "192.0.2.1", "spi": "%s", "dir": "in", "mode": "tunnel", "if_id": 1,`, s.spi)
 	b.WriteString(`"encap": {"type": "espinudp", "sport": 4500, "dport": 4500}, `)
 	if s.encKey != "" {
-		fmt.Fprintf(&b, `"enc": {"name": "cbc(aes)", "key": "%s"}, "auth": {"name": "hmac(sha256)", "key": "%s"}, `, s.encKey, s.authKey)
+		fmt.Fprintf(&b, `"enc": {"name": "cbc(aes)", "key": "%s"}, "auth": {"name": "%s", "key": "%s"}, `, s.encKey, s.authName(), s.authKey)
 	} else {
 		fmt.Fprintf(&b, `"aead": {"name": "rfc4106(gcm(aes))", "key": "%s"`, s.aeadKey)
 		if s.icv != "" {
@@ -91,7 +98,7 @@ func (s frontState) args(sock string) []string {
 	args := []string{"state", "add", "--control", sock, "--src", "192.0.2.2", "--dst", "192.0.2.1", "--spi", s.spi,
 		"--dir", "in", "--mode", "tunnel", "--if-id", "1", "--encap", "espinudp:4500:4500"}
 	if s.encKey != "" {
-		args = append(args, "--enc", "cbc(aes)", "--enc-key", s.encKey, "--auth", "hmac(sha256)", "--auth-key", s.authKey)
+		args = append(args, "--enc", "cbc(aes)", "--enc-key", s.encKey, "--auth", s.authName(), "--auth-key", s.authKey)
 	} else {
 		args = append(args, "--aead", "rfc4106(gcm(aes))", "--key", s.aeadKey)
 	}
@@ -132,6 +139,8 @@ func TestOneValidationForAllFrontEnds(t *testing.T) {
 			"lifetime.soft_add_seconds: 10000000000 is too large; want 0..9223372036"},
 		{"one key for enc and auth", func(s *frontState) { s.encKey, s.authKey = cbc, cbc },
 			"auth.key: the same key as enc.key: each algorithm needs a key of its own"},
+		{"hmac(sha1) key length", func(s *frontState) { s.encKey, s.authKey, s.auth = cbc, "0x"+strings.Repeat("22", 32), sa.AlgHMACSHA1 },
+			"auth.key: hmac(sha1) wants 20 bytes, got 32"},
 	}
 	srv := controltest.Start(t, &controltest.Backend{})
 	client, err := control.Dial(srv.Path())
@@ -207,6 +216,54 @@ func TestOneDefaultForAllFrontEnds(t *testing.T) {
 	for name, c := range got {
 		if c.ReplayWindow != sa.DefaultReplayWindow || c.AEAD.Bits != 128 {
 			t.Errorf("%s: replay_window %d, icv_bits %d; want %d and 128", name, c.ReplayWindow, c.AEAD.Bits, sa.DefaultReplayWindow)
+		}
+	}
+}
+
+// TestIntegrityAllFrontEnds: each HMAC of sa's table, named without
+// trunc_bits, gets the same key and its default truncation (96, 128,
+// 192, 256) from the config file, a state.add request and `ipsecd state
+// add`.
+func TestIntegrityAllFrontEnds(t *testing.T) {
+	b := &controltest.Backend{}
+	srv := controltest.Start(t, b)
+	client, err := control.Dial(srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for i, tt := range []struct {
+		auth string
+		key  int
+		bits int
+	}{{sa.AlgHMACSHA1, 20, 96}, {sa.AlgHMACSHA2, 32, 128}, {sa.AlgHMACSHA384, 48, 192}, {sa.AlgHMACSHA512, 64, 256}} {
+		spi := 0x2000 + 4*uint32(i)
+		st := func(spi uint32) frontState {
+			return frontState{spi: fmt.Sprintf("%#x", spi), encKey: "0x" + strings.Repeat("11", 16),
+				authKey: "0x" + strings.Repeat("22", tt.key), auth: tt.auth}
+		}
+		cfg, err := config.Parse("f.yaml", []byte(st(spi).yaml()))
+		if err != nil {
+			t.Fatalf("%s: file: %v", tt.auth, err)
+		}
+		if err := addJSON(client, st(spi+1).json()); err != nil {
+			t.Fatalf("%s: control socket: %v", tt.auth, err)
+		}
+		if code, stderr := runCLI(st(spi + 2).args(srv.Path())); code != 0 {
+			t.Fatalf("%s: state add: exit %d: %s", tt.auth, code, stderr)
+		}
+		got := map[string]sa.Config{"file": cfg.States[0].Config}
+		for name, spi := range map[string]uint32{"control socket": spi + 1, "state add": spi + 2} {
+			st, err := b.GetState(control.StateID{Dir: sa.DirIn, SPI: spi, Dst: netip.MustParseAddr("192.0.2.1")}, false)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", tt.auth, name, err)
+			}
+			got[name] = st.Config
+		}
+		for name, c := range got {
+			if c.Auth == nil || c.Auth.Name != tt.auth || len(c.Auth.Key) != tt.key || c.Auth.Bits != tt.bits {
+				t.Errorf("%s: %s: auth %+v, want %s with a %d-byte key and trunc_bits %d", tt.auth, name, c.Auth, tt.auth, tt.key, tt.bits)
+			}
 		}
 	}
 }

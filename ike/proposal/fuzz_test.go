@@ -14,7 +14,7 @@ import (
 // that names everything, runs too.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"aes128gcm16", "aes256-sha256-x25519-esn", "aes256-sha384", "chacha20poly1305-sha512",
-		"aes128-aes256-sha512-sha384-sha256-ecp384", "aes256gcm16-prfsha256-x25519"} {
+		"aes128-aes256-sha512-sha384-sha256-ecp384", "aes256gcm16-prfsha256-x25519", "aes192-aes128-sha1", "aes256-sha1-sha256-modp2048"} {
 		f.Add(s)
 	}
 	var all []Alg
