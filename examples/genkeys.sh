@@ -28,6 +28,7 @@ keys/aws-tunnel1.psk:hmac(sha256)
 keys/gcp.psk:hmac(sha256)
 keys/azure.psk:hmac(sha256)
 keys/alice.secret:hmac(sha256)
+roadwarrior/keys/alice.psk:hmac(sha256)
 sidecar/keys/server-to-client.key:rfc4106(gcm(aes))
 sidecar/keys/client-to-server.key:rfc4106(gcm(aes))"
 

@@ -37,8 +37,14 @@ type Config struct {
 	// binds the other family, as the daemon does.
 	Underlay netip.AddrPort
 	// Addresses are the netstack's own addresses: the inner addresses in
-	// tunnel mode, the underlay address in transport mode. At least one.
+	// tunnel mode, the underlay address in transport mode. At least one,
+	// unless AddressesLater.
 	Addresses []netip.Prefix
+	// AddressesLater lets Addresses be empty: the netstack's address
+	// comes later through Interface().Reconfigure, as a road warrior's
+	// virtual IP does from its gateway (package stackike). Until then
+	// nothing can be dialled.
+	AddressesLater bool
 	// Routes are the destinations routed into the tunnel; empty means
 	// everything (0.0.0.0/0 and ::/0).
 	Routes []netip.Prefix
@@ -195,7 +201,7 @@ func prepare(cfg Config) (Config, []sa.Config, error) {
 	if cfg.Underlay.Addr().Is4In6() {
 		return bad("Underlay", "%v is IPv4-mapped: write it as IPv4", cfg.Underlay)
 	}
-	if len(cfg.Addresses) == 0 {
+	if len(cfg.Addresses) == 0 && !cfg.AddressesLater {
 		return bad("Addresses", "empty: the netstack needs an address of its own")
 	}
 	for i, p := range cfg.Addresses {

@@ -19,17 +19,32 @@ import (
 // goes over UDP and can never loop back into a TUN. Log, control and
 // metrics are the daemon's and are ignored.
 func New(c *config.Config) (*stack.Net, error) {
+	cfg, err := Config(c)
+	if err != nil {
+		return nil, err
+	}
+	n, err := stack.New(cfg)
+	if err != nil && c.File != "" {
+		return nil, fmt.Errorf("%s: %w", c.File, err)
+	}
+	return n, err
+}
+
+// Config is the stack.Config New builds from c, for a caller that
+// changes it before stack.New (package stackike, whose road warrior's
+// address comes from its gateway).
+func Config(c *config.Config) (stack.Config, error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil config", stack.ErrInvalidConfig)
+		return stack.Config{}, fmt.Errorf("%w: nil config", stack.ErrInvalidConfig)
 	}
 	if len(c.Interfaces) != 1 {
-		return nil, fmt.Errorf("%w: %s: interfaces: %d, want exactly one", stack.ErrInvalidConfig, c.File, len(c.Interfaces))
+		return stack.Config{}, fmt.Errorf("%w: %s: interfaces: %d, want exactly one", stack.ErrInvalidConfig, c.File, len(c.Interfaces))
 	}
 	if c.Underlay.RawESP {
-		return nil, fmt.Errorf("%w: %s: underlay.raw_esp: not supported by the netstack (ESP in UDP only)", stack.ErrInvalidConfig, c.File)
+		return stack.Config{}, fmt.Errorf("%w: %s: underlay.raw_esp: not supported by the netstack (ESP in UDP only)", stack.ErrInvalidConfig, c.File)
 	}
 	if c.Underlay.Mark != 0 {
-		return nil, fmt.Errorf("%w: %s: underlay.mark: not supported by the netstack (it needs CAP_NET_ADMIN and has no TUN to loop into)", stack.ErrInvalidConfig, c.File)
+		return stack.Config{}, fmt.Errorf("%w: %s: underlay.mark: not supported by the netstack (it needs CAP_NET_ADMIN and has no TUN to loop into)", stack.ErrInvalidConfig, c.File)
 	}
 	ifc := c.Interfaces[0]
 	cfg := stack.Config{
@@ -45,9 +60,5 @@ func New(c *config.Config) (*stack.Net, error) {
 	for _, st := range c.States {
 		cfg.States = append(cfg.States, st.Config)
 	}
-	n, err := stack.New(cfg)
-	if err != nil && c.File != "" {
-		return nil, fmt.Errorf("%s: %w", c.File, err)
-	}
-	return n, err
+	return cfg, nil
 }

@@ -2,11 +2,14 @@ package stackike
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/internal/charontest"
@@ -99,9 +102,20 @@ func TestCharon(t *testing.T) {
 // the IKE goroutine stay in the test's. It skips the test without root
 // or strongSwan.
 func charonAndSidecar(t *testing.T) (*charontest.Charon, *netnstest.NS, *Net) {
+	ch, nsC, nsS := charonNamespaces(t)
+	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
+		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
+	return ch, nsC, sidecarIn(t, nsS, pairConfig(t, e, charontest.PSK))
+}
+
+// charonNamespaces starts charon in a namespace of its own at 192.0.2.1,
+// with 198.51.100.1 behind it, and returns it with a second namespace
+// joined to charon's by a veth pair, where 192.0.2.2 is the sidecar's
+// underlay address.
+func charonNamespaces(t *testing.T) (ch *charontest.Charon, nsC, nsS *netnstest.NS) {
 	charontest.Require(t)
-	nsC := netnstest.New(t, "stackike-charon")
-	nsS := netnstest.New(t, "stackike-sidecar")
+	nsC = netnstest.New(t, "stackike-charon")
+	nsS = netnstest.New(t, "stackike-sidecar")
 	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns", nsS.Name)
 	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
 	nsS.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vs")
@@ -111,19 +125,20 @@ func charonAndSidecar(t *testing.T) (*charontest.Charon, *netnstest.NS, *Net) {
 	// address of local_ts, and needs a route towards the peer to do it.
 	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
 	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
-	ch := charontest.Start(t, nsC.Name, "")
+	return charontest.Start(t, nsC.Name, ""), nsC, nsS
+}
 
-	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
-		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
+// sidecarIn is New(f) with its underlay socket bound in ns.
+func sidecarIn(t *testing.T, ns *netnstest.NS, f *config.Config) *Net {
 	var n *Net
-	if err := nsS.Do(func() (err error) {
-		n, err = New(Config{File: pairConfig(t, e, charontest.PSK)})
+	if err := ns.Do(func() (err error) {
+		n, err = New(Config{File: f})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	return ch, nsC, n
+	return n
 }
 
 // dialFrom dials from 198.51.100.1 in charon's namespace ns, through
@@ -179,5 +194,45 @@ func TestCharonInitiates(t *testing.T) {
 	}
 	if err := stream(ln, dialFrom(nsC), 4<<20, nil); err != nil {
 		t.Fatalf("TCP charon → sidecar: %v", err)
+	}
+}
+
+// TestCharonGateway: the sidecar as a road warrior of charon (5.9.8) as
+// the gateway, with a pool of 10.3.0.0/24 and the DNS server 10.3.0.53:
+// the netstack, with no address of its own, takes 10.3.0.1 and the DNS
+// server, and a checksummed TCP stream goes from the virtual IP to
+// 198.51.100.1 behind charon, whose server sees 10.3.0.1 as the source.
+func TestCharonGateway(t *testing.T) {
+	ch, nsC, nsS := charonNamespaces(t)
+	ch.Load(charontest.Conn{LocalAddrs: "192.0.2.1", Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
+		Pools: "rw", PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n  }\n}\n",
+		LocalTS: "198.51.100.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16"}.String())
+	n := sidecarIn(t, nsS, roadWarriorConfig(t, roadWarrior{self: netip.MustParseAddr("192.0.2.2"), gw: netip.MustParseAddr("192.0.2.1"),
+		behind: "198.51.100.0/24", id: "b.test", gwID: "a.test", psk: charontest.PSK}))
+	start := time.Now()
+	if err := n.Initiate(ikenode.Target{IKE: "rw"}); err != nil {
+		t.Fatal(err)
+	}
+	vip := waitVIP(t, n, start)
+	if vip.String() != "10.3.0.1" || fmt.Sprint(n.DNS()) != "[10.3.0.53]" || !holds(n, vip) {
+		t.Fatalf("virtual IP %v DNS %v (netstack holds it: %v), want 10.3.0.1 and 10.3.0.53 from charon's pool", vip, n.DNS(), holds(n, vip))
+	}
+	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-vips=[10.3.0.1]") {
+		t.Errorf("charon does not list the sidecar's virtual IP:\n%s", list)
+	}
+	var ln net.Listener
+	if err := nsC.Do(func() (err error) { ln, err = net.Listen("tcp", "198.51.100.1:5201"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	from := make(chan net.Addr, 1)
+	err := stream(sourceOf(ln, from), func(ctx context.Context) (net.Conn, error) {
+		return n.DialContext(ctx, "tcp", "198.51.100.1:5201")
+	}, 8<<20, nil)
+	if err != nil {
+		t.Fatalf("TCP virtual IP → 198.51.100.1 behind charon: %v", err)
+	}
+	if src := (<-from).(*net.TCPAddr).IP.String(); src != "10.3.0.1" {
+		t.Errorf("charon's side saw the stream from %s, want the virtual IP 10.3.0.1", src)
 	}
 }

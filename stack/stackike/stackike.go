@@ -23,14 +23,20 @@
 // remote_port = 4500; an ipsecd daemon, which starts on port 500, cannot);
 // ike.port is not used.
 //
-// # Later: a virtual IP
+// # A road warrior
 //
-// A road warrior takes its inner address from the gateway (vips:, a
-// configuration payload). That address will reach the netstack the way
-// the children reach the node: the IKE runner reports it, and the Net
-// adds it to the netstack's NIC (and removes it when the IKE SA ends), so
-// that a road warrior's interface may then have no addresses of its own
-// in the file. Nothing of it is built yet.
+// A connection with vips: asks its gateway for an inner address (a
+// configuration payload, RFC 7296 §3.15): the IKE runner makes it the
+// netstack's own while the IKE SA is up (vip.go), so the interface may
+// have no addresses: in the file. VirtualIPs and WaitVirtualIP tell the
+// program its address, DNS the gateway's DNS servers, and Resolver
+// resolves names through them, inside the tunnel. A program thus joins a
+// company's VPN with no root, no TUN and no kernel ESP.
+//
+// A sidecar may be the gateway too: its pools: hand out addresses as
+// the daemon's do, a lease per identity for as long as the program runs
+// (the daemon also keeps them in state_dir across restarts; a sidecar
+// does not).
 //
 // A Net is safe for concurrent use; its IKE goroutine is the ikenode
 // Daemon's Run, started by New and stopped by Close.
@@ -79,9 +85,11 @@ type Config struct {
 // runs its connections.
 type Net struct {
 	*stack.Net
-	ike    *ikenode.Daemon
-	cancel context.CancelFunc
-	done   chan struct{}
+	ike     *ikenode.Daemon
+	vip     vipState
+	cancel  context.CancelFunc
+	done    chan struct{} // the IKE goroutine ended
+	vipDone chan struct{} // routineVIP ended
 }
 
 // New brings the netstack up and starts IKE: connections with
@@ -107,9 +115,15 @@ func New(cfg Config) (_ *Net, err error) {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	sn, err := stackfile.New(f)
+	sc, err := stackfile.Config(f)
 	if err != nil {
 		return nil, err
+	}
+	// A road warrior's address may all come from its gateways.
+	sc.AddressesLater = asksVIPs(f)
+	sn, err := stack.New(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.File, err)
 	}
 	defer func() {
 		if err != nil {
@@ -117,6 +131,7 @@ func New(cfg Config) (_ *Net, err error) {
 		}
 	}()
 	nd := sn.Node()
+	n := new(Net) // OnEvent signals its vip, made before Run starts
 	d, err := ikenode.New(ikenode.Config{
 		IKE:       &f.IKEConfig,
 		Node:      nd,
@@ -124,20 +139,38 @@ func New(cfg Config) (_ *Net, err error) {
 		NATTAddr:  f.Underlay.UDP.Addr().Unmap(),
 		PeerPort:  ike.NATTPort,
 		Trap:      true, // the node raises acquires: start_action trap works
+		Pools:     f.PoolSet(),
 		Stats:     ikenode.StatsFromSAD(sn.SAD()),
 		Log:       log.WithField("part", "ike"),
 		Transport: underlayTransport{nd.Underlay()},
-		OnEvent:   cfg.OnEvent,
+		OnEvent: func(ev ikenode.Event) {
+			if cfg.OnEvent != nil {
+				cfg.OnEvent(ev)
+			}
+			n.vip.signal()
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stackike: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Net{Net: sn, ike: d, cancel: cancel, done: make(chan struct{})}
+	*n = Net{Net: sn, ike: d, cancel: cancel, done: make(chan struct{}), vipDone: make(chan struct{}),
+		vip: vipState{kick: make(chan struct{}, 1), changed: make(chan struct{})}}
 	nd.SetNonESPHandler(d.DeliverNonESP)
 	nd.SetAcquireHandler(func(a sa.Acquire) { d.Acquire(a.Policy.IfID, a.Src, a.Dst) })
 	go n.routineIKE(ctx)
+	go n.routineVIP(ctx)
 	return n, nil
+}
+
+// asksVIPs reports whether a connection of f asks for virtual IPs.
+func asksVIPs(f *config.Config) bool {
+	for _, c := range f.Connections {
+		if len(c.VIPs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // routineIKE runs the IKE daemon until Close.
@@ -174,6 +207,7 @@ func (n *Net) Close() error {
 	case <-time.After(stopWait):
 		err = errors.New("stackike: the IKE daemon did not stop within 5 s")
 	}
+	<-n.vipDone // its List returns once Run has ended
 	nd := n.Node()
 	nd.SetNonESPHandler(nil)
 	nd.SetAcquireHandler(nil)

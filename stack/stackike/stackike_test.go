@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/internal/looppair"
 	"github.com/ipsecd/ipsecd/internal/tcpcheck"
 	"github.com/ipsecd/ipsecd/sa"
 	"github.com/ipsecd/ipsecd/stack"
@@ -28,31 +28,9 @@ import (
 // an IKE SA or a rekey takes milliseconds.
 const settleWait = 15 * time.Second
 
-// loopbackPair returns two loopback addresses, 127.x.y.1 and 127.x.y.2
-// for a random x.y, on both of which port 4500 is free: a sidecar's IKE
-// needs the underlay on 4500, and tests running beside ours (or a
-// daemon) may hold 127.0.0.1:4500.
-func loopbackPair(t testing.TB) (a, b netip.Addr) {
-	t.Helper()
-	for range 50 {
-		x, y := byte(rand.N(250)+1), byte(rand.N(250)+1)
-		a, b = netip.AddrFrom4([4]byte{127, x, y, 1}), netip.AddrFrom4([4]byte{127, x, y, 2})
-		free := true
-		for _, ad := range []netip.Addr{a, b} {
-			c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ad, 4500)))
-			if err != nil {
-				free = false
-				break
-			}
-			c.Close()
-		}
-		if free {
-			return a, b
-		}
-	}
-	t.Fatal("no pair of loopback addresses with port 4500 free in 50 tries")
-	return
-}
+// loopbackPair is looppair.NATT: a sidecar's IKE needs the underlay on
+// port 4500.
+func loopbackPair(t testing.TB) (a, b netip.Addr) { return looppair.NATT(t) }
 
 // endpoint is one side of a test pair.
 type endpoint struct {
