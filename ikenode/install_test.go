@@ -79,7 +79,7 @@ func TestInstallFailureDeletes(t *testing.T) {
 // the table has no SA for (sha384 integrity, which a peer may offer) is
 // an error, not a broken SA.
 func TestSetAlgorithms(t *testing.T) {
-	for _, p := range []string{"aes128gcm16", "aes256gcm16", "chacha20poly1305", "aes128-sha256", "aes256-sha256"} {
+	for _, p := range []string{"aes128gcm16", "aes256gcm16", "chacha20poly1305", "aes128-sha256", "aes256-sha256", "aes128-sha1", "aes192-sha384", "aes256-sha512"} {
 		ps, err := proposal.ParseList(message.ProtoESP, []string{p})
 		if err != nil {
 			t.Fatal(err)
@@ -102,11 +102,18 @@ func TestSetAlgorithms(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+	// Keys of another length than sa's table gives the algorithm (48
+	// bytes for hmac(sha384)) are refused, never cut or padded.
 	bad := proposal.Suite{Protocol: message.ProtoESP, Encr: proposal.AES256, Integ: proposal.Integ384, ESN: proposal.ESNOff}
 	c := gcmConfigBase()
-	err := setAlgorithms(&c, bad, keys.ESPKeys{Enc: make([]byte, 32), Integ: make([]byte, 48)})
+	err := setAlgorithms(&c, bad, keys.ESPKeys{Enc: make([]byte, 32), Integ: make([]byte, 32)})
 	if err == nil || !strings.Contains(err.Error(), `ESP integrity "sha384" cannot be installed`) {
-		t.Errorf("aes256-sha384: got %v", err)
+		t.Errorf("aes256-sha384 with a 32-byte integrity key: got %v", err)
+	}
+	// So is what ESP has no algorithm for (a PRF as encryption).
+	bad.Encr = proposal.PRF256
+	if err := setAlgorithms(&c, bad, keys.ESPKeys{Enc: make([]byte, 32), Integ: make([]byte, 48)}); err == nil {
+		t.Error("prfsha256 as ESP encryption: installed")
 	}
 }
 
