@@ -122,6 +122,10 @@ func acctCause(reason string, err error) eapradius.Cause {
 		return eapradius.CauseAdminReboot
 	case ReasonTimeout:
 		return eapradius.CauseLostCarrier
+	case ReasonSessionTimeout:
+		return eapradius.CauseSessionTimeout
+	case ReasonIdleTimeout:
+		return eapradius.CauseIdleTimeout
 	case ReasonExpired, ReasonReload, ReasonLimit, ReasonInitialContact:
 		return eapradius.CauseNASRequest
 	}
@@ -131,8 +135,10 @@ func acctCause(reason string, err error) eapradius.Cause {
 	return eapradius.CauseUserRequest
 }
 
-// moveAccounting hands x's session to n, which a rekey made.
+// moveAccounting hands x's session and RADIUS's bounds to n, which a
+// rekey made.
 func moveAccounting(x, n *ikeSA) {
+	n.limits, x.limits = x.limits, nil
 	if s := x.acct; s != nil {
 		s.owner, n.acct, x.acct = n, s, nil
 	}

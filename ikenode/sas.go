@@ -35,8 +35,10 @@ type ikeSA struct {
 	// peer restarted (INITIAL_CONTACT, dropped set too): either way no
 	// dpd_action or retry follows its end.
 	rekeyed bool
-	// acct is its RADIUS accounting session, nil without (accounting.go).
-	acct *acctSession
+	// acct is its RADIUS accounting session, nil without (accounting.go);
+	// limits its Session-Timeout and Idle-Timeout (radiuslimits.go).
+	acct   *acctSession
+	limits *radiusLimits
 	// dropped: the peer restarted and forgot this SA (initialContact);
 	// ike list shows it DELETING while it lingers.
 	dropped bool
@@ -106,6 +108,7 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	case ike.EventIKEUp:
 		m.established(x, now)
 		m.addVIPs(x) // vips.go
+		m.setRADIUSLimits(x, now)
 		m.startAccounting(x)
 		x.conn.backoff = 0
 		f := logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}

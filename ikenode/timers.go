@@ -83,11 +83,21 @@ func (m *Daemon) tickSA(x *ikeSA, now time.Time) {
 	if x.ended || x.sa.State() != ike.StateEstablished {
 		return
 	}
+	bound := ""
+	if !x.rekeyed {
+		bound = m.radiusLimitPassed(x, now) // radiuslimits.go
+	}
 	switch {
 	case !x.expireAt.IsZero() && !now.Before(x.expireAt):
 		m.log.WithFields(x.fields()).Warn("ike: IKE SA not rekeyed within its lifetime: deleting it")
 		x.expireAt = time.Time{}
 		x.why = ReasonExpired
+		m.deleteSA(x, now)
+		return
+	case bound != "":
+		x.why = bound
+		m.log.WithFields(x.fields()).WithField("reason", x.why).Info("ike: RADIUS's bound passed: deleting the IKE SA")
+		x.limits = nil
 		m.deleteSA(x, now)
 		return
 	case !x.rekeyAt.IsZero() && !now.Before(x.rekeyAt) && !x.rekeyed:
