@@ -198,8 +198,24 @@ func validHostname(s string) bool {
 }
 
 // eapUsers checks that connection cn, item it at f, has someone to
-// check its EAP users: eap secrets, or for eap-radius the servers.
+// check its EAP users: eap secrets, or for eap-radius the servers; and,
+// as an EAP client, its password and a gateway proving itself by
+// certificate.
 func (d *decoder) eapUsers(it *yaml.Node, f string, cn *Connection, ic *IKEConfig) bool {
+	if a := cn.Local.Auth; a.IsEAP() {
+		id := cn.Local.EAPID
+		if id == "" {
+			id = cn.Local.ID
+		}
+		switch _, ok := ic.EAPSecret(id); {
+		case cn.Remote.Auth != ike.AuthPubkey:
+			d.errorf(it, join(f, "remote.auth"), "%s: local auth %s needs remote auth pubkey: the gateway proves itself with its certificate before we prove the password (RFC 7296 §2.16)", cn.Remote.Auth, a)
+			return false
+		case !ok:
+			d.errorf(it, join(f, "local.auth"), "%s, and no item of secrets of type eap has ids [%s]: no password for EAP identity %q", a, id, id)
+			return false
+		}
+	}
 	switch a := cn.Remote.Auth; {
 	case a == ike.AuthEAPRADIUS && ic.EAPRADIUS == nil:
 		d.errorf(it, join(f, "remote.auth"), "eap-radius, and no eap_radius: section: no server to relay the EAP to")

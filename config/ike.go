@@ -125,8 +125,9 @@ type Endpoint struct {
 	// and its private key; CACerts the paths of remote's trust anchors.
 	Cert, Key string
 	CACerts   []string
-	// EAPID is remote's eap_id with auth eap-*: the one EAP identity
-	// admitted; "" (%any) admits every user of an eap secret.
+	// EAPID is eap_id with auth eap-*: remote's is the one EAP identity
+	// admitted, "" (%any) every user of an eap secret; local's is ours
+	// as a client, "" the id's text.
 	EAPID string
 	// What the files hold.
 	Certs      []*x509.Certificate
@@ -313,6 +314,10 @@ func (cn *Connection) engineConfig(i IKE, ch *Child, secrets []Secret) *ike.Conf
 	ec.VIPs = cn.VIPs
 	if cn.Remote.Auth.IsEAP() {
 		ec.RemoteEAPID = cn.Remote.EAPID
+		ec.EAPSecret = eapSecrets(secrets)
+	}
+	if cn.Local.Auth.IsEAP() {
+		ec.LocalEAPID = cn.Local.EAPID
 		ec.EAPSecret = eapSecrets(secrets)
 	}
 	return ec

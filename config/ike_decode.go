@@ -216,7 +216,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			ep    *Endpoint
 			known []string
 		}{
-			{"local", &cn.Local, []string{"auth", "id", "cert", "key"}},
+			{"local", &cn.Local, []string{"auth", "id", "cert", "key", "eap_id"}},
 			{"remote", &cn.Remote, []string{"auth", "id", "cacerts", "eap_id"}},
 		} {
 			if v := m[side.key]; v == nil {

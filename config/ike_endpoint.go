@@ -22,12 +22,13 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 		return
 	}
 	ep.Auth = ike.AuthPSK
+	local := slices.Contains(known, "key")
 	if v := m["auth"]; v != nil {
-		auths := []string{"psk", "pubkey"}
-		if slices.Contains(known, "eap_id") {
-			auths = append(auths, string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5), string(ike.AuthEAPRADIUS))
-		} else if s, ok := d.str(v, join(field, "auth")); ok && strings.HasPrefix(s, "eap-") {
-			d.errorf(v, join(field, "auth"), "%s as a client is not supported yet: ipsecd is the EAP gateway (remote: {auth: %s})", s, s)
+		auths := []string{"psk", "pubkey", string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5)}
+		if !local {
+			auths = append(auths, string(ike.AuthEAPRADIUS))
+		} else if s, ok := d.str(v, join(field, "auth")); ok && s == string(ike.AuthEAPRADIUS) {
+			d.errorf(v, join(field, "auth"), "eap-radius is a gateway's (remote: {auth: eap-radius}); a client runs eap-mschapv2 or eap-md5")
 			return
 		}
 		if a, ok := d.oneOf(v, join(field, "auth"), auths...); ok {
@@ -56,8 +57,19 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 			ep.Identity = id
 		}
 	}
-	if ep.ID == "" && ep.Auth == ike.AuthPSK {
+	switch {
+	case ep.ID == "" && ep.Auth == ike.AuthPSK:
 		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")
+	case ep.ID == "" && local && ep.Auth.IsEAP() && ep.EAPID == "":
+		d.errorf(n, join(field, "id"), "missing; auth %s needs an id (our IDi) or an eap_id, which is then the id too", ep.Auth)
+	case ep.ID == "" && local && ep.Auth.IsEAP():
+		// strongSwan's IDi would be our address; the EAP identity
+		// names us better and is known here.
+		id, err := ike.ParseIdentity(ep.EAPID)
+		if err != nil {
+			d.errorf(m["eap_id"], join(field, "eap_id"), "as our id: %s", strings.TrimPrefix(err.Error(), ike.ErrBadIdentity.Error()+": "))
+		}
+		ep.ID, ep.Identity = ep.EAPID, id
 	}
 	path := func(v *yaml.Node, f string) (string, bool) {
 		s, ok := d.str(v, f)

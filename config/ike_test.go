@@ -217,7 +217,7 @@ func TestIKEErrors(t *testing.T) {
 		{"start to %any", "remote_addrs: [192.0.2.2]", "remote_addrs: [\"%any\"]",
 			"30: connections[0].children[0].start_action: start initiates, and remote_addrs has no address to initiate to (only %any: the connection can only respond); want none, or give the peer's address"},
 		{"bad dpd_action", "dpd_action: restart", "dpd_action: hold", "31: connections[0].children[0].dpd_action: want clear, restart or trap, got \"hold\""},
-		{"bad auth", "local:  {auth: psk", "local:  {auth: eap", "18: connections[0].local.auth: want psk or pubkey, got \"eap\""},
+		{"bad auth", "local:  {auth: psk", "local:  {auth: eap", "18: connections[0].local.auth: want psk, pubkey, eap-mschapv2 or eap-md5, got \"eap\""},
 		{"cert with psk", "{auth: psk, id: a.example.net}", "{auth: psk, id: a.example.net, cert: a.pem}", "18: connections[0].local.cert: only with auth: pubkey"},
 		{"pubkey without cacerts", "remote: {auth: psk,", "remote: {auth: pubkey,",
 			"19: connections[0].remote.cacerts: missing; auth pubkey needs the trust anchors the peer's certificate chains to"},

@@ -173,7 +173,67 @@ func TestEAPGatewayConfig(t *testing.T) {
 		}
 	}
 	text := strings.Replace(raGateway(t, "{auth: eap-mschapv2}", users), "local:  {auth: pubkey, id: gw.example.net,", "local:  {auth: eap-mschapv2, id: gw.example.net,", 1)
-	if _, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(text)); err == nil || !strings.Contains(err.Error(), "connections[0].local.auth: eap-mschapv2 as a client is not supported yet") {
-		t.Errorf("local auth eap: %v", err)
+	if _, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(text)); err == nil || !strings.Contains(err.Error(), "connections[0].local.cert: only with auth: pubkey") {
+		t.Errorf("both sides EAP: %v", err)
+	}
+}
+
+// raClient is a road warrior's config of local (an EAP auth) and
+// secrets, against gw.example.net proving itself with a certificate.
+func raClient(t *testing.T, local, remote, secrets string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ca, _, _, _ := pki(t, dir)
+	if remote == "" {
+		remote = "{auth: pubkey, id: gw.example.net, cacerts: [" + ca + "]}"
+	}
+	return `interfaces:
+  - {name: ipsec1, if_id: 1}
+connections:
+  - name: rw
+    proposals: [aes256-sha256-x25519]
+    remote_addrs: [192.0.2.1]
+    vips: [0.0.0.0]
+    local: ` + local + `
+    remote: ` + remote + `
+    children:
+      - {name: net, if_id: 1, local_ts: [dynamic], remote_ts: [10.4.0.0/24], esp_proposals: [aes128gcm16]}
+secrets:
+` + secrets
+}
+
+// TestEAPClientConfig: local auth eap-mschapv2 or eap-md5 with eap_id
+// and the eap secret of that identity becomes the engine's EAP client
+// config; an id defaults to the eap_id. What is missing is named.
+func TestEAPClientConfig(t *testing.T) {
+	alice := "  - {type: eap, ids: [alice], secret: alice-pw}\n"
+	for _, local := range []string{"{auth: eap-mschapv2, id: alice@example.net, eap_id: alice}", "{auth: eap-md5, eap_id: alice}"} {
+		c, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raClient(t, local, "", alice)))
+		if err != nil {
+			t.Fatalf("%s: %v", local, err)
+		}
+		ec, err := c.EngineConfig("rw", "net")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, ok := ec.EAPSecret(ec.LocalEAPID)
+		if ec.LocalEAPID != "alice" || string(k) != "alice-pw" || !ok || ec.LocalID.String() == "" || !ec.LocalAuth.IsEAP() {
+			t.Errorf("%s: engine config: auth %s, id %s, eap_id %q, secret %v", local, ec.LocalAuth, ec.LocalID, ec.LocalEAPID, ok)
+		}
+		if err := ec.Validate(); err != nil {
+			t.Errorf("%s: %v", local, err)
+		}
+	}
+	for _, tt := range []struct{ local, remote, secrets, want string }{
+		{"{auth: eap-mschapv2, eap_id: bob}", "", alice, `connections[0].local.auth: eap-mschapv2, and no item of secrets of type eap has ids [bob]: no password for EAP identity "bob"`},
+		{"{auth: eap-mschapv2, id: bob}", "", alice, `no password for EAP identity "bob"`},
+		{"{auth: eap-md5}", "", alice, "connections[0].local.id: missing; auth eap-md5 needs an id (our IDi) or an eap_id"},
+		{"{auth: eap-radius, eap_id: alice}", "", alice, "connections[0].local.auth: eap-radius is a gateway's"},
+		{"{auth: eap-mschapv2, eap_id: alice}", "{auth: psk, id: gw.example.net}", alice + "  - {ids: [alice, gw.example.net], secret: a-psk}\n", "connections[0].remote.auth: psk: local auth eap-mschapv2 needs remote auth pubkey"},
+	} {
+		_, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raClient(t, tt.local, tt.remote, tt.secrets)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("local %s: %v, want %s", tt.local, err, tt.want)
+		}
 	}
 }

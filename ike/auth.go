@@ -39,9 +39,11 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	}
 	s.hs.childInSPI = spi
 	idi := s.localID.payload()
-	auth, err := s.ourAuth(idi)
-	if err != nil {
-		return nil, err
+	var auth message.Payload
+	if !s.cfg.localAuth().IsEAP() { // EAP's AUTH comes after it (eap_client.go)
+		if auth, err = s.ourAuth(idi); err != nil {
+			return nil, err
+		}
 	}
 	ps := []message.Payload{{Type: message.TypeIDi, Body: idi}}
 	if s.cfg.localAuth() == AuthPubkey {
@@ -53,7 +55,9 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	if !s.cfg.RemoteID.IsAny() {
 		ps = append(ps, message.Payload{Type: message.TypeIDr, Body: s.cfg.RemoteID.payload()})
 	}
-	ps = append(ps, auth)
+	if auth.Type != 0 {
+		ps = append(ps, auth)
+	}
 	if s.cfg.initialContact() {
 		ps = append(ps, notify(message.InitialContact, nil))
 	}
@@ -249,6 +253,9 @@ func (s *SA) acceptChild(ps []message.Payload) (*Child, message.NotifyType, erro
 // responder does not authenticate, it returns an INFORMATIONAL request
 // telling it so (RFC 7296 §2.21.2), sent once: the SA is gone.
 func (s *SA) handleAuthResponse(ps []message.Payload, now time.Time) ([]byte, error) {
+	if s.cfg.localAuth().IsEAP() {
+		return s.handleEAPAuthResponse(ps, now)
+	}
 	if _, ok := notifyOf(ps, message.AuthenticationFailed); ok {
 		return nil, s.fail(fmt.Errorf("%w: the responder refused our AUTH", ErrAuthFailed))
 	}

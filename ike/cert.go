@@ -59,11 +59,15 @@ func (c *Config) usesPubkey() bool {
 func (c *Config) validateCerts() error {
 	switch a := c.localAuth(); {
 	case a.IsEAP():
-		return fmt.Errorf("ike: local auth %q: EAP as a client is not supported yet; the gateway side is (remote auth)", a)
+		if err := c.validateEAPClient(); err != nil { // eap_client.go
+			return err
+		}
 	case a != AuthPSK && a != AuthPubkey:
 		return fmt.Errorf("ike: local auth %q: want psk or pubkey", a)
 	}
 	switch a := c.remoteAuth(); {
+	case a.IsEAP() && c.localAuth().IsEAP():
+		return fmt.Errorf("ike: remote auth %q with local auth %q: one side proves itself with a certificate", a, c.localAuth())
 	case a.IsEAP() && c.localAuth() != AuthPubkey:
 		return fmt.Errorf("ike: remote auth %q needs local auth pubkey: the gateway proves itself with its certificate before the client sends its password (RFC 7296 §2.16)", a)
 	case a.IsEAP() && a != AuthEAPRADIUS && c.EAPSecret == nil:

@@ -100,6 +100,9 @@ type Config struct {
 	// RemoteEAPID, when set, is the one EAP identity admitted (remote
 	// eap_id); "" admits any that EAPSecret knows.
 	RemoteEAPID string
+	// LocalEAPID is our EAP identity with a LocalAuth of EAP (local
+	// eap_id); "" is LocalID's text. Its password is EAPSecret's.
+	LocalEAPID string
 	// VIPs are the virtual IPs we ask the gateway for as initiator
 	// (swanctl's vips): 0.0.0.0 or :: for any of that family, or the
 	// address wanted (cp_client.go).

@@ -57,6 +57,10 @@ type handshake struct {
 	// addresses its server assigned (eaprelay.go).
 	relay  EAPRelay
 	framed []netip.Addr
+	// An initiator's EAP (eap_client.go): the method, and the gateway's
+	// IDr, which its last AUTH covers; eapDone and msk as above.
+	eapClient *eap.Client
+	peerIDr   []byte
 }
 
 // clear wipes the secret the handshake may still hold: the DH private
@@ -72,6 +76,9 @@ func (h *handshake) clear() {
 	}
 	if h.relay != nil {
 		h.relay.Wipe()
+	}
+	if h.eapClient != nil {
+		h.eapClient.Wipe()
 	}
 }
 

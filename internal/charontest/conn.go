@@ -50,7 +50,9 @@ type Conn struct {
 	// names the pools a gateway hands out, which PoolsConf (swanctl.conf's
 	// pools section, written as it is) defines.
 	VIPs, Pools, PoolsConf string
-	// EAPSecret is the password of Local.EAPID, written when set.
+	// EAPSecret is the password of Local.EAPID (a client's), or of
+	// Remote.EAPID when local has none (a gateway's one user), written
+	// when set.
 	EAPSecret string
 }
 
@@ -132,7 +134,7 @@ func (c Conn) String() string {
 	}
 	b.WriteString(c.PoolsConf)
 	if c.EAPSecret != "" {
-		fmt.Fprintf(&b, "secrets {\n  eap-test {\n    id = %s\n    secret = %q\n  }\n}\n", c.Local.EAPID, c.EAPSecret)
+		fmt.Fprintf(&b, "secrets {\n  eap-test {\n    id = %s\n    secret = %q\n  }\n}\n", or(c.Local.EAPID, c.Remote.EAPID), c.EAPSecret)
 	}
 	return b.String()
 }

@@ -1,0 +1,108 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+)
+
+// eapRoadWarrior is ipsecd's config as a road warrior of EAP-MSCHAPv2
+// (eap_id alice, password pw) against the gateway a.test at underlayB4,
+// asking for a virtual IP to reach 203.0.113.0/24.
+func eapRoadWarrior(caFile, pw string) string {
+	return fmt.Sprintf(`log: {level: debug}
+metrics: %s
+underlay: {udp: "0.0.0.0:4500"}
+interfaces:
+  - {name: ipsec1, if_id: 1, routes: [203.0.113.0/24]}
+connections:
+  - name: office
+    local_addrs: [%s]
+    remote_addrs: [%s]
+    proposals: [aes256-sha256-x25519]
+    vips: [0.0.0.0]
+    local:  {auth: eap-mschapv2, id: roadwarrior.test, eap_id: alice}
+    remote: {auth: pubkey, id: a.test, cacerts: [%s]}
+    children:
+      - {name: net, if_id: 1, local_ts: [dynamic], remote_ts: [203.0.113.0/24], esp_proposals: [aes128gcm16], start_action: start}
+secrets:
+  - {type: eap, ids: [alice], secret: %q}
+`, ikeMetricsAddr, underlayA4, underlayB4, caFile, pw)
+}
+
+// TestIKEEAPClient: the real binary is the road warrior of a charon 5.9.8
+// gateway (a.test by its certificate, EAP-MSCHAPv2 for alice, a pool):
+// it checks charon's certificate, runs EAP-MSCHAPv2 as alice, gets
+// 10.3.0.7 and pings behind the gateway from it; charon lists alice as
+// the EAP identity. With a wrong password the IKE SA fails, counted, the
+// log naming alice and not the password.
+func TestIKEEAPClient(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	caFile, cert, key := raPKI(t, t.TempDir())
+	dir := filepath.Join(t.TempDir(), "swanctl")
+	if err := os.MkdirAll(filepath.Join(dir, "private"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	k, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "private", "gw.key"), k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch := charontest.Start(t, p.b.name, "")
+	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},
+		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw", EAPSecret: "alice-mschapv2-pw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n  }\n}\n"}.String(), dir)
+
+	d := startDaemon(t, p.a, eapRoadWarrior(caFile, "alice-mschapv2-pw"))
+	s := d.waitIKE("the child of 10.3.0.7", anyChild)
+	if fmt.Sprint(s.LocalVIPs, s.Children[0].LocalTS) != "[10.3.0.7] [10.3.0.7/32]" {
+		t.Errorf("ike list: local virtual IPs %v, local_ts %v; want 10.3.0.7", s.LocalVIPs, s.Children[0].LocalTS)
+	}
+	ping(t, p.a, innerB4, 3)
+	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-eap-id=alice") || !strings.Contains(list, "remote-vips=[10.3.0.7]") {
+		t.Errorf("charon does not list EAP identity alice with 10.3.0.7:\n%s", list)
+	}
+	if log := ch.LogSince(0); !strings.Contains(log, "EAP method EAP_MSCHAPV2 succeeded, MSK established") {
+		t.Errorf("charon's log does not say EAP-MSCHAPv2 succeeded with an MSK")
+	}
+	if strings.Contains(d.log.String(), "alice-mschapv2-pw") {
+		t.Error("ipsecd's log shows the password")
+	}
+	d.mustCtl(t, "ike", "terminate", "--ike", "office")
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A wrong password: the IKE SA fails, counted, logged with the user
+	// and the method and without the password.
+	d = startDaemon(t, p.a, eapRoadWarrior(caFile, "not-alices-password"))
+	body := ""
+	for range 100 {
+		body = scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics")
+		if strings.Contains(body, "\nipsecd_ike_auth_failures_total 1\n") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, w := range []string{`ipsecd_ike_auth_failures_total 1`, `ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`} {
+		if !strings.Contains(body, "\n"+w+"\n") {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
+	if log := d.log.String(); !strings.Contains(log, `EAP-MSCHAPv2 of \"alice\" failed`) || strings.Contains(log, "not-alices-password") {
+		t.Errorf("ipsecd's log does not name alice and the method, or names the password:\n%s", log)
+	}
+}
