@@ -59,10 +59,11 @@ type demoEndpoint struct {
 // this process instead, with IKE (demo_netstack_ike.go) or --static
 // (demo_netstack.go).
 func runDemo(args []string, stderr io.Writer) int {
-	fs := newFlags("demo", "demo [--mib N] [--netstack] [--static]", stderr)
+	fs := newFlags("demo", "demo [--mib N] [--netstack] [--static] [--remote-access]", stderr)
 	size := fs.Int("mib", 256, "MiB of TCP to send each way")
 	static := fs.Bool("static", false, "static keys from the config instead of IKEv2, as before IKE (with --netstack too)")
 	netstack := fs.Bool("netstack", false, "two sidecar netstacks in this process over loopback UDP instead of two daemons in network namespaces (the default without root)")
+	remote := fs.Bool("remote-access", false, "a gateway with an address pool and a road warrior that gets its virtual IP from it, in network namespaces (root only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -76,6 +77,9 @@ func runDemo(args []string, stderr io.Writer) int {
 	if *size <= 0 || *size > 1<<20 {
 		fmt.Fprintf(os.Stderr, "ipsecd demo: --mib %d: want 1..%d\n", *size, 1<<20)
 		return 2
+	}
+	if *remote {
+		return runDemoRemoteAccess(int64(*size)<<20, *netstack || *static)
 	}
 	if !*netstack && os.Geteuid() != 0 {
 		fmt.Println("ipsecd demo: not root, so no network namespaces or TUN devices: running the demo between two netstacks in one process (--netstack)")
@@ -161,30 +165,9 @@ func demo(size int64, static bool) (err error) {
 	if err := demoNetwork(a, b); err != nil {
 		return err
 	}
-	for _, e := range []*demoEndpoint{a, b} {
-		cfg, err := render(e)
-		if err != nil {
-			return err
-		}
-		path := filepath.Join(dir, strings.ToLower(e.Name)+".yaml")
-		if err := os.WriteFile(path, cfg, 0o600); err != nil {
-			return err
-		}
-		e.cmd = exec.Command("ip", "netns", "exec", e.NS, self, "run", "--config", path)
-		e.cmd.Stdout, e.cmd.Stderr = &e.log, &e.log
-		if err := e.cmd.Start(); err != nil {
-			return err
-		}
+	if err := demoStart(ctx, self, dir, render, a, b); err != nil {
+		return err
 	}
-	fmt.Print("waiting for the two daemons to answer on their control sockets ... ")
-	start := time.Now()
-	for _, e := range []*demoEndpoint{a, b} {
-		if err := demoWait(ctx, e); err != nil {
-			fmt.Println()
-			return err
-		}
-	}
-	fmt.Printf("up in %v\n", demoSince(start))
 	for _, e := range []*demoEndpoint{a, b} {
 		fmt.Printf("  %s: underlay %s:4500, ipsec1 %s/24, routes %s/24 into the tunnel\n", e.Name, e.Local, e.Inner, e.Remote)
 	}
@@ -212,6 +195,37 @@ func demo(size int64, static bool) (err error) {
 			return err
 		}
 	}
+	return nil
+}
+
+// demoStart writes each endpoint's config, rendered by render, into dir,
+// starts `ipsecd run` on it in the endpoint's namespace, and waits until
+// every daemon answers on its control socket, saying so as it goes.
+func demoStart(ctx context.Context, self, dir string, render func(*demoEndpoint) ([]byte, error), eps ...*demoEndpoint) error {
+	for _, e := range eps {
+		cfg, err := render(e)
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, strings.ToLower(strings.ReplaceAll(e.Name, " ", "-"))+".yaml")
+		if err := os.WriteFile(path, cfg, 0o600); err != nil {
+			return err
+		}
+		e.cmd = exec.Command("ip", "netns", "exec", e.NS, self, "run", "--config", path)
+		e.cmd.Stdout, e.cmd.Stderr = &e.log, &e.log
+		if err := e.cmd.Start(); err != nil {
+			return err
+		}
+	}
+	fmt.Print("waiting for the two daemons to answer on their control sockets ... ")
+	start := time.Now()
+	for _, e := range eps {
+		if err := demoWait(ctx, e); err != nil {
+			fmt.Println()
+			return err
+		}
+	}
+	fmt.Printf("up in %v\n", demoSince(start))
 	return nil
 }
 

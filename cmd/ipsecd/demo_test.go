@@ -190,15 +190,13 @@ func TestDemoNetstack(t *testing.T) {
 	}
 }
 
-// TestDemoNamespaces runs the README's main job as root, `ipsecd demo`,
-// with a small transfer: two daemons in network namespaces that
-// negotiate with IKEv2, a checksummed TCP stream each way, the child and
-// the IKE SA rekeyed in the middle of the streams; it must say what it
-// waits for as it goes, show new SPIs after the rekeys and nothing lost,
-// and leave no namespace and no pre-shared key behind.
-func TestDemoNamespaces(t *testing.T) {
+// requireNamespaces skips the test without root, the ip command or
+// /dev/net/tun, which the namespace demos need; asUser names the test
+// that runs the demo as a user.
+func requireNamespaces(t *testing.T, asUser string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: the demo makes network namespaces and TUN devices (TestDemoWithoutRoot runs it as a user)")
+		t.Skipf("needs root: the demo makes network namespaces and TUN devices (%s runs it as a user)", asUser)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs the ip command (iproute2)")
@@ -206,6 +204,16 @@ func TestDemoNamespaces(t *testing.T) {
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
 		t.Skip("needs /dev/net/tun")
 	}
+}
+
+// TestDemoNamespaces runs the README's main job as root, `ipsecd demo`,
+// with a small transfer: two daemons in network namespaces that
+// negotiate with IKEv2, a checksummed TCP stream each way, the child and
+// the IKE SA rekeyed in the middle of the streams; it must say what it
+// waits for as it goes, show new SPIs after the rekeys and nothing lost,
+// and leave no namespace and no pre-shared key behind.
+func TestDemoNamespaces(t *testing.T) {
+	requireNamespaces(t, "TestDemoWithoutRoot")
 	bin := ipsecdBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -264,32 +272,39 @@ func TestDemoNetstackStatic(t *testing.T) {
 // TestDemoWithoutRoot runs plain `ipsecd demo` as an unprivileged user
 // (nobody, when the test runs as root): it must choose the netstack demo
 // by itself, say why, and negotiate with IKEv2 as the root demo does.
+// asUser is a command of bin with args that runs as nobody when the
+// test runs as root (from a copy of bin in a directory anyone may enter,
+// removed when the test ends), and as the test's user otherwise.
+func asUser(t *testing.T, bin string, args ...string) *exec.Cmd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return exec.Command(bin, args...)
+	}
+	dir, err := os.MkdirTemp("", "ipsecd-demo-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyBin := filepath.Join(dir, "ipsecd")
+	if err := os.WriteFile(copyBin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(copyBin, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return cmd
+}
+
 func TestDemoWithoutRoot(t *testing.T) {
 	bin := ipsecdBinary(t)
-	cmd := exec.Command(bin, "demo", "--mib", "2")
-	if os.Geteuid() == 0 {
-		// nobody must be able to reach the binary: copy it to a directory
-		// anyone may enter.
-		dir, err := os.MkdirTemp("", "ipsecd-demo-nobody-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copyBin := filepath.Join(dir, "ipsecd")
-		if err := os.WriteFile(copyBin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd = exec.Command(copyBin, "demo", "--mib", "2")
-		cmd.Dir = dir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	}
+	cmd := asUser(t, bin, "demo", "--mib", "2")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
