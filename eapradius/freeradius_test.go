@@ -42,14 +42,24 @@ func testClient(t *testing.T, cfg Config) *Client {
 // returned.
 func relay(t *testing.T, cv *Conversation, peer *eap.Client) (Step, eap.Status, error) {
 	t.Helper()
-	req, err := cv.Start()
+	st, pst, perr, err := exchange(cv, peer)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return st, pst, perr
+}
+
+// exchange is relay's conversation, an error instead of t.Fatal, for
+// goroutines too.
+func exchange(cv *Conversation, peer *eap.Client) (Step, eap.Status, error, error) {
+	req, err := cv.Start()
+	if err != nil {
+		return Step{}, 0, nil, err
 	}
 	for round := 0; round < 10; round++ {
 		resp, pst, perr := peer.Handle(req)
 		if pst != eap.Continue {
-			return Step{}, pst, perr
+			return Step{}, pst, perr, nil
 		}
 		ch := make(chan Step, 1)
 		cv.Handle(resp, func(s Step) { ch <- s })
@@ -57,16 +67,15 @@ func relay(t *testing.T, cv *Conversation, peer *eap.Client) (Step, eap.Status, 
 		select {
 		case st = <-ch:
 		case <-time.After(30 * time.Second):
-			t.Fatal("no answer relayed in 30 s")
+			return Step{}, 0, nil, errors.New("no answer relayed in 30 s")
 		}
 		if st.Status != eap.Continue {
 			_, pst, perr := peer.Handle(st.Packet)
-			return st, pst, perr
+			return st, pst, perr, nil
 		}
 		req = st.Packet
 	}
-	t.Fatal("more than 10 rounds")
-	return Step{}, 0, nil
+	return Step{}, 0, nil, errors.New("more than 10 rounds")
 }
 
 var testPeer = Peer{NASPort: 7, Calling: netip.MustParseAddrPort("192.0.2.10:4500"), Called: netip.MustParseAddrPort("198.51.100.1:4500")}

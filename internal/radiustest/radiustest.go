@@ -3,7 +3,7 @@
 // test's temporary directory (radiusd.conf with one client, the eap module
 // with EAP-MD5, EAP-MSCHAPv2 and EAP-TLS with a test CA made here, mschap,
 // files with the test's users, and the detail module writing accounting
-// to one file), so that nothing of /etc/freeradius is read or changed
+// to one file; optionally an SQL address pool, ippool.go), so that nothing of /etc/freeradius is read or changed
 // (Debian's eap module wants ssl-cert's snakeoil files, which a machine
 // without recommends lacks). Tests skip when freeradius is not
 // installed (scripts/test.sh installs it).
@@ -41,6 +41,9 @@ type Options struct {
 	// TLSNames are DNS names the EAP-TLS server certificate holds
 	// besides radius.test.
 	TLSNames []string
+	// IPPool assigns addresses from an SQL pool (ippool.go); nil for
+	// none.
+	IPPool *IPPool
 }
 
 // Server is a running FreeRADIUS.
@@ -84,9 +87,16 @@ func start(t testing.TB, bin string, o Options) (*Server, error) {
 	auth, acct := freePort(t), freePort(t)
 	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret, PKI: makePKI(t, dir, o.TLSNames)}
 	files := map[string]string{
-		"radiusd.conf": radiusdConf(dir, o.Secret, auth, acct),
+		"radiusd.conf": radiusdConf(dir, o.Secret, auth, acct, o.IPPool),
 		"users":        usersFile(o.Users),
 		"dictionary":   "$INCLUDE /usr/share/freeradius/dictionary\n",
+	}
+	if o.IPPool != nil {
+		db := exec.Command("sqlite3", filepath.Join(dir, "ippool.db"))
+		db.Stdin = strings.NewReader(ippoolSQL(o.IPPool))
+		if out, err := db.CombinedOutput(); err != nil {
+			t.Fatalf("sqlite3 (Debian package sqlite3; scripts/test.sh installs it): %v\n%s", err, out)
+		}
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
@@ -227,8 +237,12 @@ func usersFile(users []User) string {
 // send Message-Authenticator), EAP-MSCHAPv2 by default, EAP-MD5 and
 // EAP-TLS (TLS 1.2, fragments of 1024 bytes), the
 // users file, and accounting to DIR/detail.
-func radiusdConf(dir, secret string, auth, acct int) string {
-	return strings.NewReplacer("@DIR@", dir, "@SECRET@", secret, "@AUTH@", strconv.Itoa(auth), "@ACCT@", strconv.Itoa(acct)).Replace(`
+func radiusdConf(dir, secret string, auth, acct int, pool *IPPool) string {
+	mods, authz, post, acctMods := "", "", "", ""
+	if pool != nil {
+		mods, authz, post, acctMods = ippoolModules(dir, pool), ippoolAuthorize(pool), "\t\tsqlippool\n", "\t\tsqlippool\n"
+	}
+	return strings.NewReplacer("@POOLMODS@", mods, "@POOLAUTHZ@", authz, "@POOLPOST@", post, "@POOLACCT@", acctMods, "@DIR@", dir, "@SECRET@", secret, "@AUTH@", strconv.Itoa(auth), "@ACCT@", strconv.Itoa(acct)).Replace(`
 prefix = /usr
 exec_prefix = /usr
 sysconfdir = /etc
@@ -305,6 +319,7 @@ modules {
 		permissions = 0600
 		header = "%t"
 	}
+@POOLMODS@
 }
 server default {
 	listen {
@@ -322,7 +337,7 @@ server default {
 			ok = return
 		}
 		files
-	}
+@POOLAUTHZ@	}
 	authenticate {
 		Auth-Type EAP {
 			eap
@@ -335,9 +350,9 @@ server default {
 	}
 	accounting {
 		detail
-	}
+@POOLACCT@	}
 	post-auth {
-		Post-Auth-Type REJECT {
+@POOLPOST@		Post-Auth-Type REJECT {
 			eap
 		}
 	}

@@ -1,0 +1,122 @@
+package eapradius
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ike/eap"
+	"github.com/ipsecd/ipsecd/internal/radiustest"
+)
+
+// converse runs a conversation to the end: an error unless both sides
+// succeeded.
+func converse(cv *Conversation, peer *eap.Client) error {
+	st, pst, perr, err := exchange(cv, peer)
+	if err == nil && (st.Status != eap.Succeeded || pst != eap.Succeeded) {
+		err = fmt.Errorf("gateway %v (%v), peer %v (%v)", st.Status, st.Err, pst, perr)
+	}
+	return err
+}
+
+// TestFreeRADIUSSQLPool: two gateways (two clients, NAS-Identifier gw1
+// and gw2, NAS-IP-Address 198.51.100.1 and .2) authenticate 100 users
+// with EAP-MSCHAPv2 at once, 50 each, against one FreeRADIUS whose
+// sqlippool leases Framed-IP-Address from one SQLite pool of 10.9.0.0/25
+// keyed by User-Name: 100 distinct addresses. A user whose session
+// stops on gw1 (Accounting-Stop) and who comes back on gw2 gets the same
+// address again (the lease is the user's), and the address the Stop
+// released goes to nobody else meanwhile.
+func TestFreeRADIUSSQLPool(t *testing.T) {
+	const n = 100
+	var users []radiustest.User
+	for i := range n + 1 {
+		users = append(users, radiustest.User{Name: fmt.Sprintf("user%03d", i), Password: fmt.Sprintf("pw-%d", i)})
+	}
+	fr := radiustest.Start(t, radiustest.Options{Users: users, IPPool: &radiustest.IPPool{Name: "ra", Prefix: netip.MustParsePrefix("10.9.0.0/25"), Key: "%{User-Name}"}})
+	var gws [2]*Client
+	var peers [2]Peer
+	for i := range gws {
+		gws[i] = testClient(t, Config{NASIdentifier: fmt.Sprintf("gw%d", i+1), Servers: []Server{{Address: fr.Auth, AcctAddress: fr.Acct, Secret: []byte(fr.Secret)}}})
+		peers[i] = Peer{Calling: netip.MustParseAddrPort("192.0.2.10:4500"), Called: netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}), 4500)}
+	}
+	addrs := make([]netip.Addr, n)
+	errs := make([]error, n)
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p := peers[i%2]
+			p.NASPort = uint32(i + 1)
+			cv := gws[i%2].NewConversation(p)
+			if errs[i] = converse(cv, eap.NewClient(eap.ClientConfig{Identity: users[i].Name, Secret: []byte(users[i].Password)})); errs[i] == nil {
+				addrs[i] = cv.Accept().FramedIP
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	seen := map[netip.Addr]string{}
+	for i, a := range addrs {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", users[i].Name, errs[i])
+		}
+		if !netip.MustParsePrefix("10.9.0.0/25").Contains(a) {
+			t.Fatalf("%s: Framed-IP-Address %v; want one of the pool", users[i].Name, a)
+		}
+		if other, ok := seen[a]; ok {
+			t.Fatalf("%v given to %s and %s", a, other, users[i].Name)
+		}
+		seen[a] = users[i].Name
+	}
+	if l := fr.Leases(t); len(l) != n || l[addrs[0]] != users[0].Name {
+		t.Errorf("%d leases in the SQL pool, %v user000's %q; want %d", len(l), addrs[0], l[addrs[0]], n)
+	}
+	t.Logf("%d users through 2 gateways: %d distinct addresses in %v", n, len(seen), took)
+
+	// user000 (on gw1) hangs up: its Stop releases the lease on gw1.
+	acct := gws[0].NewAccounting()
+	p := peers[0]
+	p.NASPort = 1
+	if err := acct.Start(Session{ID: "s0", UserName: users[0].Name, FramedIP: addrs[0], Peer: p}); err != nil {
+		t.Fatal(err)
+	}
+	if !acct.Stop("s0", Usage{}, CauseUserRequest) {
+		t.Fatal("Stop: no such session")
+	}
+	// The Stop goes out in the background: wait for its release.
+	deadline := time.Now().Add(5 * time.Second)
+	for l := fr.Leases(t); len(l) != n-1 || l[addrs[0]] != ""; l = fr.Leases(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after user000's Stop: %d leases, %v user000's %q; want %d, released; accounting %v", len(l), addrs[0], l[addrs[0]], n-1, fr.Detail(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A newcomer gets one never leased (the pool gives the longest
+	// free first).
+	cv := gws[1].NewConversation(peers[1])
+	if err := converse(cv, eap.NewClient(eap.ClientConfig{Identity: users[n].Name, Secret: []byte(users[n].Password)})); err != nil {
+		t.Fatal(err)
+	}
+	if a := cv.Accept().FramedIP; !a.IsValid() || seen[a] != "" {
+		t.Errorf("the newcomer got %v, held by %q; want a free address", a, seen[a])
+	}
+	// user000 comes back on gw2: the same address.
+	cv = gws[1].NewConversation(peers[1])
+	if err := converse(cv, eap.NewClient(eap.ClientConfig{Identity: users[0].Name, Secret: []byte(users[0].Password)})); err != nil {
+		t.Fatal(err)
+	}
+	if a := cv.Accept().FramedIP; a != addrs[0] {
+		t.Errorf("user000 on gw2 got %v; want its %v again", a, addrs[0])
+	}
+	if l := fr.Leases(t); len(l) != n+1 || l[addrs[0]] != users[0].Name {
+		t.Errorf("in the end: %d leases, %v user000's %q; want %d", len(l), addrs[0], l[addrs[0]], n+1)
+	}
+}
