@@ -37,14 +37,21 @@ func demoIKEConfig(e *demoEndpoint) ([]byte, error) {
 // to a file of mode 0600 in dir (the demo's temporary directory, removed
 // with it) and returns its path.
 func demoPSK(dir string) (string, error) {
+	return demoSecret(dir, "demo.psk", "0x")
+}
+
+// demoSecret writes prefix and 32 fresh random bytes in hex to the new
+// file name in dir, mode 0600, and returns its path. Without a prefix
+// the hex is the secret's text (a password).
+func demoSecret(dir, name, prefix string) (string, error) {
 	k := make([]byte, 32)
 	crand.Read(k)
-	path := filepath.Join(dir, "demo.psk")
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err
 	}
-	_, err = fmt.Fprintf(f, "0x%s\n", hex.EncodeToString(k))
+	_, err = fmt.Fprintf(f, "%s%s\n", prefix, hex.EncodeToString(k))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -69,10 +69,9 @@ func runDemoRemoteAccess(size int64, other bool) int {
 // warrior, each an `ipsecd run` in a network namespace joined by a veth
 // pair. The road warrior asks for a virtual IP, gets one of the
 // gateway's pool with its DNS server, and from it pings 10.4.0.1 behind
-// the gateway and sends it a checksummed TCP stream. Both prove
-// themselves with certificates made fresh for the run: ipsecd is not an
-// EAP client yet, so EAP-MSCHAPv2 needs another client (the README's
-// charon). It prints what happened as a story, and "0 lost" only when
+// the gateway and sends it a checksummed TCP stream. It logs in as alice
+// with EAP-MSCHAPv2, the gateway with its certificate: both, and the
+// password, made fresh for the run. It prints what happened as a story, and "0 lost" only when
 // neither end's Xfrm counters dropped a packet.
 func demoRemoteAccess(size int64) error {
 	self, err := os.Executable()
@@ -86,23 +85,27 @@ func demoRemoteAccess(size int64) error {
 	defer os.RemoveAll(dir)
 	tag := fmt.Sprint(os.Getpid())
 	gw := &demoEndpoint{Name: "gateway", NS: "ipsecd-demo-gw-" + tag, Dev: "veth-gw", Local: "192.0.2.1", Peer: "192.0.2.2", Port: 4500, Mark: "0x100",
-		Inner: "10.4.0.1", Remote: "10.3.0.0", Net: "10.4.0.0", ID: "vpn.demo.example",
+		Inner: "10.4.0.1", Remote: "10.3.0.0", Net: "10.4.0.0", ID: "vpn.demo.example", PeerID: "alice",
 		Control: filepath.Join(dir, "gw.sock"), StateDir: filepath.Join(dir, "gw-state")}
 	rw := &demoEndpoint{Name: "road warrior", NS: "ipsecd-demo-rw-" + tag, Dev: "veth-rw", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100",
-		Remote: "10.4.0.0", ID: "alice.demo.example", PeerID: gw.ID,
+		Remote: "10.4.0.0", ID: "alice", PeerID: gw.ID,
 		Control: filepath.Join(dir, "rw.sock"), StateDir: filepath.Join(dir, "rw-state")}
-	ca, err := demoRAPKI(dir, gw.ID, rw.ID)
+	cert, key, err := demoRACert(dir, gw.ID)
 	if err != nil {
 		return err
 	}
+	password, err := demoSecret(dir, "alice.secret", "")
+	if err != nil {
+		return err
+	}
+	gw.PSKFile, rw.PSKFile = password, password
 	render := func(e *demoEndpoint) ([]byte, error) {
 		t := demoRAClientTmpl
 		if e == gw {
 			t = demoRAGatewayTmpl
 		}
 		var cfg bytes.Buffer
-		name := filepath.Join(dir, strings.Split(e.ID, ".")[0])
-		err := t.Execute(&cfg, demoRAEnd{e, name + ".pem", name + ".key", ca, demoRADNS})
+		err := t.Execute(&cfg, demoRAEnd{e, cert, key, cert, demoRADNS})
 		return cfg.Bytes(), err
 	}
 
@@ -110,7 +113,7 @@ func demoRemoteAccess(size int64) error {
 	defer stop()
 	defer demoCleanup(gw, rw)
 	fmt.Printf("ipsecd demo --remote-access: a gateway (namespace %s) and a road warrior (%s), both ipsecd daemons, joined by a veth pair\n", gw.NS, rw.NS)
-	fmt.Printf("  certificates made for this run in %s (a CA, and one each for %s and %s; keys mode 0600, removed at the end)\n", dir, gw.ID, rw.ID)
+	fmt.Printf("  made for this run in %s (mode 0600, removed at the end): the gateway's self-signed certificate for %s and its key, and %s's EAP-MSCHAPv2 password\n", dir, gw.ID, rw.ID)
 	if err := demoNetwork(gw, rw); err != nil {
 		return err
 	}
@@ -136,8 +139,12 @@ func demoRemoteAccess(size int64) error {
 	rw.Inner = sa.LocalVIPs[0]
 	fmt.Printf("up in %v\n\n", demoSinceMS(start))
 
-	fmt.Printf("%s proved itself with its certificate, and %s with its own (both of the run's CA).\n", rw.ID, gw.ID)
-	fmt.Println("(EAP-MSCHAPv2 is the gateway's too, but ipsecd as a client has no EAP yet: the README's remote-access example runs it with charon.)")
+	gwSAs, err := gwEnd.ikeList()
+	if err != nil || len(gwSAs) != 1 {
+		return fmt.Errorf("the gateway's ike list: %v, %d IKE SAs, want 1", err, len(gwSAs))
+	}
+	fmt.Printf("The gateway proved itself with its certificate (%s); the road warrior logged in with EAP-MSCHAPv2 as '%s' (the gateway's ike list: remote EAP identity '%s').\n",
+		gw.ID, rw.ID, gwSAs[0].RemoteEAPID)
 	fmt.Println("The gateway leased it an address (ipsecd pool list --leases):")
 	out, err := exec.Command(self, "pool", "list", "--leases", "--control", gw.Control).CombinedOutput()
 	if err != nil {
@@ -209,52 +216,34 @@ func demoRAPing(e *demoEndpoint, dst string) (string, error) {
 	return string(m[0]), nil
 }
 
-// demoRAPKI writes a CA and, signed by it, a certificate and key for each
-// of ids (ECDSA P-256, valid for a day) into dir: ca.pem, and NAME.pem
-// and NAME.key for each id's first label. It returns the CA's path.
-func demoRAPKI(dir string, ids ...string) (string, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+// demoRACert writes a self-signed certificate for id (ECDSA P-256, a
+// day's validity, its own CA) and its key into dir, mode 0600, and
+// returns their paths.
+func demoRACert(dir, id string) (cert, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd demo CA"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: id}, DNSNames: []string{id},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(crand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &k.PublicKey, k)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(k)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	write := func(name, typ string, der []byte) error {
-		return os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
+	defer clear(pkcs8)
+	write := func(name, typ string, der []byte) (string, error) {
+		p := filepath.Join(dir, name)
+		return p, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
 	}
-	if err := write("ca.pem", "CERTIFICATE", caDER); err != nil {
-		return "", err
+	if cert, err = write("gw.pem", "CERTIFICATE", der); err != nil {
+		return "", "", err
 	}
-	for i, id := range ids {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-		if err != nil {
-			return "", err
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(2 + i)), Subject: pkix.Name{CommonName: id}, DNSNames: []string{id},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-		der, err := x509.CreateCertificate(crand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			return "", err
-		}
-		pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			return "", err
-		}
-		name := strings.Split(id, ".")[0]
-		if err := errors.Join(write(name+".pem", "CERTIFICATE", der), write(name+".key", "PRIVATE KEY", pkcs8)); err != nil {
-			return "", err
-		}
-		clear(pkcs8)
-	}
-	return filepath.Join(dir, "ca.pem"), nil
+	key, err = write("gw.key", "PRIVATE KEY", pkcs8)
+	return cert, key, err
 }

@@ -13,9 +13,10 @@ import (
 
 // TestDemoRemoteAccess runs `ipsecd demo --remote-access --mib 4` as
 // root: a gateway and a road warrior in network namespaces. The story
-// must name a lease of the pool held by the road warrior, the DNS server
-// it got, three pings answered, the stream whole and 0 lost, and leave no
-// namespace and no certificate directory behind.
+// must name alice's EAP-MSCHAPv2 login as the gateway saw it, her lease
+// of the pool, the DNS server she got, three pings answered, the stream
+// whole and 0 lost, and leave no namespace, no certificate and no
+// password behind.
 func TestDemoRemoteAccess(t *testing.T) {
 	requireNamespaces(t, "TestDemoRemoteAccessWithoutRoot")
 	bin := ipsecdBinary(t)
@@ -31,11 +32,12 @@ func TestDemoRemoteAccess(t *testing.T) {
 		t.Fatalf("ipsecd demo --remote-access: %v\n%s", err, out)
 	}
 	text := string(out)
-	lease := regexp.MustCompile(`(?m)^\s+(10\.3\.0\.\d+)\s+online\s+'alice\.demo\.example'$`).FindStringSubmatch(text)
+	lease := regexp.MustCompile(`(?m)^\s+(10\.3\.0\.\d+)\s+online\s+'alice'$`).FindStringSubmatch(text)
 	if lease == nil {
-		t.Fatalf("demo output shows no online lease of the pool 10.3.0.0/24 for alice.demo.example:\n%s", text)
+		t.Fatalf("demo output shows no online lease of the pool 10.3.0.0/24 for alice:\n%s", text)
 	}
 	for _, want := range []string{
+		"the road warrior logged in with EAP-MSCHAPv2 as 'alice' (the gateway's ike list: remote EAP identity 'alice')",
 		"waiting for its IKE SA, its virtual IP and the address on its ipsec1 ... up in ",
 		"The road warrior holds virtual IP " + lease[1] + " on its ipsec1, and the gateway named DNS server 10.3.0.53.",
 		"ping 10.4.0.1 from " + lease[1] + ": 3 packets transmitted, 3 received, 0% packet loss",
@@ -47,12 +49,12 @@ func TestDemoRemoteAccess(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
 	}
-	m := regexp.MustCompile(`certificates made for this run in (/\S+) `).FindStringSubmatch(text)
+	m := regexp.MustCompile(`made for this run in (/\S+) \(mode 0600`).FindStringSubmatch(text)
 	if m == nil {
-		t.Fatalf("demo output does not name its certificate directory:\n%s", text)
+		t.Fatalf("demo output does not name the directory of its certificate and password:\n%s", text)
 	}
 	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
-		t.Errorf("certificate directory %s after the demo: %v, want it removed", m[1], err)
+		t.Errorf("certificate and password directory %s after the demo: %v, want it removed", m[1], err)
 	}
 }
 
