@@ -88,6 +88,13 @@ func TestFreeRADIUSSQLPool(t *testing.T) {
 	if err := acct.Start(Session{ID: "s0", UserName: users[0].Name, FramedIP: addrs[0], Peer: p}); err != nil {
 		t.Fatal(err)
 	}
+	// Each request goes on its own: a Stop sent at once may overtake
+	// the Start, whose lease renewal would then follow the release.
+	for deadline := time.Now().Add(5 * time.Second); len(fr.Detail(t)) < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no Start recorded in 5 s")
+		}
+	}
 	if !acct.Stop("s0", Usage{}, CauseUserRequest) {
 		t.Fatal("Stop: no such session")
 	}
