@@ -67,7 +67,6 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	defer n.notifyLocked(n.snapshotLocked(), "rekeyed")
 	for _, c := range []*sa.Config{&in, &out} {
 		if err := n.checkNewLocked(c); err != nil {
 			return err
@@ -79,7 +78,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 		return fmt.Errorf("%w: outbound %s: the same key as %s: each direction needs keys of its own", ErrInvalid, f, prev)
 	}
 	drop := map[*sa.SA]bool{}
-	all := n.sad.States()
+	all := n.sad.StatesUnordered()
 	for _, id := range replaces {
 		i := slices.IndexFunc(all, func(s *sa.SA) bool {
 			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
@@ -108,6 +107,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 		sOut.Discard()
 		return err
 	}
+	n.notifyChildLocked(drop, "rekeyed", sIn, sOut)
 	for s := range drop {
 		n.forgetLocked(s)
 	}
@@ -124,8 +124,7 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	defer n.notifyLocked(n.snapshotLocked(), "child down")
-	all := n.sad.States()
+	all := n.sad.StatesUnordered()
 	drop := map[*sa.SA]bool{}
 	for _, id := range ids {
 		i := slices.IndexFunc(all, func(s *sa.SA) bool {
@@ -142,6 +141,7 @@ func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
 	if err := n.sad.Replace(slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] }), n.sad.Policies()); err != nil {
 		return err
 	}
+	n.notifyChildLocked(drop, "child down")
 	for s := range drop {
 		n.forgetLocked(s)
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -65,14 +66,19 @@ func TestEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("IKE child", "state_added 0x2001 ", "state_added 0x2002 ")
-	if err := n.RemoveStates(OwnerIKE, StateID{sa.DirIn, 0x2001, state(sa.DirIn, 0x2001, 3).Dst}); err != nil {
+	if err := n.InstallChild(OwnerIKE, state(sa.DirIn, 0x3001, 5), state(sa.DirOut, 0x3002, 6),
+		StateID{sa.DirOut, 0x2002, netip.Addr{}}, StateID{sa.DirIn, 0x2001, netip.Addr{}}); err != nil {
 		t.Fatal(err)
 	}
-	check("IKE child down", "state_deleted 0x2001 child down")
+	check("IKE rekey", "state_deleted 0x2001 rekeyed", "state_deleted 0x2002 rekeyed", "state_added 0x3001 ", "state_added 0x3002 ")
+	if err := n.RemoveStates(OwnerIKE, StateID{sa.DirIn, 0x3001, state(sa.DirIn, 0x3001, 5).Dst}); err != nil {
+		t.Fatal(err)
+	}
+	check("IKE child down", "state_deleted 0x3001 child down")
 	if _, err := n.FlushStates(); err != nil {
 		t.Fatal(err)
 	}
-	check("flush", "state_deleted 0x1001 flushed", "state_deleted 0x2002 flushed")
+	check("flush", "state_deleted 0x1001 flushed", "state_deleted 0x3002 flushed")
 	if _, err := n.SyncInterfaces(nil); err != nil {
 		t.Fatal(err)
 	}

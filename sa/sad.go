@@ -78,6 +78,15 @@ func (d *SAD) Tick(now time.Time) {
 
 // States returns all SAs, ordered by direction, SPI and destination.
 func (d *SAD) States() []*SA {
+	all := d.StatesUnordered()
+	slices.SortFunc(all, CompareStates)
+	return all
+}
+
+// StatesUnordered returns all SAs in no particular order: for a caller
+// that changes the SAD one SA at a time and needs the rest, not an order
+// (sorting them cost IKE more than the handshakes at 1,000 children).
+func (d *SAD) StatesUnordered() []*SA {
 	t := d.table.Load()
 	all := make([]*SA, 0, t.n)
 	for i := range t.in {
@@ -88,10 +97,13 @@ func (d *SAD) States() []*SA {
 			all = append(all, list...)
 		}
 	}
-	slices.SortFunc(all, func(a, b *SA) int {
-		return cmp.Or(cmp.Compare(a.cfg.Dir, b.cfg.Dir), cmp.Compare(a.cfg.SPI, b.cfg.SPI), a.cfg.Dst.Compare(b.cfg.Dst))
-	})
 	return all
+}
+
+// CompareStates orders SAs as States lists them: by direction, SPI and
+// destination.
+func CompareStates(a, b *SA) int {
+	return cmp.Or(cmp.Compare(a.cfg.Dir, b.cfg.Dir), cmp.Compare(a.cfg.SPI, b.cfg.SPI), a.cfg.Dst.Compare(b.cfg.Dst))
 }
 
 // Policies returns all policies in the order they were added.
