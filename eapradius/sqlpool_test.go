@@ -28,7 +28,8 @@ func converse(cv *Conversation, peer *eap.Client) error {
 // keyed by User-Name: 100 distinct addresses. A user whose session
 // stops on gw1 (Accounting-Stop) and who comes back on gw2 gets the same
 // address again (the lease is the user's), and the address the Stop
-// released goes to nobody else meanwhile.
+// released goes to nobody else meanwhile. gw1's Accounting-On (a
+// restart) releases the leases it held, not gw2's.
 func TestFreeRADIUSSQLPool(t *testing.T) {
 	const n = 100
 	var users []radiustest.User
@@ -124,6 +125,23 @@ func TestFreeRADIUSSQLPool(t *testing.T) {
 		t.Errorf("user000 on gw2 got %v; want its %v again", a, addrs[0])
 	}
 	if l := fr.Leases(t); len(l) != n+1 || l[addrs[0]] != users[0].Name {
-		t.Errorf("in the end: %d leases, %v user000's %q; want %d", len(l), addrs[0], l[addrs[0]], n+1)
+		t.Errorf("then: %d leases, %v user000's %q; want %d", len(l), addrs[0], l[addrs[0]], n+1)
+	}
+	// gw1 restarts: its Accounting-On releases its 49 leases (NAS-Identifier
+	// gw1), gw2's 52 stay.
+	on := make(chan error, 1)
+	gws[0].NewAccounting().On(func(err error) { on <- err })
+	if err := <-on; err != nil {
+		t.Fatalf("Accounting-On: %v", err)
+	}
+	l := fr.Leases(t)
+	for i := 2; i < n; i += 2 {
+		if l[addrs[i]] != "" {
+			t.Errorf("after gw1's Accounting-On %v is still %s's", addrs[i], l[addrs[i]])
+			break
+		}
+	}
+	if len(l) != n/2+2 || l[addrs[0]] != users[0].Name {
+		t.Errorf("after gw1's Accounting-On: %d leases, user000's %v %q; want %d, user000's kept (on gw2)", len(l), addrs[0], l[addrs[0]], n/2+2)
 	}
 }

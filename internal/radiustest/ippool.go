@@ -95,12 +95,12 @@ func ippoolModules(dir string, p *IPPool) string {
 		allocate_existing = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND pool_key = '@KEY@' ORDER BY expiry_time DESC LIMIT 1"
 		allocate_find = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND expiry_time < datetime('now') ORDER BY expiry_time LIMIT 1"
 		pool_check = "SELECT id FROM radippool WHERE pool_name = '%{control:Pool-Name}' LIMIT 1"
-		allocate_update = "UPDATE radippool SET nasipaddress = '%{NAS-IP-Address}', pool_key = '@KEY@', callingstationid = '%{Calling-Station-Id}', username = '%{User-Name}', expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE framedipaddress = '%I'"
-		start_update = "UPDATE radippool SET nasipaddress = '%{NAS-IP-Address}', expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE pool_key = '@KEY@' AND framedipaddress = '%{Framed-IP-Address}'"
+		allocate_update = "UPDATE radippool SET nasipaddress = '%{NAS-IP-Address}', calledstationid = '%{NAS-Identifier}', pool_key = '@KEY@', callingstationid = '%{Calling-Station-Id}', username = '%{User-Name}', expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE framedipaddress = '%I'"
+		start_update = "UPDATE radippool SET nasipaddress = '%{NAS-IP-Address}', calledstationid = '%{NAS-Identifier}', expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE pool_key = '@KEY@' AND framedipaddress = '%{Framed-IP-Address}'"
 		alive_update = "UPDATE radippool SET expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE pool_key = '@KEY@' AND framedipaddress = '%{Framed-IP-Address}'"
 		stop_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE nasipaddress = '%{NAS-IP-Address}' AND pool_key = '@KEY@' AND framedipaddress = '%{Framed-IP-Address}'"
-		on_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE nasipaddress = '%{NAS-IP-Address}'"
-		off_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE nasipaddress = '%{NAS-IP-Address}'"
+		on_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE calledstationid = '%{NAS-Identifier}'"
+		off_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE calledstationid = '%{NAS-Identifier}'"
 		messages {
 		}
 	}
