@@ -326,6 +326,9 @@ func (r *report) write(dir string) error {
 	if e := r.errorsText(); e != "" {
 		fmt.Fprintf(&b, "\n## Failures\n\n%s", e)
 	}
+	if old, err := os.ReadFile(filepath.Join(dir, "benchmark.md")); err == nil {
+		b.WriteString(keptPart(string(old)))
+	}
 	if err := os.WriteFile(filepath.Join(dir, "benchmark.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}

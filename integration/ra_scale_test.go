@@ -21,6 +21,7 @@ import (
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
 	"github.com/ipsecd/ipsecd/ike/proposal"
+	"github.com/ipsecd/ipsecd/internal/charontest"
 )
 
 // raClientsEnv, when set to a count, makes TestRAScale connect that many
@@ -30,6 +31,8 @@ import (
 const (
 	raClientsEnv = "IPSECD_RA_CLIENTS"
 	raProfileEnv = "IPSECD_RA_PROFILE"
+	// raGatewayEnv=charon puts charon 5.9.8 in the gateway's place.
+	raGatewayEnv = "IPSECD_RA_GATEWAY"
 )
 
 // raScalePSK is the road warriors' pre-shared key: the engine is no EAP
@@ -285,6 +288,10 @@ func TestRAScale(t *testing.T) {
 		drivers = append(drivers, newRADriver(t, p, addr))
 	}
 	cfgs := raClientConfigs(t, n, caFile)
+	if os.Getenv(raGatewayEnv) == "charon" {
+		raScaleCharon(t, p, drivers, cfgs, cert, key)
+		return
+	}
 	d := startDaemon(t, p.a, raScaleGateway(cert, key))
 	time.Sleep(500 * time.Millisecond)
 	rss, cpu := d.rssKiB(), cpuTime(t, d.pid())
@@ -324,4 +331,44 @@ func TestRAScale(t *testing.T) {
 		}
 	}
 	t.Logf("after the gateway's restart the %d reconnected, each with its lease, in %.2f s", n, took.Seconds())
+}
+
+// raScaleCharon is TestRAScale's connect with charon 5.9.8 as the
+// gateway (kernel-libipsec, default log levels), the same certificate,
+// pool and clients: for its CPU per handshake beside ipsecd's. Its pool
+// lives in memory (no restart to measure), and its per-address limit on
+// half-open IKE SAs is lifted as ipsecd's is.
+func raScaleCharon(t *testing.T, p *pair, drivers []*raDriver, cfgs []*ike.Config, cert, key string) {
+	charontest.Require(t)
+	// kernel-libipsec routes each client's address into its TUN from an
+	// address of local_ts, through a route towards the clients.
+	p.a.mustRun(t, "ip", "addr", "add", "198.51.100.1/32", "dev", "lo")
+	p.a.mustRun(t, "ip", "route", "add", "default", "via", underlayB4)
+	ch := charontest.StartQuiet(t, p.a.name, "  block_threshold = 1000000\n  init_limit_half_open = 0\n  cookie_threshold = 1000000\n  cookie_threshold_ip = 1000000\n")
+	dir := filepath.Join(ch.Dir, "swanctl")
+	for _, sub := range []string{"x509", "private"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for from, to := range map[string]string{cert: "x509/gw.pem", key: "private/gw.key"} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := charontest.Conn{Name: "rw", LocalAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: "gw.pem"}, Remote: charontest.Peer{Auth: "psk", ID: "%any"},
+		LocalTS: "198.51.100.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.4.0.0/21\n    dns = 10.4.0.53\n  }\n}\n"}
+	ch.LoadDir(conn.String()+fmt.Sprintf("secrets {\n  ike-rw {\n    secret = %s\n  }\n}\n", raScalePSK), dir)
+	time.Sleep(500 * time.Millisecond)
+	cpu := cpuTime(t, ch.Pid)
+	_, took := raConnectAll(t, drivers, cfgs)
+	used := cpuTime(t, ch.Pid) - cpu
+	t.Logf("charon gateway: %d road warriors up with distinct leases in %.2f s (%.0f per second); gateway CPU %v per handshake",
+		len(cfgs), took.Seconds(), float64(len(cfgs))/took.Seconds(), (used / time.Duration(len(cfgs))).Round(10*time.Microsecond))
 }
