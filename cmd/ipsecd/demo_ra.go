@@ -99,15 +99,7 @@ func demoRemoteAccess(size int64) error {
 		return err
 	}
 	gw.PSKFile, rw.PSKFile = password, password
-	render := func(e *demoEndpoint) ([]byte, error) {
-		t := demoRAClientTmpl
-		if e == gw {
-			t = demoRAGatewayTmpl
-		}
-		var cfg bytes.Buffer
-		err := t.Execute(&cfg, demoRAEnd{e, cert, key, cert, demoRADNS})
-		return cfg.Bytes(), err
-	}
+	render := func(e *demoEndpoint) ([]byte, error) { return demoRAConfig(e, e == gw, cert, key) }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	defer stop()
@@ -174,6 +166,19 @@ func demoRemoteAccess(size int64) error {
 	}
 	fmt.Println("0 lost: every ping answered, the stream arrived whole (SHA-256 equal), and no ESP packet was dropped at either end (every Xfrm error counter 0)")
 	return nil
+}
+
+// demoRAConfig renders the remote-access demo's config for e, the
+// gateway's or the road warrior's, with the gateway's self-signed
+// certificate and key (the road warrior's trust anchor).
+func demoRAConfig(e *demoEndpoint, gateway bool, cert, key string) ([]byte, error) {
+	t := demoRAClientTmpl
+	if gateway {
+		t = demoRAGatewayTmpl
+	}
+	var cfg bytes.Buffer
+	err := t.Execute(&cfg, demoRAEnd{e, cert, key, cert, demoRADNS})
+	return cfg.Bytes(), err
 }
 
 // demoRAWait waits until the road warrior has an established IKE SA with

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -64,5 +68,70 @@ func TestDemoRemoteAccessWithoutRoot(t *testing.T) {
 	out, err := asUser(t, ipsecdBinary(t), "demo", "--remote-access").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "ipsecd demo: --remote-access needs root: it makes network namespaces, a veth pair and TUN devices") {
 		t.Errorf("demo --remote-access as a user: %v, want exit 1 naming root:\n%s", err, out)
+	}
+}
+
+// TestDemoRAConfig: the remote-access demo's configs, rendered with a
+// certificate from demoRACert and a password from demoSecret, pass
+// `ipsecd check` without a warning; the password is 64 hex digits of
+// mode 0600, another each run, and the certificate is its own CA for
+// the gateway's name.
+func TestDemoRAConfig(t *testing.T) {
+	dir := t.TempDir()
+	cert, key, err := demoRACert(dir, "vpn.demo.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := demoSecret(dir, "alice.secret", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{cert, key, pw} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want mode 0600", f, err)
+		}
+	}
+	data, _ := os.ReadFile(pw)
+	if !regexp.MustCompile(`^[0-9a-f]{64}\n$`).Match(data) {
+		t.Errorf("password file holds %d bytes, want 64 hex digits", len(data))
+	}
+	if again, err := demoSecret(t.TempDir(), "alice.secret", ""); err != nil {
+		t.Fatal(err)
+	} else if b, _ := os.ReadFile(again); bytes.Equal(b, data) {
+		t.Error("two runs made the same password")
+	}
+	pemData, _ := os.ReadFile(cert)
+	block, _ := pem.Decode(pemData)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", cert)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckSignatureFrom(c); err != nil || !c.IsCA || c.VerifyHostname("vpn.demo.example") != nil {
+		t.Errorf("certificate: self-signed %v, CA %v, names %v; want a self-signed CA for vpn.demo.example", err, c.IsCA, c.DNSNames)
+	}
+	gw := &demoEndpoint{Name: "gateway", Local: "192.0.2.1", Peer: "192.0.2.2", Port: 4500, Mark: "0x100", Inner: "10.4.0.1", Remote: "10.3.0.0", Net: "10.4.0.0",
+		ID: "vpn.demo.example", PeerID: "alice", PSKFile: pw, Control: filepath.Join(dir, "gw.sock"), StateDir: filepath.Join(dir, "gw-state")}
+	rw := &demoEndpoint{Name: "road-warrior", Local: "192.0.2.2", Peer: "192.0.2.1", Port: 4500, Mark: "0x100", Remote: "10.4.0.0",
+		ID: "alice", PeerID: gw.ID, PSKFile: pw, Control: filepath.Join(dir, "rw.sock"), StateDir: filepath.Join(dir, "rw-state")}
+	for _, e := range []*demoEndpoint{gw, rw} {
+		cfg, err := demoRAConfig(e, e == gw, cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"auth: eap-mschapv2", "secret_file: " + pw, "state_dir: " + e.StateDir + "\n"} {
+			if !strings.Contains(string(cfg), want) {
+				t.Errorf("%s: config lacks %q:\n%s", e.Name, want, cfg)
+			}
+		}
+		path := filepath.Join(dir, e.Name+".yaml")
+		if err := os.WriteFile(path, cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, stdout, stderr := execIpsecd(t, "check", "--config", path); code != 0 || stderr != "" {
+			t.Errorf("%s: ipsecd check: exit %d\n%s%s\n%s", e.Name, code, stdout, stderr, cfg)
+		}
 	}
 }
