@@ -46,25 +46,26 @@ func (h *handshake) opened(inner message.PayloadType, plain []byte) {
 	}
 }
 
-// intAuthChunk returns IntAuth_A | IntAuth_P of an IKE_INTERMEDIATE
-// message with header fields hf whose inner payloads are plain, first of
-// type inner: the header and Encrypted payload header as if the message
-// were one SK payload holding plain and nothing else.
-func intAuthChunk(hf message.HeaderFields, inner message.PayloadType, plain []byte) []byte {
-	n := message.HeaderLen + message.PayloadHeaderLen + len(plain)
-	b := message.AppendHeader(make([]byte, 0, n), hf, message.TypeSK, uint32(n))
-	b = message.AppendPayloadHeader(b, inner, false, len(plain))
-	return append(b, plain...)
+// intAuthHeader returns the part of IntAuth_A | IntAuth_P of an
+// IKE_INTERMEDIATE message with header fields hf that precedes its inner
+// payloads, first of type inner and n bytes long: the header and
+// Encrypted payload header as if the message were one SK payload holding
+// the payloads and nothing else. The payloads follow it into the PRF
+// as they are, not copied behind it (an ML-KEM key share is 1-1.6 KB).
+func intAuthHeader(hf message.HeaderFields, inner message.PayloadType, n int) []byte {
+	total := message.HeaderLen + message.PayloadHeaderLen + n
+	b := message.AppendHeader(make([]byte, 0, message.HeaderLen+message.PayloadHeaderLen), hf, message.TypeSK, uint32(total))
+	return message.AppendPayloadHeader(b, inner, false, n)
 }
 
 // chainIntAuth adds a message to the initiator's (fromInitiator) or the
 // responder's IntAuth chain, with the SK_p of the keys that protected it.
 func (s *SA) chainIntAuth(fromInitiator bool, hf message.HeaderFields, inner message.PayloadType, plain []byte) {
-	chunk := intAuthChunk(hf, inner, plain)
+	h := intAuthHeader(hf, inner, len(plain))
 	if fromInitiator {
-		s.hs.intAuthI = s.prf.Sum(s.keys.PI, s.hs.intAuthI, chunk)
+		s.hs.intAuthI = s.prf.Sum(s.keys.PI, s.hs.intAuthI, h, plain)
 	} else {
-		s.hs.intAuthR = s.prf.Sum(s.keys.PR, s.hs.intAuthR, chunk)
+		s.hs.intAuthR = s.prf.Sum(s.keys.PR, s.hs.intAuthR, h, plain)
 	}
 }
 

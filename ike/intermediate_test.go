@@ -231,3 +231,16 @@ func untilIntermediate(t testing.TB, ci, cr *Config) (ini, res *SA) {
 	}
 	return ini, res
 }
+
+// BenchmarkChainIntAuth is what adding one IKE_INTERMEDIATE message of
+// ML-KEM-768's size (its encapsulation key) to the IntAuth chain costs.
+func BenchmarkChainIntAuth(b *testing.B) {
+	ci, cr := pairConfigs(b, []string{"aes256-sha256-x25519-ke1_mlkem768"}, []string{"aes128gcm16"})
+	ini, _ := untilIntermediate(b, ci, cr)
+	plain, inner := message.AppendPayloads(nil, []message.Payload{{Type: message.TypeKE, Body: message.AppendKE(nil, 36, make([]byte, 1184))}})
+	hf := ini.header(message.IKEIntermediate, 1, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		ini.chainIntAuth(true, hf, inner, plain)
+	}
+}
