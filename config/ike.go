@@ -71,6 +71,10 @@ type IKE struct {
 	// Keylog is the path prefix of the Wireshark key files, "" for none.
 	// Debug only: whoever reads them decrypts the traffic.
 	Keylog string
+	// ResolveFile is the resolv.conf-format file that gets the DNS
+	// servers and domains our gateways give (strongSwan's resolve
+	// plugin's file), "" for none.
+	ResolveFile string
 }
 
 // CookieSetting returns CookieThreshold as ike.Cookies.Threshold takes it,

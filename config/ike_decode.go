@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -52,7 +53,7 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 // ikeSection decodes ike:, the settings all connections share.
 func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
 	m, ok := d.fields(n, "ike", "port", "retransmit", "cookie_threshold", "block_threshold", "init_limit_half_open",
-		"max_children", "max_ike_sas_per_peer", "keylog")
+		"max_children", "max_ike_sas_per_peer", "keylog", "resolve_file")
 	if !ok {
 		return
 	}
@@ -116,6 +117,17 @@ func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
 				d.errorf(v, "ike.max_ike_sas_per_peer", "%d is too few: simultaneous IKE rekeys hold %d for a moment; want 0 (no limit) or %d..65535", t, MinMaxIKESAsPerPeer, MinMaxIKESAsPerPeer)
 			}
 			i.MaxIKESAsPerPeer = int(t)
+		}
+	}
+	if v := m["resolve_file"]; v != nil {
+		if s, ok := d.str(v, "ike.resolve_file"); ok && s != "" {
+			if !filepath.IsAbs(s) {
+				s = filepath.Join(d.dir, s)
+			}
+			i.ResolveFile = s
+			if fi, err := os.Stat(filepath.Dir(s)); err != nil || !fi.IsDir() {
+				d.warnings = append(d.warnings, fmt.Sprintf("ike.resolve_file %s: its directory is not there: the DNS servers a gateway gives cannot be written", s))
+			}
 		}
 	}
 	if v := m["keylog"]; v != nil {

@@ -369,6 +369,19 @@ func TestIKEKeylogWarned(t *testing.T) {
 	}
 }
 
+// TestIKEResolveFile: resolve_file is read, relative to the config's
+// directory.
+func TestIKEResolveFile(t *testing.T) {
+	path := writeConfig(t, ikeEdit(t, `keylog: ""`, "resolve_file: resolv.conf"))
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(path), "resolv.conf"); c.IKE.ResolveFile != want {
+		t.Errorf("resolve_file %q, want %q", c.IKE.ResolveFile, want)
+	}
+}
+
 func TestBestSecret(t *testing.T) {
 	secret := func(ids ...string) Secret {
 		s := Secret{IDs: ids}

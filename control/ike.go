@@ -50,9 +50,10 @@ type IKESAInfo struct {
 	RemoteEAPID string   `json:"remote_eap_id,omitempty"`
 	RemoteVIPs  []string `json:"remote_vips,omitempty"`
 	// LocalVIPs are the virtual IPs the gateway gave us (vips), with the
-	// DNS servers it named.
-	LocalVIPs []string `json:"local_vips,omitempty"`
-	DNS       []string `json:"dns,omitempty"`
+	// DNS servers and domains (escaped) it named.
+	LocalVIPs  []string `json:"local_vips,omitempty"`
+	DNS        []string `json:"dns,omitempty"`
+	DNSDomains []string `json:"dns_domains,omitempty"`
 	// RekeyIn and ExpiresIn are seconds from now (0: not scheduled).
 	RekeyIn   int64          `json:"rekey_in"`
 	ExpiresIn int64          `json:"expires_in"`

@@ -83,6 +83,9 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 	for _, a := range x.sa.Configuration().DNS {
 		info.DNS = append(info.DNS, a.String())
 	}
+	for _, d := range x.sa.Configuration().Domains {
+		info.DNSDomains = append(info.DNSDomains, printable.Escape(d))
+	}
 	for _, c := range x.sa.Children() {
 		rec := m.children[c]
 		if rec == nil {
@@ -300,6 +303,10 @@ func (m *Daemon) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 		}
 		m.cookies.Threshold = ic.IKE.CookieSetting()
 		m.limits = limitsOf(ic.IKE)
+		if m.resolveFile != ic.IKE.ResolveFile {
+			m.resolveFile = ic.IKE.ResolveFile
+			m.updateResolv() // resolv.go: our lines move
+		}
 		fresh := m.connsFrom(ic)
 		keep := map[string]bool{}
 		var order []string

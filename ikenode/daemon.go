@@ -141,10 +141,14 @@ type Daemon struct {
 	sas       []*ikeSA
 	index     saIndex         // finds sas' SAs by SPIs, counts the half-open ones
 	vipsAdded map[vipKey]bool // virtual IPs we put on interfaces (vips.go)
-	limits    limits
-	children  map[*ike.Child]*installed
-	relays    map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
-	lingering []lingering
+	// resolveFile is ike.resolve_file; resolv the file we wrote to
+	// (resolv.go).
+	resolveFile string
+	resolv      resolvState
+	limits      limits
+	children    map[*ike.Child]*installed
+	relays      map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
+	lingering   []lingering
 	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
 	// shorten it).
 	keepalive time.Duration
@@ -210,6 +214,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	m.bind = bind
 	m.setConnections(cfg.IKE, m.clock.Now())
+	m.resolveFile = cfg.IKE.IKE.ResolveFile
 	m.cfg.IKE = nil // the Daemon keeps what it needs, not the file
 	return m, nil
 }
@@ -323,6 +328,7 @@ func (m *Daemon) shutdown() {
 		m.wipe(x) // the delete goes once: no one is left to answer it
 	}
 	m.sas = nil
+	m.updateResolv() // our DNS servers leave the resolve_file
 	m.index = newSAIndex()
 	m.removeLingering(time.Time{})
 	for _, c := range m.conns {

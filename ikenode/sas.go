@@ -107,7 +107,8 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 	switch e.Kind {
 	case ike.EventIKEUp:
 		m.established(x, now)
-		m.addVIPs(x) // vips.go
+		m.addVIPs(x)     // vips.go
+		m.updateResolv() // resolv.go
 		m.setRADIUSLimits(x, now)
 		m.startAccounting(x)
 		x.conn.backoff = 0
@@ -208,6 +209,7 @@ func (m *Daemon) down(x *ikeSA, now time.Time) {
 	}
 	m.stopAccounting(x, ev.Reason)
 	m.dropVIPs(x)
+	m.updateResolv()
 	if !x.rekeyed {
 		l := m.log.WithFields(x.fields())
 		if err := x.sa.Err(); err != nil {

@@ -15,11 +15,13 @@ import (
 
 // eapRoadWarrior is ipsecd's config as a road warrior of EAP-MSCHAPv2
 // (eap_id alice, password pw) against the gateway a.test at underlayB4,
-// asking for a virtual IP to reach 203.0.113.0/24.
-func eapRoadWarrior(caFile, pw string) string {
+// asking for a virtual IP to reach 203.0.113.0/24, writing the DNS
+// servers it gets to resolv.
+func eapRoadWarrior(caFile, pw, resolv string) string {
 	return fmt.Sprintf(`log: {level: debug}
 metrics: %s
 underlay: {udp: "0.0.0.0:4500"}
+ike: {resolve_file: %s}
 interfaces:
   - {name: ipsec1, if_id: 1, routes: [203.0.113.0/24]}
 connections:
@@ -34,14 +36,15 @@ connections:
       - {name: net, if_id: 1, local_ts: [dynamic], remote_ts: [203.0.113.0/24], esp_proposals: [aes128gcm16], start_action: start}
 secrets:
   - {type: eap, ids: [alice], secret: %q}
-`, ikeMetricsAddr, underlayA4, underlayB4, caFile, pw)
+`, ikeMetricsAddr, resolv, underlayA4, underlayB4, caFile, pw)
 }
 
 // TestIKEEAPClient: the real binary is the road warrior of a charon 5.9.8
 // gateway (a.test by its certificate, EAP-MSCHAPv2 for alice, a pool):
 // it checks charon's certificate, runs EAP-MSCHAPv2 as alice, gets
 // 10.3.0.7 and pings behind the gateway from it; charon lists alice as
-// the EAP identity. With a wrong password the IKE SA fails, counted, the
+// the EAP identity. The DNS server and domain go before the lines of
+// resolve_file, ike list shows them, and they leave with the IKE SA. With a wrong password the IKE SA fails, counted, the
 // log naming alice and not the password.
 func TestIKEEAPClient(t *testing.T) {
 	charontest.Require(t)
@@ -64,14 +67,26 @@ func TestIKEEAPClient(t *testing.T) {
 	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
 		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},
 		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw", EAPSecret: "alice-mschapv2-pw",
-		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n  }\n}\n"}.String(), dir)
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"}.String(), dir)
 
-	d := startDaemon(t, p.a, eapRoadWarrior(caFile, "alice-mschapv2-pw"))
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	const theirs = "# the host's\nnameserver 192.0.2.53\n"
+	if err := os.WriteFile(resolv, []byte(theirs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, p.a, eapRoadWarrior(caFile, "alice-mschapv2-pw", resolv))
 	s := d.waitIKE("the child of 10.3.0.7", anyChild)
 	if fmt.Sprint(s.LocalVIPs, s.Children[0].LocalTS) != "[10.3.0.7] [10.3.0.7/32]" {
 		t.Errorf("ike list: local virtual IPs %v, local_ts %v; want 10.3.0.7", s.LocalVIPs, s.Children[0].LocalTS)
 	}
 	ping(t, p.a, innerB4, 3)
+	const ours = "nameserver 10.3.0.53 # by ipsecd\nsearch corp.example # by ipsecd\n"
+	if got, _ := os.ReadFile(resolv); string(got) != ours+theirs {
+		t.Errorf("resolve_file holds\n%s\nwant\n%s", got, ours+theirs)
+	}
+	if out, _ := d.ctl("ike", "list"); !strings.Contains(out, "DNS 10.3.0.53") || !strings.Contains(out, "DNS domains corp.example") {
+		t.Errorf("ike list does not show the DNS server and domain:\n%s", out)
+	}
 	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-eap-id=alice") || !strings.Contains(list, "remote-vips=[10.3.0.7]") {
 		t.Errorf("charon does not list EAP identity alice with 10.3.0.7:\n%s", list)
 	}
@@ -82,13 +97,22 @@ func TestIKEEAPClient(t *testing.T) {
 		t.Error("ipsecd's log shows the password")
 	}
 	d.mustCtl(t, "ike", "terminate", "--ike", "office")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got, _ := os.ReadFile(resolv)
+		if string(got) == theirs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resolve_file holds, 10 s after the IKE SA was terminated:\n%s", got)
+		}
+	}
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	// A wrong password: the IKE SA fails, counted, logged with the user
 	// and the method and without the password.
-	d = startDaemon(t, p.a, eapRoadWarrior(caFile, "not-alices-password"))
+	d = startDaemon(t, p.a, eapRoadWarrior(caFile, "not-alices-password", resolv))
 	body := ""
 	for range 100 {
 		body = scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics")

@@ -82,6 +82,9 @@ func writeIKESAs(w io.Writer, sas []control.IKESAInfo) {
 		printf("  remote '%s' @ %s", s.RemoteID, s.Remote)
 		if len(s.LocalVIPs) > 0 {
 			printf("  local virtual IPs %s, DNS %s", strings.Join(s.LocalVIPs, " "), strings.Join(s.DNS, " "))
+			if len(s.DNSDomains) > 0 {
+				printf("  DNS domains %s", strings.Join(s.DNSDomains, " "))
+			}
 		}
 		if s.RemoteEAPID != "" || len(s.RemoteVIPs) > 0 {
 			printf("  remote EAP identity '%s', virtual IPs %s", s.RemoteEAPID, strings.Join(s.RemoteVIPs, " "))
