@@ -5,7 +5,6 @@ package integration
 import (
 	"crypto/x509"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -35,15 +34,21 @@ const (
 	raGatewayEnv = "IPSECD_RA_GATEWAY"
 )
 
-// raScalePSK is the road warriors' pre-shared key: the engine is no EAP
-// client yet, so the clients prove themselves with it and the gateway
-// with its certificate, as with EAP.
-const raScalePSK = "0x726f6164207761727269657273206174207363616c65"
+// raEAPUser is road warrior i's EAP identity and its own password
+// (EAP-MSCHAPv2 against the gateway's certificate, as remote access runs).
+func raEAPUser(i int) (id, pw string) {
+	return fmt.Sprintf("rw%d", i), fmt.Sprintf("rw%d-mschapv2-%08x", i, uint32(i)*2654435761)
+}
 
 // raScaleGateway is the gateway's config: its certificate, a pool of
-// 2,046 addresses, any client identity with the PSK, no limit on
-// half-open IKE SAs (every client arrives at once).
-func raScaleGateway(cert, key string) string {
+// 2,046 addresses, the n users of EAP-MSCHAPv2 with their passwords, no
+// limit on half-open IKE SAs (every client arrives at once).
+func raScaleGateway(cert, key string, n int) string {
+	var users strings.Builder
+	for i := range n {
+		id, pw := raEAPUser(i)
+		fmt.Fprintf(&users, "  - {type: eap, ids: [%s], secret: %q}\n", id, pw)
+	}
 	return fmt.Sprintf(`log: {level: info}
 metrics: %s
 pprof: true
@@ -58,12 +63,11 @@ connections:
     proposals: [aes256-sha256-x25519]
     pools: [rw]
     local:  {auth: pubkey, id: a.test, cert: %s, key: %s}
-    remote: {auth: psk, id: "%%any"}
+    remote: {auth: eap-mschapv2, id: "%%any"}
     children:
       - {name: net, if_id: 1, local_ts: [198.51.100.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
 secrets:
-  - {ids: [a.test], secret: "%s"}
-`, ikeMetricsAddr, cert, key, raScalePSK)
+%s`, ikeMetricsAddr, cert, key, users.String())
 }
 
 // raDriver runs many initiators of the engine over one address's sockets
@@ -193,7 +197,8 @@ func (d *raDriver) run(cfgs []*ike.Config, gw netip.AddrPort, window int, deadli
 }
 
 // raClientConfigs are n road warriors' engine configs: identities
-// rw<i>.test, each asking for an IPv4 address.
+// rw<i>.test of EAP-MSCHAPv2 as EAP identity rw<i> (raEAPUser), each
+// asking for an IPv4 address.
 func raClientConfigs(t *testing.T, n int, caFile string) []*ike.Config {
 	pemCA, err := os.ReadFile(caFile)
 	if err != nil {
@@ -206,11 +211,12 @@ func raClientConfigs(t *testing.T, n int, caFile string) []*ike.Config {
 	}
 	ikeP, _ := proposal.ParseList(message.ProtoIKE, []string{"aes256-sha256-x25519"})
 	espP, _ := proposal.ParseList(message.ProtoESP, []string{"aes128gcm16"})
-	psk, _ := hex.DecodeString(strings.TrimPrefix(raScalePSK, "0x"))
 	var cfgs []*ike.Config
 	for i := range n {
-		cfgs = append(cfgs, &ike.Config{LocalID: ike.MustParseIdentity(fmt.Sprintf("rw%d.test", i)), RemoteID: ike.MustParseIdentity("a.test"),
-			LocalAuth: ike.AuthPSK, RemoteAuth: ike.AuthPubkey, CACerts: []*x509.Certificate{ca}, PSK: psk, Proposals: ikeP,
+		id, pw := raEAPUser(i)
+		cfgs = append(cfgs, &ike.Config{LocalID: ike.MustParseIdentity(id + ".test"), RemoteID: ike.MustParseIdentity("a.test"),
+			LocalAuth: ike.AuthEAPMSCHAPv2, LocalEAPID: id, EAPSecret: func(u string) ([]byte, bool) { return []byte(pw), u == id },
+			RemoteAuth: ike.AuthPubkey, CACerts: []*x509.Certificate{ca}, Proposals: ikeP,
 			VIPs: []netip.Addr{netip.IPv4Unspecified()},
 			Child: ike.ChildConfig{Proposals: espP, LocalTS: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0")},
 				RemoteTS: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}}})
@@ -292,7 +298,7 @@ func TestRAScale(t *testing.T) {
 		raScaleCharon(t, p, drivers, cfgs, cert, key)
 		return
 	}
-	d := startDaemon(t, p.a, raScaleGateway(cert, key))
+	d := startDaemon(t, p.a, raScaleGateway(cert, key, n))
 	time.Sleep(500 * time.Millisecond)
 	rss, cpu := d.rssKiB(), cpuTime(t, d.pid())
 
@@ -335,7 +341,7 @@ func TestRAScale(t *testing.T) {
 
 // raScaleCharon is TestRAScale's connect with charon 5.9.8 as the
 // gateway (kernel-libipsec, default log levels), the same certificate,
-// pool and clients: for its CPU per handshake beside ipsecd's. Its pool
+// pool, EAP-MSCHAPv2 users and clients: for its CPU per handshake beside ipsecd's. Its pool
 // lives in memory (no restart to measure), and its per-address limit on
 // half-open IKE SAs is lifted as ipsecd's is.
 func raScaleCharon(t *testing.T, p *pair, drivers []*raDriver, cfgs []*ike.Config, cert, key string) {
@@ -361,10 +367,17 @@ func raScaleCharon(t *testing.T, p *pair, drivers []*raDriver, cfgs []*ike.Confi
 		}
 	}
 	conn := charontest.Conn{Name: "rw", LocalAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: "gw.pem"}, Remote: charontest.Peer{Auth: "psk", ID: "%any"},
+		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: "gw.pem"}, Remote: charontest.Peer{Auth: "eap-mschapv2", ID: "%any", EAPID: "%any"},
 		LocalTS: "198.51.100.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
 		PoolsConf: "pools {\n  rw {\n    addrs = 10.4.0.0/21\n    dns = 10.4.0.53\n  }\n}\n"}
-	ch.LoadDir(conn.String()+fmt.Sprintf("secrets {\n  ike-rw {\n    secret = %s\n  }\n}\n", raScalePSK), dir)
+	var users strings.Builder
+	users.WriteString("secrets {\n")
+	for i := range cfgs {
+		id, pw := raEAPUser(i)
+		fmt.Fprintf(&users, "  eap-%s {\n    id = %s\n    secret = %q\n  }\n", id, id, pw)
+	}
+	users.WriteString("}\n")
+	ch.LoadDir(conn.String()+users.String(), dir)
 	time.Sleep(500 * time.Millisecond)
 	cpu := cpuTime(t, ch.Pid)
 	_, took := raConnectAll(t, drivers, cfgs)
