@@ -132,20 +132,7 @@ func TestRoadWarrior(t *testing.T) {
 	if got := waitVIP(t, rw, start); got != vip || fmt.Sprint(rw.DNS()) != "[10.4.0.53]" || !holds(rw, vip) {
 		t.Fatalf("virtual IP %v DNS %v (netstack holds it: %v), want 10.3.0.1 and 10.4.0.53 from the pool", got, rw.DNS(), holds(rw, vip))
 	}
-	ln, err := gw.ListenTCP(&net.TCPAddr{IP: net.ParseIP("10.4.0.1"), Port: 5201})
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := make(chan net.Addr, 1)
-	err = stream(sourceOf(ln, from), func(ctx context.Context) (net.Conn, error) {
-		return rw.DialContext(ctx, "tcp", "10.4.0.1:5201")
-	}, 8<<20, nil)
-	if err != nil {
-		t.Fatalf("TCP road warrior → 10.4.0.1 behind the gateway: %v", err)
-	}
-	if src := (<-from).(*net.TCPAddr).IP.String(); src != "10.3.0.1" {
-		t.Errorf("the gateway's server saw the stream from %s, want the virtual IP 10.3.0.1", src)
-	}
+	streamFromVIP(t, rw, gw, 8<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	addrs, err := rw.Resolver().LookupNetIP(ctx, "ip4", "intranet.corp.example")
@@ -183,6 +170,27 @@ func holds(n *Net, a netip.Addr) bool {
 	}
 	c.Close()
 	return true
+}
+
+// streamFromVIP sends a checksummed TCP stream of size bytes from rw to
+// 10.4.0.1:5201 on gw, whose server must see rw's virtual IP 10.3.0.1
+// as the source.
+func streamFromVIP(t *testing.T, rw, gw *Net, size int64) {
+	t.Helper()
+	ln, err := gw.ListenTCP(&net.TCPAddr{IP: net.ParseIP("10.4.0.1"), Port: 5201})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := make(chan net.Addr, 1)
+	err = stream(sourceOf(ln, from), func(ctx context.Context) (net.Conn, error) {
+		return rw.DialContext(ctx, "tcp", "10.4.0.1:5201")
+	}, size, nil)
+	if err != nil {
+		t.Fatalf("TCP road warrior → 10.4.0.1 behind the gateway: %v", err)
+	}
+	if src := (<-from).(*net.TCPAddr).IP.String(); src != "10.3.0.1" {
+		t.Errorf("the gateway's server saw the stream from %s, want the virtual IP 10.3.0.1", src)
+	}
 }
 
 // sourceOf is ln whose first accepted connection's remote address goes

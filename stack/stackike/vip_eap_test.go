@@ -1,0 +1,107 @@
+package stackike
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/ikenode"
+	"github.com/ipsecd/ipsecd/internal/looppair"
+)
+
+// TestRoadWarriorEAP: the sidecar road warrior logs in to a sidecar
+// gateway as alice with EAP-MSCHAPv2 (the gateway by its certificate),
+// takes 10.3.0.1 and sends a checksummed stream from it behind the
+// gateway.
+func TestRoadWarriorEAP(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir, "vpn.corp.example")
+	la, lb := looppair.NATT(t)
+	gw, err := New(Config{File: parse(t, fmt.Sprintf(`state_dir: %[1]s/gw
+underlay: {udp: "%[2]s:4500"}
+interfaces:
+  - {name: gw, if_id: 1, addresses: [10.4.0.1/24], routes: [10.3.0.0/24]}
+pools:
+  - {name: rw, addrs: 10.3.0.0/24, dns: [10.4.0.53]}
+connections:
+  - name: rw
+    pools: [rw]
+    proposals: [aes256-sha256-x25519]
+    local: {auth: pubkey, id: vpn.corp.example, cert: %[3]s, key: %[4]s}
+    remote: {auth: eap-mschapv2, eap_id: "%%any"}
+    children:
+      - {name: rw-net, if_id: 1, local_ts: [10.4.0.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
+secrets:
+  - {type: eap, ids: [alice], secret: alice-password}
+`, dir, lb, cert, key))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close() })
+	rw, err := New(Config{File: parse(t, fmt.Sprintf(`state_dir: %[1]s/rw
+underlay: {udp: "%[2]s:4500"}
+interfaces:
+  - {name: rw, if_id: 1, routes: [10.4.0.0/24]}
+connections:
+  - name: rw
+    remote_addrs: [%[3]s]
+    vips: [0.0.0.0]
+    proposals: [aes256-sha256-x25519]
+    local: {auth: eap-mschapv2, id: alice@corp.example, eap_id: alice}
+    remote: {auth: pubkey, id: vpn.corp.example, cacerts: [%[4]s]}
+    children:
+      - {name: net, if_id: 1, local_ts: [dynamic], remote_ts: [10.4.0.0/24], esp_proposals: [aes128gcm16]}
+secrets:
+  - {type: eap, ids: [alice], secret: alice-password}
+`, dir, la, lb, cert))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rw.Close() })
+	start := time.Now()
+	if err := rw.Initiate(ikenode.Target{IKE: "rw"}); err != nil {
+		t.Fatal(err)
+	}
+	if vip := waitVIP(t, rw, start); vip.String() != "10.3.0.1" || !holds(rw, vip) {
+		t.Fatalf("virtual IP %v (netstack holds it: %v), want 10.3.0.1", vip, holds(rw, vip))
+	}
+	streamFromVIP(t, rw, gw, 4<<20)
+}
+
+// selfSigned writes a self-signed ECDSA P-256 certificate for name (a CA,
+// its own trust anchor) and its key into dir, and returns their paths.
+func selfSigned(t *testing.T, dir, name string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
