@@ -16,7 +16,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 
 # FILE ALGORITHM: every key file the examples name, with the algorithm of
-# the key (the default key size, e.g. AES-128 for rfc4106(gcm(aes))).
+# the key (the default key size, e.g. AES-128 for rfc4106(gcm(aes))), or
+# "password" for a user's EAP password: text a person can type into a
+# phone's VPN settings (EAP-MSCHAPv2 hashes the password as text, so a
+# 0x-hex key would be a string of bytes nobody can enter).
 keys="keys/a-to-b.key:rfc4106(gcm(aes))
 keys/b-to-a.key:rfc4106(gcm(aes))
 keys/transport-out-enc.key:cbc(aes)
@@ -27,7 +30,7 @@ keys/ike.psk:hmac(sha256)
 keys/aws-tunnel1.psk:hmac(sha256)
 keys/gcp.psk:hmac(sha256)
 keys/azure.psk:hmac(sha256)
-keys/alice.secret:hmac(sha256)
+keys/alice.secret:password
 roadwarrior/keys/alice.psk:hmac(sha256)
 sidecar/keys/server-to-client.key:rfc4106(gcm(aes))
 sidecar/keys/client-to-server.key:rfc4106(gcm(aes))"
@@ -57,7 +60,12 @@ while IFS=: read -r file alg; do
 	tmp="$dir/$file.tmp"
 	# Written beside the key and renamed over it, so that a reader never
 	# sees half a key; umask 077 makes it 0600 from the start.
-	if ! "${ipsecd[@]}" genkey --alg "$alg" >"$tmp"; then
+	if [ "$alg" = password ]; then
+		# 24 letters and digits, no 0: never read as 0x-hex or 0s-base64.
+		# (tr ends on SIGPIPE once head has its 24: not a failure.)
+		{ LC_ALL=C tr -dc 'A-Za-z1-9' </dev/urandom || true; } | head -c 24 >"$tmp"
+		echo >>"$tmp"
+	elif ! "${ipsecd[@]}" genkey --alg "$alg" >"$tmp"; then
 		rm -f "$tmp"
 		echo "genkeys.sh: ipsecd genkey --alg '$alg' failed" >&2
 		exit 1

@@ -49,8 +49,8 @@ func (v *poolVIPs) Release(l ike.Lease) {
 }
 
 // virtualIPNode is a Node that holds the virtual IPs a gateway gives us
-// on the child's interface (node.Node; the sidecar's netstack does not
-// yet, and its connections go without).
+// on the child's interface: node.Node, for a TUN device and for the
+// sidecar's netstack alike.
 type virtualIPNode interface {
 	AddVirtualIP(ifID uint32, a netip.Addr) (bool, error)
 	RemoveVirtualIP(ifID uint32, a netip.Addr) error
