@@ -1,7 +1,6 @@
 package ikenode
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -31,9 +30,9 @@ type conn struct {
 	// ecFor is ec with each child as the one IKE_AUTH proposes, by name
 	// (ec itself for the first): they share ec's PSK.
 	ecFor map[string]*ike.Config
-	// fingerprint tells a changed connection from an unchanged one on
-	// reload (its settings, and digests of its PSK and certificates).
-	fingerprint [32]byte
+	// ike is the ike: section c was made with (engineSettings), which
+	// same compares on reload beside cfg.
+	ike config.IKE
 	// retryAt is when start_action start (or dpd_action restart) tries
 	// again, with the children retry (zero: not
 	// waiting); backoff the wait after the next failure.
@@ -109,17 +108,14 @@ func (m *Daemon) setConnections(ic *config.IKEConfig, now time.Time) {
 // connsFrom builds the connections of ic, in file order.
 func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 	var out []*conn
+	settings := engineSettings(ic.IKE)
 	for i := range ic.Connections {
 		cn := ic.Connections[i]
 		if len(cn.Children) == 0 {
 			continue
 		}
 		ch := cn.Children[0]
-		ec, err := ic.EngineConfig(cn.Name, ch.Name)
-		if err != nil {
-			m.log.WithError(err).Error("ike: connection skipped")
-			continue
-		}
+		ec := ic.EngineConfigOf(&cn, &cn.Children[0])
 		if !m.cfg.RawESP && !ec.ForceEncap {
 			// Raw ESP could not be carried: make NAT detection report a
 			// NAT so that both sides put ESP in UDP.
@@ -135,7 +131,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 			}
 			ec.EAPRelay = m.eapRelay
 		}
-		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, fingerprint: fingerprint(ic, &cn)}
+		c := &conn{cfg: cn, ec: ec, ecFor: map[string]*ike.Config{ch.Name: ec}, trapped: map[string]bool{}, ike: settings}
 		for _, ch := range cn.Children {
 			if !m.cfg.Trap && (ch.StartAction == config.StartActionTrap || ch.DPDAction == config.DPDActionTrap) {
 				m.log.WithField("child", ch.Name).Warn("ike: trap (start_action or dpd_action) is not supported by this build: the child is not brought up on traffic; start_action trap acts as none, dpd_action trap as clear")
@@ -149,26 +145,6 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 		out = append(out, c)
 	}
 	return out
-}
-
-// fingerprint digests what makes a connection: its settings as the
-// config prints them (keys left out), the ike: settings, and its PSK and
-// certificates.
-func fingerprint(ic *config.IKEConfig, cn *config.Connection) [32]byte {
-	h := sha256.New()
-	one := config.IKEConfig{IKE: ic.IKE, Connections: []config.Connection{*cn}}
-	one.Connections[0].PSK = nil
-	// The daemon's own limits take effect on reload without touching
-	// the connections (Reload sets them).
-	one.IKE.BlockThreshold, one.IKE.InitLimitHalfOpen, one.IKE.MaxIKESAsPerPeer = 0, 0, 0
-	h.Write([]byte(one.String()))
-	h.Write(cn.PSK)
-	for _, c := range slices.Concat(cn.Local.Certs, cn.Remote.CACertList) {
-		h.Write(c.Raw)
-	}
-	var f [32]byte
-	h.Sum(f[:0])
-	return f
 }
 
 // admits reports whether c serves a peer at remote talking to local.

@@ -313,7 +313,7 @@ func (m *Daemon) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 		for _, c := range fresh {
 			order = append(order, c.cfg.Name)
 			old := m.conns[c.cfg.Name]
-			if old != nil && old.fingerprint == c.fingerprint {
+			if old != nil && old.same(c) {
 				keep[c.cfg.Name] = true
 				clear(c.ec.PSK)
 				res.Unchanged++
