@@ -20,7 +20,8 @@ fuzztime=${FUZZTIME:-5s}
 # setcap (libcap2-bin) checks internal/cmd/setfcap against the real thing;
 # systemd-analyze (systemd) verifies deploy/systemd/ipsecd.service and
 # setpriv (util-linux) runs the daemon with the unit's privileges;
-# sysctl and kill (procps) tune and clean up namespaces; ss (iproute2)
+# sysctl and kill (procps) tune and clean up namespaces, pgrep (procps)
+# checks that the container gateway's script left no process behind; ss (iproute2)
 # watches the benchmark's sockets; timeout (coreutils) bounds a capture;
 # swanctl (strongswan-swanctl) drives strongSwan's charon, the IKEv2 peer
 # of ike's interop test, run inside charon's namespaces with nsenter and
@@ -35,7 +36,7 @@ fuzztime=${FUZZTIME:-5s}
 # package, with a database sqlite3 makes);
 # python3's plistlib reads back the Apple profiles ipsecd profile writes.
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
-podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps bash:bash ss:iproute2 timeout:coreutils
+podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps pgrep:procps bash:bash ss:iproute2 timeout:coreutils
 swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark conntrack:conntrack
 debootstrap:debootstrap chroot:coreutils mount:mount freeradius:freeradius sqlite3:sqlite3 python3:python3"
 # Packages without a command of their own: scapy (the independent ESP
