@@ -12,30 +12,54 @@ import (
 // address the config holds already is left as it is (false). It reports
 // whether it added p, for RemoveDynamicAddress.
 func (ifc *Interface) AddDynamicAddress(p netip.Prefix) (added bool, err error) {
-	ifc.mu.Lock()
-	defer ifc.mu.Unlock()
-	if ifc.closed.Load() {
-		return false, ErrClosed
-	}
-	if slices.Contains(ifc.cfg.Addresses, p) {
-		return false, nil
-	}
-	if err := ifc.link.AddAddress(p); err != nil {
-		return false, fmt.Errorf("xfrmif: %s: adding %s: %w", ifc.name, p, err)
-	}
-	return true, nil
+	return ifc.addDynamic(p, "adding", func(c *Config) []netip.Prefix { return c.Addresses }, ifc.link.AddAddress)
 }
 
 // RemoveDynamicAddress takes p, which AddDynamicAddress added, off the
 // interface; an address the config holds (since a reload) stays.
 func (ifc *Interface) RemoveDynamicAddress(p netip.Prefix) error {
+	return ifc.removeDynamic(p, "removing", func(c *Config) []netip.Prefix { return c.Addresses }, ifc.link.RemoveAddress)
+}
+
+// AddDynamicRoute routes p into the interface beside its config's
+// routes: one that IKE negotiated at run time (a road warrior's remote
+// traffic selector). As AddDynamicAddress: Reconfigure leaves it, a
+// route the config holds already is left as it is (false).
+func (ifc *Interface) AddDynamicRoute(p netip.Prefix) (added bool, err error) {
+	return ifc.addDynamic(p, "adding route", func(c *Config) []netip.Prefix { return c.Routes }, ifc.link.AddRoute)
+}
+
+// RemoveDynamicRoute removes p, which AddDynamicRoute added; a route the
+// config holds (since a reload) stays.
+func (ifc *Interface) RemoveDynamicRoute(p netip.Prefix) error {
+	return ifc.removeDynamic(p, "removing route", func(c *Config) []netip.Prefix { return c.Routes }, ifc.link.RemoveRoute)
+}
+
+// addDynamic applies p with add unless the config's list (of) holds it.
+func (ifc *Interface) addDynamic(p netip.Prefix, what string, of func(*Config) []netip.Prefix, add func(netip.Prefix) error) (bool, error) {
 	ifc.mu.Lock()
 	defer ifc.mu.Unlock()
-	if ifc.closed.Load() || slices.Contains(ifc.cfg.Addresses, p) {
+	if ifc.closed.Load() {
+		return false, ErrClosed
+	}
+	if slices.Contains(of(&ifc.cfg), p) {
+		return false, nil
+	}
+	if err := add(p); err != nil {
+		return false, fmt.Errorf("xfrmif: %s: %s %s: %w", ifc.name, what, p, err)
+	}
+	return true, nil
+}
+
+// removeDynamic undoes addDynamic, leaving what the config holds.
+func (ifc *Interface) removeDynamic(p netip.Prefix, what string, of func(*Config) []netip.Prefix, remove func(netip.Prefix) error) error {
+	ifc.mu.Lock()
+	defer ifc.mu.Unlock()
+	if ifc.closed.Load() || slices.Contains(of(&ifc.cfg), p) {
 		return nil
 	}
-	if err := ifc.link.RemoveAddress(p); err != nil {
-		return fmt.Errorf("xfrmif: %s: removing %s: %w", ifc.name, p, err)
+	if err := remove(p); err != nil {
+		return fmt.Errorf("xfrmif: %s: %s %s: %w", ifc.name, what, p, err)
 	}
 	return nil
 }

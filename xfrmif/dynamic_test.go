@@ -39,3 +39,37 @@ func TestDynamicAddress(t *testing.T) {
 		t.Errorf("RemoveDynamicAddress: %v, %s", err, addrs())
 	}
 }
+
+// TestDynamicRoute: a route IKE negotiated goes into the link beside the
+// config's, a Reconfigure leaves it, one the config holds is neither
+// added nor removed as a dynamic one, and RemoveDynamicRoute takes it.
+func TestDynamicRoute(t *testing.T) {
+	l := newFakeLink(1)
+	static := netip.MustParsePrefix("10.4.0.0/24")
+	ts := netip.MustParsePrefix("10.9.0.0/16")
+	cfg := Config{Name: "ipsec1", IfID: 1, Routes: []netip.Prefix{static}}
+	ifc, err := NewInterface(cfg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := func() string { l.mu.Lock(); defer l.mu.Unlock(); return fmt.Sprint(l.routes) }
+	if added, err := ifc.AddDynamicRoute(ts); !added || err != nil {
+		t.Fatalf("AddDynamicRoute = %v, %v", added, err)
+	}
+	if added, _ := ifc.AddDynamicRoute(static); added {
+		t.Error("a route of the config was added again")
+	}
+	cfg.MTU = 1300
+	if err := ifc.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := routes(); got != "[10.4.0.0/24 10.9.0.0/16]" {
+		t.Errorf("after a reconfigure: %s, want the negotiated route still beside the config's", got)
+	}
+	if err := ifc.RemoveDynamicRoute(static); err != nil || routes() != "[10.4.0.0/24 10.9.0.0/16]" {
+		t.Errorf("removing the config's route as a dynamic one: %v, %s", err, routes())
+	}
+	if err := ifc.RemoveDynamicRoute(ts); err != nil || routes() != "[10.4.0.0/24]" {
+		t.Errorf("RemoveDynamicRoute: %v, %s", err, routes())
+	}
+}
