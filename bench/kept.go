@@ -8,10 +8,13 @@ import "strings"
 const keptHeading = "\n## Remote access at scale\n"
 
 // keptPart returns the part of old (the file's previous content) from
-// keptHeading to its end, or "" when it has none.
+// the handshake section (written by -handshakes on its own) or else from
+// keptHeading to its end, or "" when it has neither.
 func keptPart(old string) string {
-	if i := strings.Index(old, keptHeading); i >= 0 {
-		return old[i:]
+	for _, h := range []string{handshakeHeading, keptHeading} {
+		if i := strings.Index(old, h); i >= 0 {
+			return old[i:]
+		}
 	}
 	return ""
 }

@@ -14,7 +14,12 @@
 // against 10,000 interfaces, 1 against 10,000 SAs (-interfaces, -sas). It prints a table, the
 // ratios ipsecd's targets are judged by and the daemons' memory, and
 // writes docs/benchmark.md and docs/benchmark.svg. -profile adds CPU
-// profiles of both ipsecd daemons under load.
+// profiles of both ipsecd daemons under load. -handshakes N adds the IKE
+// handshake cost, ipsecd beside strongSwan 6.1 as responders (integration's
+// TestIKEHandshakeCostPQ), into its own section; with -handshakes-only
+// nothing else is measured and only that section is rewritten:
+//
+//	go run ./bench -handshakes 300 -handshakes-only
 //
 // Traffic stays inside the two namespaces. Everything the benchmark makes
 // (namespaces, processes, a scratch directory) is removed when it ends,
@@ -50,6 +55,10 @@ type options struct {
 	out      string // directory of benchmark.md and benchmark.svg; "" writes none
 	profile  string // directory of the CPU profiles of profiledCase; "" takes none
 	timeout  time.Duration
+
+	handshakes     int  // IKE handshakes per sample; 0 skips the handshake cost
+	hsRounds       int  // rounds of the handshake cost; the median counts
+	handshakesOnly bool // measure only the handshake cost, rewrite only its section
 }
 
 // Streams of the main table, of the queue sweep and of the interface and
@@ -81,6 +90,9 @@ func runMain() int {
 	flag.StringVar(&o.out, "out", "docs", "write benchmark.md and benchmark.svg into `DIR`, relative to the module root; empty: do not write")
 	flag.StringVar(&o.profile, "profile", "", "take CPU profiles of both ipsecd daemons of the "+profiledCase+" case, 1 stream, in an extra run, into `DIR` (relative to the module root); the report shows `go tool pprof -top` of each")
 	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "give up after this long")
+	flag.IntVar(&o.handshakes, "handshakes", 0, "measure the IKE handshake cost, ipsecd beside strongSwan 6.1 (the sid chroot of scripts/sid-strongswan.sh), `N` handshakes per responder, proposal and round; 0 skips it")
+	flag.IntVar(&o.hsRounds, "handshake-rounds", 3, "rounds of the handshake cost; the median counts")
+	flag.BoolVar(&o.handshakesOnly, "handshakes-only", false, "measure only the handshake cost and rewrite only its section of benchmark.md")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -96,7 +108,8 @@ func runMain() int {
 		fmt.Fprintf(os.Stderr, "bench: -interfaces %d: at most %d (the idle interfaces' /26s fill 100.64.0.0/11 and 100.96.0.0/11)\n", o.ifaces, maxIfaces)
 		return 2
 	}
-	if flag.NArg() != 0 || o.duration < time.Second || o.repeat < 1 || o.queues < 1 || o.ifaces < 2 || o.sas < 2 {
+	if flag.NArg() != 0 || o.duration < time.Second || o.repeat < 1 || o.queues < 1 || o.ifaces < 2 || o.sas < 2 ||
+		o.handshakes < 0 || o.hsRounds < 1 || (o.handshakesOnly && o.handshakes == 0) {
 		flag.Usage()
 		return 2
 	}
@@ -109,6 +122,9 @@ func runMain() int {
 	defer stopSignals()
 	ctx, cancel := context.WithTimeoutCause(sigCtx, o.timeout, fmt.Errorf("gave up after -timeout %v", o.timeout))
 	defer cancel()
+	if o.handshakesOnly {
+		return handshakesMain(ctx, o)
+	}
 
 	rep, err := runBench(ctx, o)
 	if rep != nil {
@@ -130,6 +146,33 @@ func runMain() int {
 		}
 		fmt.Printf("\nwrote %s and %s\n", filepath.Join(o.out, "benchmark.md"), filepath.Join(o.out, "benchmark.svg"))
 	}
+	if o.handshakes > 0 {
+		return handshakesMain(ctx, o)
+	}
+	return 0
+}
+
+// handshakesMain measures the handshake cost, prints its section and
+// writes it into benchmark.md under o.out.
+func handshakesMain(ctx context.Context, o options) int {
+	root, err := moduleRoot(ctx)
+	if err == nil {
+		var section string
+		section, err = runHandshakes(ctx, root, o.handshakes, o.hsRounds)
+		if err == nil {
+			fmt.Print(section)
+			if o.out != "" && !filepath.IsAbs(o.out) {
+				o.out = filepath.Join(root, o.out)
+			}
+			if o.out != "" {
+				err = writeHandshakes(o.out, section)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
 	return 0
 }
 
@@ -140,6 +183,9 @@ func preflight(o options) error {
 	}
 	var missing []string
 	tools := []string{"go", "ip", "ss", "ping", "iperf3", "wg"}
+	if o.handshakesOnly {
+		tools = []string{"go", "ip"}
+	}
 	if o.profile != "" {
 		tools = append(tools, "curl")
 	}

@@ -8,13 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ipsecd/ipsecd/internal/charontest"
+	"github.com/ipsecd/ipsecd/internal/hscost"
 	vnetns "github.com/vishvananda/netns"
 )
 
@@ -23,23 +23,23 @@ import (
 // check, and skips otherwise).
 const handshakesEnv = "IPSECD_IKE_HANDSHAKES"
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux
-// for every architecture Go supports).
-const clockTicks = 100
+// handshakeRoundsEnv is how many rounds TestIKEHandshakeCostPQ takes
+// (1 unless set), and handshakeOutEnv a file it appends each sample to
+// as a JSON line (hscost.Append): go run ./bench -handshakes N sets both
+// and writes the medians into docs/benchmark.md.
+const (
+	handshakeRoundsEnv = "IPSECD_IKE_HANDSHAKE_ROUNDS"
+	handshakeOutEnv    = "IPSECD_IKE_HANDSHAKE_OUT"
+)
 
 // cpuTime is the user and system time process pid has used.
 func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := hscost.CPUTime(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The command name in parentheses may hold spaces: count fields
-	// after its closing parenthesis (state is field 3, utime 14, stime 15).
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / clockTicks
+	return d
 }
 
 // TestIKEHandshakeCost measures what one IKE SA setup (IKE_SA_INIT and
@@ -70,26 +70,40 @@ func TestIKEHandshakeCost(t *testing.T) {
 // SAs against strongSwan 6.1 (the sid chroot's, OpenSSL 3.6's ML-KEM):
 // x25519 alone, x25519 with ML-KEM-768 as an additional key exchange
 // (one IKE_INTERMEDIATE, fragmented), and ML-KEM-768 alone. Run with
-// IPSECD_IKE_HANDSHAKES=N.
+// IPSECD_IKE_HANDSHAKES=N (and IPSECD_IKE_HANDSHAKE_ROUNDS=R), or as go
+// run ./bench -handshakes N.
 func TestIKEHandshakeCostPQ(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv(handshakesEnv))
 	if n <= 0 {
 		t.Skipf("a measurement: set %s=N to run N handshakes against each responder", handshakesEnv)
 	}
-	for _, ike := range []string{"aes256-sha256-x25519", "aes256-sha256-x25519-ke1_mlkem768", "aes256-sha256-mlkem768"} {
-		for _, responder := range []string{"ipsecd", "charon"} {
-			t.Run(ike+"/"+responder, func(t *testing.T) {
-				charontest.RequireSid(t)
-				handshakeCost(t, n, ike, "aes128gcm16", responder, charontest.StartSidQuiet)
-			})
+	rounds, _ := strconv.Atoi(os.Getenv(handshakeRoundsEnv))
+	rounds = max(rounds, 1)
+	out := os.Getenv(handshakeOutEnv)
+	// Interleaved: each round measures every proposal against both
+	// responders, so a change in the machine's load touches them alike.
+	for round := 1; round <= rounds; round++ {
+		for _, ike := range []string{"aes256-sha256-x25519", "aes256-sha256-x25519-ke1_mlkem768", "aes256-sha256-mlkem768"} {
+			for _, responder := range []string{"ipsecd", "charon"} {
+				t.Run(fmt.Sprintf("%s/%s/%d", ike, responder, round), func(t *testing.T) {
+					charontest.RequireSid(t)
+					s := handshakeCost(t, n, ike, "aes128gcm16", responder, charontest.StartSidQuiet)
+					if out == "" {
+						return
+					}
+					if err := hscost.Append(out, s); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
 		}
 	}
 }
 
 // handshakeCost runs n handshakes of the engine against responder
-// ("ipsecd", or "charon" as start starts it) and logs the responder's
-// CPU per IKE SA and the handshake times.
-func handshakeCost(t *testing.T, n int, ikeProp, espProp, responder string, start func(testing.TB, string, string) *charontest.Charon) {
+// ("ipsecd", or "charon" as start starts it), logs the responder's CPU
+// per IKE SA and the handshake times and returns them.
+func handshakeCost(t *testing.T, n int, ikeProp, espProp, responder string, start func(testing.TB, string, string) *charontest.Charon) hscost.Sample {
 	spec := ikeSpec{ike: ikeProp, esp: espProp, noEncap: true}
 	spec.fill()
 	p := newPair(t)
@@ -110,26 +124,14 @@ func handshakeCost(t *testing.T, n int, ikeProp, espProp, responder string, star
 	la, ra := netip.MustParseAddrPort(local+":500"), netip.MustParseAddrPort(remote+":500")
 	c := listenUDPIn(t, engineNS, la)
 	c4500 := listenUDPIn(t, engineNS, netip.AddrPortFrom(la.Addr(), 4500))
-	// Warm up: the first handshakes page code in and fill caches.
-	for i := 0; i < 3; i++ {
-		if _, err := engineHandshake(c, c4500, cfg, la, ra); err != nil {
-			t.Fatalf("warm-up handshake %d: %v", i, err)
-		}
+	s, err := hscost.Measure(responder, ikeProp+"/"+espProp, n, pid, func() (time.Duration, error) {
+		return engineHandshake(c, c4500, cfg, la, ra)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	before, begin := cpuTime(t, pid), time.Now()
-	var took []time.Duration
-	for i := 0; i < n; i++ {
-		d, err := engineHandshake(c, c4500, cfg, la, ra)
-		if err != nil {
-			t.Fatalf("handshake %d: %v", i, err)
-		}
-		took = append(took, d)
-	}
-	cpu, wall := cpuTime(t, pid)-before, time.Since(begin)
-	slices.Sort(took)
-	t.Logf("%s responder, %s/%s: %d handshakes in %v; handshake median %v, p90 %v, max %v; responder CPU %v per IKE SA",
-		responder, ikeProp, espProp, n, wall.Round(time.Millisecond), took[n/2].Round(10*time.Microsecond),
-		took[n*9/10].Round(10*time.Microsecond), took[n-1].Round(10*time.Microsecond), (cpu / time.Duration(n)).Round(10*time.Microsecond))
+	t.Log(s)
+	return s
 }
 
 // listenUDPIn opens a UDP socket on addr in namespace ns, closed when the
