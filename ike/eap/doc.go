@@ -22,6 +22,18 @@
 //     MasterSendKey | 32 zero bytes, 64 bytes in all). Mutual: the client
 //     accepts EAP-Success only after checking the server's authenticator
 //     response.
+//   - EAP-TLS (RFC 5216; RFC 9190 for TLS 1.3), as TLSServer and
+//     TLSClient: crypto/tls runs over the EAP packets (tlspipe.go: one
+//     goroutine per conversation, whose Read waits for the next
+//     reassembled message, ended with the conversation and bounded per
+//     step), in fragments of TLSFragmentSize with the L, M and S flags
+//     and empty packets acknowledging each fragment (tlsfrag.go). Both
+//     certificates are verified: the client's against the gateway's CAs
+//     and eap_id, the server's against the client's CAs and the server
+//     identity. A TLS 1.3 server ends with the one-byte success
+//     indication of RFC 9190 §2.5. MSK: TLS 1.3's exporter
+//     "EXPORTER_EAP_TLS_Key_Material" with context 0x0D; TLS 1.2's
+//     PRF(master, "client EAP encryption", randoms), 64 bytes.
 //
 // Rules that make it safe: a wrong password and an unknown identity fail
 // the same way for the peer (the computation runs against a random hash

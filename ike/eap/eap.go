@@ -102,3 +102,17 @@ func parse(b []byte, codes ...message.EAPCode) (message.EAP, error) {
 	}
 	return nil, protocolError("unexpected code %d", e.Code())
 }
+
+// startIdentity makes a server's first request, EAP-Identity, with a
+// random Identifier, and moves the state from sStart to sIdentity.
+func startIdentity(r io.Reader, state *serverState, id *uint8) ([]byte, error) {
+	if *state != sStart {
+		return nil, protocolError("started twice")
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return nil, fmt.Errorf("eap: %w", err)
+	}
+	*id, *state = b[0], sIdentity
+	return message.AppendEAP(nil, message.EAPRequest, *id, message.EAPIdentity, nil), nil
+}

@@ -66,15 +66,7 @@ func NewServer(cfg ServerConfig) *Server {
 // Start returns the first request: EAP-Identity, with a random
 // Identifier.
 func (s *Server) Start() ([]byte, error) {
-	if s.state != sStart {
-		return nil, protocolError("started twice")
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
-		return nil, fmt.Errorf("eap: %w", err)
-	}
-	s.id, s.state = b[0], sIdentity
-	return message.AppendEAP(nil, message.EAPRequest, s.id, message.EAPIdentity, nil), nil
+	return startIdentity(s.rand, &s.state, &s.id)
 }
 
 // Identity returns the EAP identity the peer gave, "" before it did.
