@@ -116,3 +116,19 @@ func startIdentity(r io.Reader, state *serverState, id *uint8) ([]byte, error) {
 	*id, *state = b[0], sIdentity
 	return message.AppendEAP(nil, message.EAPRequest, *id, message.EAPIdentity, nil), nil
 }
+
+// response checks that in is a response to the request outstanding
+// (Identifier id) of a server in state.
+func response(in []byte, state serverState, id uint8) (message.EAP, error) {
+	if state == sStart || state == sDone {
+		return nil, protocolError("no request outstanding")
+	}
+	e, err := parse(in, message.EAPResponse)
+	if err != nil {
+		return nil, err
+	}
+	if e.Identifier() != id {
+		return nil, protocolError("response identifier %d, want %d", e.Identifier(), id)
+	}
+	return e, nil
+}

@@ -104,15 +104,9 @@ func (s *Server) Handle(in []byte) ([]byte, Status, error) {
 }
 
 func (s *Server) handle(in []byte) ([]byte, Status, error) {
-	if s.state == sStart || s.state == sDone {
-		return nil, Failed, protocolError("no request outstanding")
-	}
-	e, err := parse(in, message.EAPResponse)
+	e, err := response(in, s.state, s.id)
 	if err != nil {
 		return nil, Failed, err
-	}
-	if e.Identifier() != s.id {
-		return nil, Failed, protocolError("response identifier %d, want %d", e.Identifier(), s.id)
 	}
 	switch {
 	case e.Type() == message.EAPNak && s.state == sMethod:

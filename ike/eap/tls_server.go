@@ -100,15 +100,9 @@ func (s *TLSServer) Handle(in []byte) ([]byte, Status, error) {
 
 // handle returns the Type-Data of the next EAP-TLS request.
 func (s *TLSServer) handle(in []byte) ([]byte, Status, error) {
-	if s.state == sStart || s.state == sDone {
-		return nil, Failed, protocolError("no request outstanding")
-	}
-	e, err := parse(in, message.EAPResponse)
+	e, err := response(in, s.state, s.id)
 	if err != nil {
 		return nil, Failed, err
-	}
-	if e.Identifier() != s.id {
-		return nil, Failed, protocolError("response identifier %d, want %d", e.Identifier(), s.id)
 	}
 	switch {
 	case s.state == sIdentity && e.Type() == message.EAPIdentity:
