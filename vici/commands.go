@@ -46,11 +46,11 @@ var commands = map[string]handler{
 	"get-shared":      getShared,    // load.go
 	"clear-creds":     clearCreds,   // load.go
 	"get-pools":       getPools,     // pools.go
+	"load-cert":       loadCert,     // creds.go
+	"load-key":        loadKey,      // creds.go
+	"get-keys":        getKeys,      // creds.go
 
-	"load-cert":        unsupported("certificates come from the config file (cert:, cacerts:); loading them over vici is not implemented yet"),
-	"load-key":         unsupported("private keys come from the config file (key:); loading them over vici is not implemented yet"),
 	"load-token":       unsupported("ipsecd has no smartcard support"),
-	"get-keys":         unsupported("private keys come from the config file (key:); listing them over vici is not implemented yet"),
 	"flush-certs":      unsupported("ipsecd keeps no certificate cache"),
 	"list-certs":       unsupported("listing certificates over vici is not implemented yet"),
 	"list-authorities": unsupported("ipsecd has no certification authority sections"),

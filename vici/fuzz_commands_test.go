@@ -1,7 +1,12 @@
 package vici
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"io"
+	"math/big"
 	"net"
 	"net/netip"
 	"testing"
@@ -44,6 +49,13 @@ func (fuzzBackend) PoolList(bool) ([]control.PoolInfo, error) {
 // too), is answered without a panic (the handlers run without the
 // recover that guards them in the server), and the answer encodes.
 func FuzzCommands(f *testing.F) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), BasicConstraintsValid: true, IsCA: true}
+	certDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range []*Packet{
 		{Type: CmdRequest, Name: "load-conn", Message: NewMessage().Set("gw", NewMessage().Set("local_addrs", []string{"192.0.2.1"}).
 			Set("local", NewMessage().Set("auth", "psk")).Set("remote", NewMessage().Set("auth", "psk")).
@@ -55,6 +67,8 @@ func FuzzCommands(f *testing.F) {
 		{Type: CmdRequest, Name: "get-pools", Message: NewMessage().Set("leases", "yes")},
 		{Type: CmdRequest, Name: "list-policies", Message: NewMessage().Set("trap", "yes")},
 		{Type: CmdRequest, Name: "initiate", Message: NewMessage().Set("child", "net").Set("loglevel", "2")},
+		{Type: CmdRequest, Name: "load-cert", Message: NewMessage().Set("type", "X509").Set("flag", "CA").Set("data", string(certDER))},
+		{Type: CmdRequest, Name: "load-key", Message: NewMessage().Set("type", "any").Set("data", string(keyDER))},
 	} {
 		b, err := seed.AppendBinary(nil)
 		if err != nil {

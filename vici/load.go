@@ -145,14 +145,14 @@ func getShared(r *request) *Message {
 	return NewMessage().Set("keys", nonNil(l.SharedIDs()))
 }
 
-// clearCreds drops the secrets loaded over vici (charon's clear-creds
-// drops certificates and keys too; ipsecd takes none over vici).
+// clearCreds drops the secrets, certificates and keys loaded over vici,
+// as charon's does. The SAs they served stay up, as in charon: their
+// keys are derived; the next authentication needs them loaded again.
 func clearCreds(r *request) *Message {
-	l, fail := r.loader()
-	if fail != nil {
-		return fail
+	r.conn.s.creds.clear()
+	if l, ok := r.conn.s.backend.(Loader); ok {
+		l.ClearShared()
 	}
-	l.ClearShared()
 	return success()
 }
 

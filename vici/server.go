@@ -46,6 +46,7 @@ type Server struct {
 	sock    *control.Socket
 	started time.Time
 	ids     uniqueIDs     // ids.go
+	creds   creds         // creds.go
 	closing chan struct{} // closed by Close: commands that wait stop waiting
 	once    sync.Once
 }
