@@ -3,7 +3,14 @@
 package integration
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,6 +281,36 @@ secrets {
 `, underlayA4, underlayB4, esp, start, charontest.PSK)
 }
 
+// writeSwanctlCreds puts a CA certificate (PEM), a certificate (DER) and
+// an ECDSA key (PEM) where swanctl --load-all finds them under dir.
+func writeSwanctlCreds(t *testing.T, dir string) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert := func(ca bool) []byte {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gw"},
+			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: ca}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return der
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	for name, data := range map[string][]byte{
+		"x509ca/ca.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert(true)}),
+		"x509/gw.der":   cert(false),
+		"ecdsa/gw.pem":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestViciLoadAll: with no connection in ipsecd's file, swanctl
 // --load-all loads one (PSK, from swanctl.conf) over vici and --initiate
 // brings it up against charon. Loaded again unchanged, and after a reload
@@ -300,8 +337,11 @@ func TestViciLoadAll(t *testing.T) {
 		}
 		return string(out)
 	}
+	writeSwanctlCreds(t, dir)
 	out := load(viciSwanctlConf("aes128gcm16", "none"), "--load-all")
-	for _, want := range []string{"loaded ike secret 'ike-gw'", "loaded connection 'gw'", "successfully loaded 1 connections, 0 unloaded"} {
+	for _, want := range []string{"loaded ike secret 'ike-gw'", "loaded connection 'gw'", "successfully loaded 1 connections, 0 unloaded",
+		"loaded certificate from '" + dir + "/x509ca/ca.pem'", "loaded certificate from '" + dir + "/x509/gw.der'",
+		"loaded ECDSA key from '" + dir + "/ecdsa/gw.pem'"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("swanctl --load-all: no %q in\n%s", want, out)
 		}
