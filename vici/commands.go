@@ -49,6 +49,7 @@ var commands = map[string]handler{
 	"load-cert":       loadCert,     // creds.go
 	"load-key":        loadKey,      // creds.go
 	"get-keys":        getKeys,      // creds.go
+	"unload-key":      unloadKey,    // creds.go
 
 	"load-token":       unsupported("ipsecd has no smartcard support"),
 	"flush-certs":      unsupported("ipsecd keeps no certificate cache"),

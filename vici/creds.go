@@ -160,6 +160,27 @@ func getKeys(r *request) *Message {
 	return NewMessage().Set("keys", nonNil(r.conn.s.creds.keyIDs()))
 }
 
+// unloadKey drops the key of id, as swanctl --load-creds asks for a key
+// whose file is gone.
+func unloadKey(r *request) *Message {
+	id := r.msg.String("id")
+	if id == "" {
+		return failure("unload-key: key id missing")
+	}
+	if !r.conn.s.creds.dropKey(id) {
+		return failure(fmt.Sprintf("unload-key: no key %s loaded over vici", id))
+	}
+	return success()
+}
+
+func (c *creds) dropKey(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.keys)
+	c.keys = slices.DeleteFunc(c.keys, func(k storedKey) bool { return k.id == id })
+	return len(c.keys) < n
+}
+
 func (c *creds) addCert(cert *x509.Certificate, ca bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

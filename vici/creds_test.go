@@ -109,6 +109,15 @@ func TestLoadCertKeyGetKeysClearCreds(t *testing.T) {
 	if got := resp.Get("keys"); err != nil || strings.Join(got.([]string), ",") != ids[0]+","+ids[1] {
 		t.Errorf("get-keys: %v %v, want [%s %s] (the same key loaded twice once)", resp, err, ids[0], ids[1])
 	}
+	if resp, err := call(t, sess, "unload-key", "id", ids[1]); err != nil {
+		t.Errorf("unload-key: %v %v", resp, err)
+	}
+	if resp, err := call(t, sess, "unload-key", "id", ids[1]); err == nil || !strings.Contains(resp.Get("errmsg").(string), "no key "+ids[1]) {
+		t.Errorf("unload-key of a key gone: %v %v", resp, err)
+	}
+	if resp, err := call(t, sess, "get-keys"); err != nil || strings.Join(resp.Get("keys").([]string), ",") != ids[0] {
+		t.Errorf("get-keys after unload-key: %v %v, want [%s]", resp, err, ids[0])
+	}
 	if _, err := call(t, sess, "clear-creds"); err != nil {
 		t.Fatal(err)
 	}
