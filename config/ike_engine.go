@@ -19,7 +19,7 @@ func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
 	}
 	for i := range cn.Children {
 		if ch := &cn.Children[i]; ch.Name == child {
-			return c.EngineConfigOf(cn, ch), nil
+			return c.EngineConfigOf(cn, ch, eapSecrets(c.Secrets)), nil
 		}
 	}
 	return nil, fmt.Errorf("config: connection %q has no child %q", conn, child)
@@ -27,12 +27,15 @@ func (c *IKEConfig) EngineConfig(conn, child string) (*ike.Config, error) {
 
 // EngineConfigOf is EngineConfig of connection cn with its child ch, as
 // found (a walk of c.Connections: no lookup by name per connection),
-// with c's ike: settings and secrets.
-func (c *IKEConfig) EngineConfigOf(cn *Connection, ch *Child) *ike.Config {
-	return cn.engineConfig(c.IKE, ch, c.Secrets)
+// with c's ike: settings, and eap as the engine's EAPSecret when cn
+// authenticates with EAP: the daemon passes one lookup of its EAP user
+// store for all connections, so that a reload changes who can log in
+// without a copy of the users per connection.
+func (c *IKEConfig) EngineConfigOf(cn *Connection, ch *Child, eap func(string) ([]byte, bool)) *ike.Config {
+	return cn.engineConfig(c.IKE, ch, eap)
 }
 
-func (cn *Connection) engineConfig(i IKE, ch *Child, secrets []Secret) *ike.Config {
+func (cn *Connection) engineConfig(i IKE, ch *Child, eap func(string) ([]byte, bool)) *ike.Config {
 	ec := &ike.Config{
 		LocalID:     cn.Local.Identity,
 		RemoteID:    cn.Remote.Identity,
@@ -57,11 +60,11 @@ func (cn *Connection) engineConfig(i IKE, ch *Child, secrets []Secret) *ike.Conf
 	ec.VIPs = cn.VIPs
 	if cn.Remote.Auth.IsEAP() {
 		ec.RemoteEAPID = cn.Remote.EAPID
-		ec.EAPSecret = eapSecrets(secrets)
+		ec.EAPSecret = eap
 	}
 	if cn.Local.Auth.IsEAP() {
 		ec.LocalEAPID = cn.Local.EAPID
-		ec.EAPSecret = eapSecrets(secrets)
+		ec.EAPSecret = eap
 	}
 	return ec
 }

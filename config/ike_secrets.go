@@ -229,17 +229,29 @@ func (c *IKEConfig) EAPSecret(id string) (Key, bool) {
 	return nil, false
 }
 
-// eapSecrets returns the engine's EAPSecret over copies of the eap
-// secrets, so that WipeKeys on the file's Config leaves them alone.
-func eapSecrets(secrets []Secret) func(string) ([]byte, bool) {
+// eapSecret is EAPSecret as the engine's lookup, over the file's bytes.
+func (c *IKEConfig) eapSecret(id string) ([]byte, bool) { return c.EAPSecret(id) }
+
+// EAPUsers returns copies of the eap secrets by identity, the first in
+// the file for an identity listed twice (as EAPSecret finds it), so that
+// WipeKeys on the file's Config leaves them alone: the caller zeroes
+// them when it drops them.
+func (c *IKEConfig) EAPUsers() map[string][]byte {
 	users := map[string][]byte{}
-	for _, s := range secrets {
+	for _, s := range c.Secrets {
 		for _, id := range s.IDs {
 			if _, dup := users[id]; s.Type == SecretEAP && !dup {
 				users[id] = slices.Clone([]byte(s.Secret))
 			}
 		}
 	}
+	return users
+}
+
+// eapSecrets returns an EAPSecret over copies of the eap secrets
+// (EAPUsers), for EngineConfig.
+func eapSecrets(secrets []Secret) func(string) ([]byte, bool) {
+	users := (&IKEConfig{Secrets: secrets}).EAPUsers()
 	return func(id string) ([]byte, bool) {
 		k, ok := users[id]
 		return k, ok

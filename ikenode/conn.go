@@ -115,7 +115,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 			continue
 		}
 		ch := cn.Children[0]
-		ec := ic.EngineConfigOf(&cn, &cn.Children[0])
+		ec := ic.EngineConfigOf(&cn, &cn.Children[0], m.eapSecret)
 		if !m.cfg.RawESP && !ec.ForceEncap {
 			// Raw ESP could not be carried: make NAT detection report a
 			// NAT so that both sides put ESP in UDP.

@@ -307,6 +307,7 @@ func (m *Daemon) Reload(ic *config.IKEConfig) (ReloadResult, error) {
 			m.resolveFile = ic.IKE.ResolveFile
 			m.updateResolv() // resolv.go: our lines move
 		}
+		m.setEAPUsers(ic) // the next login asks the new users (eapusers.go)
 		fresh := m.connsFrom(ic)
 		keep := map[string]bool{}
 		var order []string

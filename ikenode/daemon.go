@@ -148,6 +148,7 @@ type Daemon struct {
 	limits      limits
 	children    map[*ike.Child]*installed
 	relays      map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
+	eap         eapUsers                 // the EAP users' passwords, one store for all connections (eapusers.go)
 	lingering   []lingering
 	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
 	// shorten it).
@@ -213,6 +214,7 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("ike: port %d: %w", cfg.IKE.IKE.Port, err)
 	}
 	m.bind = bind
+	m.setEAPUsers(cfg.IKE)
 	m.setConnections(cfg.IKE, m.clock.Now())
 	m.resolveFile = cfg.IKE.IKE.ResolveFile
 	m.cfg.IKE = nil // the Daemon keeps what it needs, not the file
@@ -334,6 +336,7 @@ func (m *Daemon) shutdown() {
 	for _, c := range m.conns {
 		clear(c.ec.PSK) // the engine's copies; the file's are the caller's
 	}
+	m.eap.wipe()
 }
 
 // handleSafely is handle, with a panic (a bug the peer's message
