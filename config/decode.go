@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +25,21 @@ type decoder struct {
 	warnings []string
 	// inlineKeys: the file itself holds a key (key:, not key_file:).
 	inlineKeys bool
+	// mem: files given in memory by path (ParseMem), read instead of
+	// the file system: vici's certificates and keys.
+	mem map[string][]byte
+}
+
+// read reads path from mem or, when mem has none, the file system with
+// the bounded reader; fi is nil for a file of mem.
+func (d *decoder) read(path string, limit int64, what string) ([]byte, os.FileInfo, error) {
+	if b, ok := d.mem[path]; ok {
+		if int64(len(b)) > limit {
+			return nil, nil, fmt.Errorf("%s: %s of %d bytes; at most %d", path, what, len(b), limit)
+		}
+		return slices.Clone(b), nil, nil
+	}
+	return readRegular(path, limit, what)
 }
 
 // errorf records an error. The messages are built not to hold values of

@@ -30,9 +30,22 @@ func Parse(name string, data []byte) (cfg *Config, err error) {
 	return cfg, err
 }
 
+// ParseMem is Parse with files given in memory: a cert:, key: or
+// cacerts: path that mem holds (as the path the file would have) is
+// read from it, with the same checks as a file's. Package vici's
+// certificates and keys come so. mem is left as it is.
+func ParseMem(name string, data []byte, mem map[string][]byte) (*Config, error) {
+	cfg, _, err := parseWith(name, data, mem)
+	return cfg, err
+}
+
 // parse is Parse, with the decoder for what Load adds.
 func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
-	d = &decoder{file: name, dir: filepath.Dir(name)}
+	return parseWith(name, data, nil)
+}
+
+func parseWith(name string, data []byte, mem map[string][]byte) (cfg *Config, d *decoder, err error) {
+	d = &decoder{file: name, dir: filepath.Dir(name), mem: mem}
 	c := &Config{
 		File:     name,
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFmt},

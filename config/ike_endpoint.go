@@ -123,7 +123,7 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 
 // certFile reads the PEM certificates of a file, with the bounded reader.
 func (d *decoder) certFile(n *yaml.Node, field, path string) []*x509.Certificate {
-	data, _, err := readRegular(path, maxPEMFile, "a certificate file")
+	data, _, err := d.read(path, maxPEMFile, "a certificate file")
 	if err != nil {
 		d.errorf(n, field, "%v", err)
 		return nil

@@ -151,7 +151,7 @@ func (d *decoder) secretFile(n *yaml.Node, field string) (Key, bool) {
 // error names the field and never the path, which may be a key pasted
 // into the wrong field. The caller zeroes the bytes.
 func (d *decoder) readKeyFile(n *yaml.Node, field, path string, limit int64, what string) ([]byte, os.FileInfo, bool) {
-	data, fi, err := readRegular(path, limit, what)
+	data, fi, err := d.read(path, limit, what)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -179,6 +179,9 @@ func trimSpace(b []byte) []byte {
 // warnExposed adds exposedKeys' warnings for a file that holds keys, named
 // as the field that names it.
 func (d *decoder) warnExposed(path string, fi os.FileInfo, name string) {
+	if fi == nil {
+		return // given in memory
+	}
 	for _, w := range exposedKeys(path, fi, false, true) {
 		w = strings.Replace(w, "key_file ", name, 1)
 		if !slices.Contains(d.warnings, w) {

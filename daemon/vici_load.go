@@ -101,14 +101,14 @@ func connNames(conns []loadedConn) []string {
 var errFromFile = errors.New("comes from the config file; vici loads and unloads only its own")
 
 // LoadConn adds or replaces a connection of vici's and applies it.
-func (b *backend) LoadConn(name string, item []byte) error {
+func (b *backend) LoadConn(name string, item []byte, files map[string][]byte) error {
 	n := (*Daemon)(b)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cfg == nil {
 		return fmt.Errorf("%w: this daemon runs no config file", control.ErrInvalid)
 	}
-	cfg, err := parseVici(n.cfg.Interfaces, []loadedItem{{name, item}}, n.loaded.secrets)
+	cfg, err := parseVici(n.cfg.Interfaces, []loadedItem{{name, item}}, n.loaded.secrets, files)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (b *backend) ViciConns() []string {
 // LoadShared adds or replaces a secret of vici's, checked at once; the
 // connections loaded from then on use it.
 func (b *backend) LoadShared(id string, item []byte) error {
-	cfg, err := parseVici(nil, nil, []loadedItem{{id, item}})
+	cfg, err := parseVici(nil, nil, []loadedItem{{id, item}}, nil)
 	if err != nil {
 		clear(item)
 		return err
@@ -228,7 +228,7 @@ func (n *Daemon) applyViciLocked(conns []loadedConn) error {
 
 // parseVici parses vici's items as a config file of the running file's
 // interfaces (what if_id may name), secrets and connections.
-func parseVici(ifaces []config.Interface, conns, secrets []loadedItem) (*config.Config, error) {
+func parseVici(ifaces []config.Interface, conns, secrets []loadedItem, files map[string][]byte) (*config.Config, error) {
 	var doc []byte
 	if len(ifaces) > 0 {
 		doc = append(doc, "interfaces:\n"...)
@@ -249,7 +249,7 @@ func parseVici(ifaces []config.Interface, conns, secrets []loadedItem) (*config.
 		}
 	}
 	defer clear(doc) // it holds the secrets
-	cfg, err := config.Parse("vici", doc)
+	cfg, err := config.ParseMem("vici", doc, files)
 	if err != nil {
 		return nil, viciError(err)
 	}

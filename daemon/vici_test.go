@@ -116,7 +116,7 @@ func TestViciLoadConnChecked(t *testing.T) {
 		{"no interface", item("1", "aes128gcm16"), `children[0].if_id: no interface has if_id 1`},
 		{"bad proposal", item("1", "rot13"), `children[0].esp_proposals[0]: proposal "rot13": unknown algorithm "rot13"`},
 	} {
-		err := b.LoadConn("gw", tt.item)
+		err := b.LoadConn("gw", tt.item, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "vici:") {
 			t.Errorf("%s: %v; want %q without the document's lines", tt.name, err, tt.want)
 		}
@@ -153,13 +153,13 @@ secrets: [{ids: [a.test], secret: x}]
 		item := `{name: "` + name + `", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, ` +
 			`remote: {auth: "psk", id: "b.test"}, children: [{name: "` + child + `", if_id: "1", local_ts: ["10.1.0.0/24"], ` +
 			`remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`
-		cfg, err := parseVici(file.Interfaces, []loadedItem{{name, []byte(item)}}, secret)
+		cfg, err := parseVici(file.Interfaces, []loadedItem{{name, []byte(item)}}, secret, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		return cfg.Connections[0]
 	}
-	cfg, err := parseVici(file.Interfaces, []loadedItem{{"gw", []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "1", local_ts: ["10.1.0.0/24"], remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`)}}, secret)
+	cfg, err := parseVici(file.Interfaces, []loadedItem{{"gw", []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "1", local_ts: ["10.1.0.0/24"], remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`)}}, secret, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,14 +33,14 @@ func (fuzzBackend) IKERekey(control.IKETarget) error     { return nil }
 func (fuzzBackend) Connections() []config.Connection {
 	return []config.Connection{{Name: "gw", Children: []config.Child{{Name: "net", StartAction: config.StartActionTrap}}}}
 }
-func (fuzzBackend) ReloadConfig() error             { return nil }
-func (fuzzBackend) LoadConn(string, []byte) error   { return nil }
-func (fuzzBackend) UnloadConn(string) error         { return nil }
-func (fuzzBackend) ViciConns() []string             { return nil }
-func (fuzzBackend) LoadShared(string, []byte) error { return nil }
-func (fuzzBackend) UnloadShared(string) error       { return nil }
-func (fuzzBackend) ClearShared()                    {}
-func (fuzzBackend) SharedIDs() []string             { return nil }
+func (fuzzBackend) ReloadConfig() error                              { return nil }
+func (fuzzBackend) LoadConn(string, []byte, map[string][]byte) error { return nil }
+func (fuzzBackend) UnloadConn(string) error                          { return nil }
+func (fuzzBackend) ViciConns() []string                              { return nil }
+func (fuzzBackend) LoadShared(string, []byte) error                  { return nil }
+func (fuzzBackend) UnloadShared(string) error                        { return nil }
+func (fuzzBackend) ClearShared()                                     {}
+func (fuzzBackend) SharedIDs() []string                              { return nil }
 func (fuzzBackend) PoolList(bool) ([]control.PoolInfo, error) {
 	return []control.PoolInfo{{Name: "rw", Addrs: "10.3.0.0/24", Leases: []control.PoolLease{{Address: netip.MustParseAddr("10.3.0.1")}}}}, nil
 }
@@ -56,7 +56,15 @@ func FuzzCommands(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	keyName, err := keyID(key.Public())
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range []*Packet{
+		{Type: CmdRequest, Name: "load-conn", Message: NewMessage().Set("gw", NewMessage().
+			Set("local", NewMessage().Set("auth", "pubkey").Set("certs", []string{string(certDER)})).
+			Set("remote", NewMessage().Set("auth", "pubkey").Set("cacerts", []string{string(certDER)})).
+			Set("children", NewMessage().Set("net", NewMessage().Set("if_id_in", "1").Set("if_id_out", "1"))))},
 		{Type: CmdRequest, Name: "load-conn", Message: NewMessage().Set("gw", NewMessage().Set("local_addrs", []string{"192.0.2.1"}).
 			Set("local", NewMessage().Set("auth", "psk")).Set("remote", NewMessage().Set("auth", "psk")).
 			Set("children", NewMessage().Set("net", NewMessage().Set("if_id_in", "1").Set("if_id_out", "1").Set("mode", "tunnel"))))},
@@ -90,6 +98,10 @@ func FuzzCommands(f *testing.F) {
 		defer b.Close()
 		go io.Copy(io.Discard, b)
 		s := &Server{backend: fuzzBackend{}, log: discardLog(), started: time.Now(), closing: make(chan struct{})}
+		// A key loaded, so that load-conn's certificates find theirs.
+		if err := s.creds.addKey(storedKey{keyName, key}); err != nil {
+			t.Fatal(err)
+		}
 		cn := &conn{s: s, c: a, registered: map[string]bool{"list-sa": true, "list-conn": true, "list-policy": true, "control-log": true},
 			done: make(chan struct{})}
 		resp := h(&request{conn: cn, name: p.Name, msg: p.Message})

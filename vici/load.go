@@ -17,8 +17,10 @@ import (
 type Loader interface {
 	// LoadConn adds or replaces the connection name, given as one item
 	// of the config file's connections: (YAML), checked as the file's
-	// are. Its error says what is wrong.
-	LoadConn(name string, item []byte) error
+	// are. files holds the certificates and key it names (cert:, key:,
+	// cacerts:) by path, read instead of files (config.ParseMem); they
+	// are the caller's to zero after.
+	LoadConn(name string, item []byte, files map[string][]byte) error
 	// UnloadConn removes a connection loaded over vici.
 	UnloadConn(name string) error
 	// ViciConns returns the names of the connections loaded over vici.
@@ -57,11 +59,13 @@ func loadConn(r *request) *Message {
 	if sec == nil {
 		return failure(fmt.Sprintf("load-conn: %q is not a section", name))
 	}
-	item, err := connItem(name, sec)
+	files := connFiles{}
+	defer files.wipe()
+	item, err := connItem(name, sec, &r.conn.s.creds, files)
 	if err != nil {
 		return failure(fmt.Sprintf("load-conn: %s: %v", name, err))
 	}
-	if err := l.LoadConn(name, item); err != nil {
+	if err := l.LoadConn(name, item, files); err != nil {
 		return failure(fmt.Sprintf("load-conn: %s: %v", name, err))
 	}
 	return success()
@@ -175,7 +179,7 @@ var (
 // connItem writes a connection of swanctl.conf as one item of the config
 // file's connections: in YAML's flow style, each value JSON-quoted (a
 // JSON string is a YAML string: nothing in a value is read as YAML).
-func connItem(name string, sec *Message) ([]byte, error) {
+func connItem(name string, sec *Message, store *creds, files connFiles) ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "{name: %s", quote(name))
 	var locals, remotes []string
@@ -220,20 +224,36 @@ func connItem(name string, sec *Message) ([]byte, error) {
 		auth := sec.Section(side.found[0])
 		fmt.Fprintf(&b, ", %s: {", side.key)
 		first := true
-		for _, k := range auth.Keys() {
-			to, ok := authKeys[k]
-			if !ok {
-				if k == "certs" || k == "cacerts" || k == "pubkeys" {
-					return nil, fmt.Errorf("%s.%s: certificates over vici are not implemented; use auth = psk, or the config file's cert and cacerts", side.found[0], k)
-				}
-				return nil, fmt.Errorf("%s.%s is not supported by ipsecd", side.found[0], k)
-			}
+		sep := func() {
 			if !first {
 				b.WriteString(", ")
 			}
 			first = false
+		}
+		for _, k := range auth.Keys() {
+			if certKey := side.key + "." + k; certKey == "local.certs" || certKey == "remote.cacerts" {
+				sep()
+				if err := sideCerts(&b, store, files, certKey, auth.Get(k)); err != nil {
+					return nil, fmt.Errorf("%s.%s: %v", side.found[0], k, err)
+				}
+				continue
+			}
+			to, ok := authKeys[k]
+			if !ok {
+				if k == "certs" || k == "cacerts" || k == "pubkeys" {
+					return nil, fmt.Errorf("%s.%s: not supported by ipsecd, which takes local.certs (ours, with the key of load-key) and remote.cacerts", side.found[0], k)
+				}
+				return nil, fmt.Errorf("%s.%s is not supported by ipsecd", side.found[0], k)
+			}
+			sep()
 			if err := writeValueBare(&b, to, auth.Get(k)); err != nil {
 				return nil, fmt.Errorf("%s.%s: %v", side.found[0], k, err)
+			}
+		}
+		if side.key == "remote" && auth.String("auth") == "pubkey" && auth.Get("cacerts") == nil {
+			sep()
+			if err := store.remoteCAs(&b, files, nil); err != nil {
+				return nil, fmt.Errorf("%s.cacerts: %v", side.found[0], err)
 			}
 		}
 		b.WriteString("}")

@@ -3,6 +3,7 @@ package vici_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,11 +18,16 @@ type fakeLoader struct {
 	fakeIKE
 	conns, secrets map[string]string
 	order          []string
+	files          map[string][]byte // the last connection's, copied
 }
 
-func (f *fakeLoader) LoadConn(name string, item []byte) error {
+func (f *fakeLoader) LoadConn(name string, item []byte, files map[string][]byte) error {
 	if f.conns == nil {
 		f.conns = map[string]string{}
+	}
+	f.files = map[string][]byte{}
+	for k, v := range files {
+		f.files[k] = slices.Clone(v)
 	}
 	f.conns[name] = string(item)
 	f.order = append(f.order, name)
@@ -148,7 +154,13 @@ func TestLoadConnRefuses(t *testing.T) {
 			l.Set("auth", "pubkey")
 			l.Set("certs", []string{"-----BEGIN CERTIFICATE-----"})
 			c.Set("local", l)
-		}, "local.certs: certificates over vici are not implemented"},
+		}, "local.certs: certificate 1: no PEM CERTIFICATE block"},
+		{"remote certs", func(c, _ *govici.Message) {
+			r := govici.NewMessage()
+			r.Set("auth", "pubkey")
+			r.Set("certs", []string{"x"})
+			c.Set("remote", r)
+		}, "remote.certs: not supported by ipsecd, which takes local.certs"},
 		{"two rounds", func(c, _ *govici.Message) {
 			l := govici.NewMessage()
 			l.Set("auth", "eap")

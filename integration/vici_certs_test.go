@@ -1,0 +1,176 @@
+//go:build linux
+
+package integration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+)
+
+// certPKI writes a CA and, for each id, a certificate it signed (PEM,
+// subject and subjectAltName the id) and its ECDSA key (SEC1 PEM) under
+// dir: ca.pem, ID.pem, ID.key.
+func certPKI(t *testing.T, dir string, ids ...string) {
+	t.Helper()
+	now := time.Now()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd vici test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	write := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	for i, id := range ids {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: id}, DNSNames: []string{id},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, _ := x509.MarshalECPrivateKey(key)
+		write(id+".pem", "CERTIFICATE", der)
+		write(id+".key", "EC PRIVATE KEY", keyDER)
+	}
+}
+
+// viciCertsConf is swanctl.conf for ipsecd: pubkey both ways, our
+// certificate by its file name in x509/, the CA's in x509ca/ when
+// cacerts is set (else any CA loaded), and two children.
+func viciCertsConf(cacerts bool) string {
+	ca := ""
+	if cacerts {
+		ca = "\n      cacerts = ca.pem"
+	}
+	var children strings.Builder
+	for i, n := range childrenNames[:2] {
+		fmt.Fprintf(&children, "      %s {\n        local_ts = 198.51.100.%d/32\n        remote_ts = 203.0.113.%d/32\n        esp_proposals = %s\n        if_id_in = 1\n        if_id_out = 1\n      }\n",
+			n, i+1, i+1, childrenESP[i])
+	}
+	return fmt.Sprintf(`connections {
+  gw {
+    local_addrs = %s
+    remote_addrs = %s
+    version = 2
+    proposals = aes256-sha256-x25519
+    encap = yes
+    local {
+      auth = pubkey
+      id = a.test
+      certs = a.test.pem
+    }
+    remote {
+      auth = pubkey
+      id = b.test%s
+    }
+    children {
+%s    }
+  }
+}
+`, underlayA4, underlayB4, ca, children.String())
+}
+
+// TestViciLoadAllCerts: swanctl --load-all loads ipsecd's certificate,
+// its key and the CA into ipsecd over vici, and a connection that names
+// them as charon's users write it (certs = a.test.pem, cacerts = ca.pem
+// or none: any CA loaded); initiated over vici, the IKE SA comes up with
+// certificates against charon, and each of its two children carries a
+// ping.
+func TestViciLoadAllCerts(t *testing.T) {
+	for _, cacerts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cacerts=%v", cacerts), func(t *testing.T) {
+			charontest.Require(t)
+			names := childrenNames[:2]
+			pki := t.TempDir()
+			certPKI(t, pki, "a.test", "b.test")
+			r := &ikeRig{p: newPair(t)}
+			for i := range names {
+				r.p.b.mustRun(t, "ip", "addr", "add", fmt.Sprintf("203.0.113.%d/32", i+1), "dev", "lo")
+			}
+			r.p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+			r.ch = charontest.Start(t, r.p.b.name, "")
+			chDir := filepath.Join(t.TempDir(), "swanctl")
+			copyFiles(t, map[string]string{filepath.Join(pki, "b.test.key"): filepath.Join(chDir, "ecdsa", "b.key")})
+			conn := charonChildrenConn()
+			conn.Children = conn.Children[:2]
+			conn.Local = charontest.Peer{Auth: "pubkey", ID: "b.test", Certs: filepath.Join(pki, "b.test.pem")}
+			conn.Remote = charontest.Peer{Auth: "pubkey", ID: "a.test", CACerts: filepath.Join(pki, "ca.pem")}
+			r.ch.LoadDir(conn.String(), chDir)
+
+			sock := filepath.Join(t.TempDir(), "charon.vici")
+			r.d = startDaemon(t, r.p.a, fmt.Sprintf(`log: {level: debug}
+ike:
+  port: 500
+  retransmit: {timeout: 500ms, base: 1, tries: 2}
+vici: %s
+underlay: {udp: "0.0.0.0:4500"}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24, 198.51.100.2/32], routes: [203.0.113.0/24]}
+`, sock))
+			dir := t.TempDir()
+			copyFiles(t, map[string]string{
+				filepath.Join(pki, "ca.pem"):     filepath.Join(dir, "x509ca", "ca.pem"),
+				filepath.Join(pki, "a.test.pem"): filepath.Join(dir, "x509", "a.test.pem"),
+				filepath.Join(pki, "a.test.key"): filepath.Join(dir, "ecdsa", "a.test.key"),
+			})
+			conf := filepath.Join(dir, "swanctl.conf")
+			if err := os.WriteFile(conf, []byte(viciCertsConf(cacerts)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("timeout", "30", "swanctl", "--load-all", "--file", conf, "--uri", "unix://"+sock)
+			cmd.Env = append(os.Environ(), "SWANCTL_DIR="+dir)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "loaded connection 'gw'") {
+				t.Fatalf("swanctl --load-all: %v\n%s", err, out)
+			}
+			for _, n := range names {
+				viciSwanctl(t, sock, "--initiate", "--child", n, "--timeout", "10")
+			}
+			r.waitChildren(t, "initiating over vici", names, nil)
+			r.pingChildren(t, names)
+			if sas := r.ch.ListSAs(); !strings.Contains(sas, "remote 'a.test'") {
+				t.Errorf("charon's SAs:\n%s", sas)
+			}
+			t.Logf("swanctl --load-all:\n%s", out)
+		})
+	}
+}
+
+// copyFiles copies each file to its destination, making its directory.
+func copyFiles(t *testing.T, files map[string]string) {
+	t.Helper()
+	for from, to := range files {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
