@@ -3,14 +3,7 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,38 +14,6 @@ import (
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/internal/charontest"
 )
-
-// raPKI writes a CA and the gateway's certificate (a.test, ECDSA P-256)
-// and key into dir, and returns their paths.
-func raPKI(t *testing.T, dir string) (caFile, certFile, keyFile string) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	gwKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd RA test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	gwTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "a.test"}, DNSNames: []string{"a.test"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
-	gwDER, err := x509.CreateCertificate(rand.Reader, gwTmpl, ca, &gwKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := x509.MarshalPKCS8PrivateKey(gwKey)
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("gw.pem", "CERTIFICATE", gwDER), write("gw.key", "PRIVATE KEY", key)
-}
 
 // raGateway is ipsecd's config as a remote-access gateway: certificate,
 // a pool, EAP-MSCHAPv2 users, and the network behind it (198.51.100.0/24,

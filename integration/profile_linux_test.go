@@ -3,20 +3,12 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipsecd/ipsecd/internal/charontest"
 )
@@ -52,7 +44,7 @@ func TestProfileStrongswanConnects(t *testing.T) {
 			p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
 			p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
 			dir := t.TempDir()
-			pem := profilePKI(t, dir)
+			pem := writePKI(t, dir, "ipsecd profile test CA", false, pkiLeaf{"gw", "a.test"}, pkiLeaf{"user", "b.test"})
 			sides, secrets := "    local:  {auth: psk, id: a.test}\n    remote: {auth: psk, id: b.test}",
 				"secrets:\n  - {ids: [a.test, b.test], secret: \"a profile's psk\"}\n"
 			if auth == "pubkey" {
@@ -81,44 +73,6 @@ func TestProfileStrongswanConnects(t *testing.T) {
 			ping(t, p.a, innerB4, 2)
 		})
 	}
-}
-
-// profilePKI writes a CA, the gateway's certificate (a.test) and the
-// user's (b.test) with their keys into dir as PEM, and returns their
-// paths by name: ca.pem, gw.pem, gw.key, user.pem, user.key.
-func profilePKI(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	paths := map[string]string{}
-	save := func(name, typ string, der []byte) {
-		paths[name] = filepath.Join(dir, name)
-		if err := os.WriteFile(paths[name], pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	from, until := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd profile test CA"},
-		NotBefore: from, NotAfter: until, IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	save("ca.pem", "CERTIFICATE", caDER)
-	ca, _ = x509.ParseCertificate(caDER)
-	for i, name := range []string{"gw", "user"} {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		id := map[string]string{"gw": "a.test", "user": "b.test"}[name]
-		leaf := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: id},
-			DNSNames: []string{id}, NotBefore: from, NotAfter: until, KeyUsage: x509.KeyUsageDigitalSignature}
-		der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _ := x509.MarshalPKCS8PrivateKey(key)
-		save(name+".pem", "CERTIFICATE", der)
-		save(name+".key", "PRIVATE KEY", k)
-	}
-	return paths
 }
 
 // TestProfileStrongswanEAP: the swanctl profile of the remote-access

@@ -3,58 +3,15 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipsecd/ipsecd/internal/charontest"
 )
-
-// certPKI writes a CA and, for each id, a certificate it signed (PEM,
-// subject and subjectAltName the id) and its ECDSA key (SEC1 PEM) under
-// dir: ca.pem, ID.pem, ID.key.
-func certPKI(t *testing.T, dir string, ids ...string) {
-	t.Helper()
-	now := time.Now()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd vici test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	write := func(name, typ string, der []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("ca.pem", "CERTIFICATE", caDER)
-	for i, id := range ids {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: id}, DNSNames: []string{id},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour)}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, _ := x509.MarshalECPrivateKey(key)
-		write(id+".pem", "CERTIFICATE", der)
-		write(id+".key", "EC PRIVATE KEY", keyDER)
-	}
-}
 
 // viciCertsConf is swanctl.conf for ipsecd: pubkey both ways, our
 // certificate by its file name in x509/, the CA's in x509ca/ when
@@ -104,7 +61,7 @@ func TestViciLoadAllCerts(t *testing.T) {
 			charontest.Require(t)
 			names := childrenNames[:2]
 			pki := t.TempDir()
-			certPKI(t, pki, "a.test", "b.test")
+			writePKI(t, pki, "ipsecd vici test CA", true, pkiLeaf{"a.test", "a.test"}, pkiLeaf{"b.test", "b.test"})
 			r := &ikeRig{p: newPair(t)}
 			for i := range names {
 				r.p.b.mustRun(t, "ip", "addr", "add", fmt.Sprintf("203.0.113.%d/32", i+1), "dev", "lo")
