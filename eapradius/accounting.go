@@ -69,12 +69,23 @@ type Accounting struct {
 	sessions map[string]*acctSession
 	closed   bool
 	inflight sync.WaitGroup
+	// held counts the Stops held for their Start (see Stop), which Off
+	// waits for.
+	held sync.WaitGroup
 }
 
 type acctSession struct {
 	Session
 	start time.Time
 	timer *time.Timer // the next Interim-Update's, nil without interim
+	// mu guards startPending and heldStop. It is the session's own, not
+	// Accounting.mu, because the Start's answer may be delivered while
+	// Accounting.mu is held (a closed client answers at once).
+	mu sync.Mutex
+	// startPending is true until the Start is answered or given up;
+	// heldStop is the Stop made meanwhile, sent once it is (see Stop).
+	startPending bool
+	heldStop     *radius.Packet
 }
 
 // NewAccounting returns an Accounting over c.
@@ -91,7 +102,10 @@ var ErrSessionExists = errors.New("eapradius: accounting session already started
 func (a *Accounting) On(done func(error)) { a.nas(rfc2866.AcctStatusType_Value_AccountingOn, done) }
 
 // Off sends Accounting-Off: the gateway stops, and its sessions with it.
+// It first waits for the Stops held for their Start (each at most the
+// servers' tries), so that none follows the Off.
 func (a *Accounting) Off(done func(error)) {
+	a.held.Wait()
 	a.nas(rfc2866.AcctStatusType_Value_AccountingOff, done)
 }
 
@@ -121,11 +135,25 @@ func (a *Accounting) Start(s Session) error {
 	if a.closed {
 		return ErrClosed
 	}
-	as := &acctSession{Session: s, start: time.Now()}
+	as := &acctSession{Session: s, start: time.Now(), startPending: true}
 	a.sessions[s.ID] = as
-	a.send(a.record(as, rfc2866.AcctStatusType_Value_Start, Usage{}, 0), "Start", s.ID, nil)
+	a.send(a.record(as, rfc2866.AcctStatusType_Value_Start, Usage{}, 0), "Start", s.ID, func(error) { a.started(as) })
 	a.scheduleLocked(as)
 	return nil
+}
+
+// started is called when the Start of as is answered or given up: a
+// Stop held for it goes now.
+func (a *Accounting) started(as *acctSession) {
+	as.mu.Lock()
+	as.startPending = false
+	p := as.heldStop
+	as.heldStop = nil
+	as.mu.Unlock()
+	if p != nil {
+		// inflight and held counted it in Stop.
+		a.dispatch(p, "Stop", as.ID, func(error) { a.held.Done() })
+	}
 }
 
 // scheduleLocked arms the session's next Interim-Update. mu held.
@@ -151,6 +179,16 @@ func (a *Accounting) interim(id string) {
 	if a.sessions[id] != as || a.closed {
 		return // stopped while the counters were read
 	}
+	as.mu.Lock()
+	pending := as.startPending
+	as.mu.Unlock()
+	if pending {
+		// The Start is still unanswered: an update of a session the
+		// server has not opened would only confuse it; the next
+		// interval tries again.
+		a.scheduleLocked(as)
+		return
+	}
 	a.send(a.record(as, rfc2866.AcctStatusType_Value_InterimUpdate, u, 0), "Interim-Update", id, nil)
 	a.scheduleLocked(as)
 }
@@ -163,7 +201,13 @@ func (as *acctSession) usage() Usage {
 }
 
 // Stop reports the session ended with its final usage and cause; false
-// when it was not started (nothing is sent).
+// when it was not started (nothing is sent). A Stop never overtakes its
+// Start: while the Start waits for its answer (a session of a few
+// seconds, a server slow to answer or a Start retransmitted), the Stop,
+// made now with the usage and session time of now, is held and sent
+// once the Start is answered or given up. Otherwise a server that saw
+// the Stop first would take the late Start for a session that is open
+// (and an SQL pool would keep its address leased).
 func (a *Accounting) Stop(id string, u Usage, cause Cause) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -175,7 +219,16 @@ func (a *Accounting) Stop(id string, u Usage, cause Cause) bool {
 	if as.timer != nil {
 		as.timer.Stop()
 	}
-	a.send(a.record(as, rfc2866.AcctStatusType_Value_Stop, u, cause), "Stop", id, nil)
+	p := a.record(as, rfc2866.AcctStatusType_Value_Stop, u, cause)
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.startPending {
+		as.heldStop = p
+		a.inflight.Add(1) // under mu, as send's: Close waits for it
+		a.held.Add(1)
+		return true
+	}
+	a.send(p, "Stop", id, nil)
 	return true
 }
 
@@ -253,6 +306,11 @@ func (a *Accounting) record(as *acctSession, status rfc2866.AcctStatusType, u Us
 // acknowledged is logged. mu held, so that no send follows Close's Wait.
 func (a *Accounting) send(p *radius.Packet, what, id string, done func(error)) {
 	a.inflight.Add(1)
+	a.dispatch(p, what, id, done)
+}
+
+// dispatch is send once inflight counts p.
+func (a *Accounting) dispatch(p *radius.Packet, what, id string, done func(error)) {
 	a.c.exchange(p, nil, func(ans answer) {
 		defer a.inflight.Done()
 		if ans.err != nil {
