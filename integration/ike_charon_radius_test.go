@@ -37,7 +37,14 @@ eap_radius:
   accounting: true
 pools:
   - {name: rw, addrs: 10.3.0.0/25, dns: [10.3.0.53], radius: true}
-connections:
+`, dead, secret, auth, acctPort, secret) + radiusGatewayConn(underlayA4, cert, key, "198.51.100.0/24", "10.3.0.0/24")
+}
+
+// radiusGatewayConn is a gateway's connection rw of EAP through RADIUS
+// at local, by the certificate of a.test, its clients' addresses from
+// pool rw, one child between localTS and remoteTS on interface 1.
+func radiusGatewayConn(local, cert, key, localTS, remoteTS string) string {
+	return fmt.Sprintf(`connections:
   - name: rw
     local_addrs: [%s]
     proposals: [aes256-sha256-x25519]
@@ -45,8 +52,8 @@ connections:
     local:  {auth: pubkey, id: a.test, cert: %s, key: %s}
     remote: {auth: eap-radius}
     children:
-      - {name: net, if_id: 1, local_ts: [198.51.100.0/24], remote_ts: [10.3.0.0/24], esp_proposals: [aes128gcm16]}
-`, dead, secret, auth, acctPort, secret, underlayA4, cert, key)
+      - {name: net, if_id: 1, local_ts: [%s], remote_ts: [%s], esp_proposals: [aes128gcm16]}
+`, local, cert, key, localTS, remoteTS)
 }
 
 // TestIKECharonRADIUS: the real binary as a gateway relaying EAP to

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,13 +45,22 @@ type Options struct {
 	// IPPool assigns addresses from an SQL pool (ippool.go); nil for
 	// none.
 	IPPool *IPPool
+	// Listen, when valid, is the address FreeRADIUS listens on, at the
+	// standard ports 1812 and 1813, in place of 127.0.0.1 at free ports:
+	// a server in its own namespace (NetNS, which must then be set and
+	// hold the address) that gateways in other namespaces reach.
+	Listen netip.Addr
+	// Clients are networks whose requests FreeRADIUS takes besides
+	// 127.0.0.1's, with the same secret: the gateways' addresses as
+	// Listen sees them.
+	Clients []netip.Prefix
 }
 
 // Server is a running FreeRADIUS.
 type Server struct {
 	Dir      string // its config directory
-	Auth     string // 127.0.0.1:port of authentication
-	Acct     string // 127.0.0.1:port of accounting
+	Auth     string // address:port of authentication (127.0.0.1 unless Options.Listen)
+	Acct     string // address:port of accounting
 	Secret   string
 	PKI      PKI // the EAP-TLS CA and a client's certificate
 	cmd      *exec.Cmd
@@ -84,10 +94,18 @@ func Start(t testing.TB, o Options) *Server {
 
 func start(t testing.TB, bin string, o Options) (*Server, error) {
 	dir := t.TempDir()
-	auth, acct := freePort(t), freePort(t)
-	s := &Server{Dir: dir, Auth: "127.0.0.1:" + strconv.Itoa(auth), Acct: "127.0.0.1:" + strconv.Itoa(acct), Secret: o.Secret, PKI: makePKI(t, dir, o.TLSNames)}
+	listen, auth, acct := netip.AddrFrom4([4]byte{127, 0, 0, 1}), 1812, 1813
+	if o.Listen.IsValid() {
+		if o.NetNS == "" {
+			t.Fatal("radiustest: Listen needs NetNS: the standard ports of the test's own namespace may be taken")
+		}
+		listen = o.Listen
+	} else {
+		auth, acct = freePort(t), freePort(t)
+	}
+	s := &Server{Dir: dir, Auth: netip.AddrPortFrom(listen, uint16(auth)).String(), Acct: netip.AddrPortFrom(listen, uint16(acct)).String(), Secret: o.Secret, PKI: makePKI(t, dir, o.TLSNames)}
 	files := map[string]string{
-		"radiusd.conf": radiusdConf(dir, o.Secret, auth, acct, o.IPPool),
+		"radiusd.conf": radiusdConf(dir, o.Secret, listen, auth, acct, o.IPPool, o.Clients),
 		"users":        usersFile(o.Users),
 		"dictionary":   "$INCLUDE /usr/share/freeradius/dictionary\n",
 	}
@@ -234,15 +252,19 @@ func usersFile(users []User) string {
 
 // radiusdConf is a whole FreeRADIUS config in one file: no include of
 // /etc/freeradius, one client (127.0.0.1 with the secret, which must
-// send Message-Authenticator), EAP-MSCHAPv2 by default, EAP-MD5 and
-// EAP-TLS (TLS 1.2, fragments of 1024 bytes), the
-// users file, and accounting to DIR/detail.
-func radiusdConf(dir, secret string, auth, acct int, pool *IPPool) string {
+// send Message-Authenticator) and one per network of clients, alike,
+// EAP-MSCHAPv2 by default, EAP-MD5 and EAP-TLS (TLS 1.2, fragments of
+// 1024 bytes), the users file, and accounting to DIR/detail.
+func radiusdConf(dir, secret string, listen netip.Addr, auth, acct int, pool *IPPool, clients []netip.Prefix) string {
 	mods, authz, post, acctMods := "", "", "", ""
 	if pool != nil {
 		mods, authz, post, acctMods = ippoolModules(dir, pool), ippoolAuthorize(pool), "\t\tsqlippool\n", "\t\tsqlippool\n"
 	}
-	return strings.NewReplacer("@POOLMODS@", mods, "@POOLAUTHZ@", authz, "@POOLPOST@", post, "@POOLACCT@", acctMods, "@DIR@", dir, "@SECRET@", secret, "@AUTH@", strconv.Itoa(auth), "@ACCT@", strconv.Itoa(acct)).Replace(`
+	var more strings.Builder
+	for i, c := range clients {
+		fmt.Fprintf(&more, "client net%d {\n\tipaddr = %s\n\tsecret = \"%s\"\n\trequire_message_authenticator = yes\n}\n", i, c.Masked(), secret)
+	}
+	return strings.NewReplacer("@CLIENTS@", more.String(), "@LISTEN@", listen.String(), "@POOLMODS@", mods, "@POOLAUTHZ@", authz, "@POOLPOST@", post, "@POOLACCT@", acctMods, "@DIR@", dir, "@SECRET@", secret, "@AUTH@", strconv.Itoa(auth), "@ACCT@", strconv.Itoa(acct)).Replace(`
 prefix = /usr
 exec_prefix = /usr
 sysconfdir = /etc
@@ -283,7 +305,7 @@ client test {
 	secret = "@SECRET@"
 	require_message_authenticator = yes
 }
-modules {
+@CLIENTS@modules {
 	eap {
 		default_eap_type = mschapv2
 		timer_expire = 60
@@ -324,12 +346,12 @@ modules {
 server default {
 	listen {
 		type = auth
-		ipaddr = 127.0.0.1
+		ipaddr = @LISTEN@
 		port = @AUTH@
 	}
 	listen {
 		type = acct
-		ipaddr = 127.0.0.1
+		ipaddr = @LISTEN@
 		port = @ACCT@
 	}
 	authorize {
