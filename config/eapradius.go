@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -23,6 +24,9 @@ type EAPRADIUS struct {
 	Accounting         bool
 	AccountingInterval time.Duration
 	NASIdentifier      string
+	// NASIP is the NAS-IP-Address (or NAS-IPv6-Address) of every
+	// request; the zero Addr for each session's own (eapradius.Config).
+	NASIP netip.Addr
 	// RetransmitTimeout, RetransmitBase and RetransmitTries are
 	// strongSwan's: the first wait, its growth per retransmission, and
 	// the sends per server before the next is asked.
@@ -52,7 +56,7 @@ const (
 // ClientConfig returns the section as eapradius.New takes it; the
 // secrets are shared, not copied (New copies them).
 func (e *EAPRADIUS) ClientConfig() eapradius.Config {
-	cfg := eapradius.Config{NASIdentifier: e.NASIdentifier, Timeout: e.RetransmitTimeout,
+	cfg := eapradius.Config{NASIdentifier: e.NASIdentifier, NASIP: e.NASIP, Timeout: e.RetransmitTimeout,
 		Base: e.RetransmitBase, Tries: e.RetransmitTries}
 	for _, s := range e.Servers {
 		cfg.Servers = append(cfg.Servers, eapradius.Server{Name: s.Name, Address: s.Address, AcctAddress: s.AcctAddress, Secret: s.Secret})
@@ -62,7 +66,7 @@ func (e *EAPRADIUS) ClientConfig() eapradius.Config {
 
 // eapRADIUS decodes eap_radius: into ic.EAPRADIUS.
 func (d *decoder) eapRADIUS(n *yaml.Node, ic *IKEConfig) {
-	m, ok := d.fields(n, "eap_radius", "servers", "accounting", "accounting_interval", "nas_identifier",
+	m, ok := d.fields(n, "eap_radius", "servers", "accounting", "accounting_interval", "nas_identifier", "nas_ip",
 		"retransmit_timeout", "retransmit_base", "retransmit_tries")
 	if !ok {
 		return
@@ -92,6 +96,14 @@ func (d *decoder) eapRADIUS(n *yaml.Node, ic *IKEConfig) {
 				d.errorf(v, "eap_radius.nas_identifier", "%d bytes; want 1..253 (one RADIUS attribute)", len(s))
 			}
 			e.NASIdentifier = s
+		}
+	}
+	if v := m["nas_ip"]; v != nil {
+		if a, ok := d.addr(v, "eap_radius.nas_ip"); ok {
+			if !a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() {
+				d.errorf(v, "eap_radius.nas_ip", "%v; want the gateway's own unicast address, as the server knows it", a)
+			}
+			e.NASIP = a
 		}
 	}
 	if v := m["retransmit_timeout"]; v != nil {

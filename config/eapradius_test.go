@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ const radiusSection = `eap_radius:
   nas_identifier: gw1
   retransmit_timeout: 500ms
   retransmit_tries: 3
+  nas_ip: 198.51.100.1
 `
 
 // radiusConfig writes ra-good.yaml with section appended, and the
@@ -52,7 +54,7 @@ func TestEAPRADIUSGood(t *testing.T) {
 		t.Errorf("settings %+v", *e)
 	}
 	cc := e.ClientConfig()
-	if len(cc.Servers) != 2 || cc.Tries != 3 || cc.Timeout != 500*time.Millisecond || cc.NASIdentifier != "gw1" || cc.Servers[1].AcctAddress != "[2001:db8::1]:11813" {
+	if len(cc.Servers) != 2 || cc.Tries != 3 || cc.Timeout != 500*time.Millisecond || cc.NASIdentifier != "gw1" || cc.NASIP != netip.MustParseAddr("198.51.100.1") || cc.Servers[1].AcctAddress != "[2001:db8::1]:11813" {
 		t.Errorf("ClientConfig %+v", cc)
 	}
 	if !strings.Contains(strings.Join(c.Warnings, "\n"), "eap_radius: no connection has remote auth eap-radius: the servers are not asked") {
@@ -84,6 +86,8 @@ func TestEAPRADIUSErrors(t *testing.T) {
 		{"tries", "retransmit_tries: 3", "retransmit_tries: 11", "38: eap_radius.retransmit_tries:"},
 		{"timeout", "retransmit_timeout: 500ms", "retransmit_timeout: 2m", "37: eap_radius.retransmit_timeout: 2m0s; want 10ms..60s"},
 		{"base", "retransmit_tries: 3", "retransmit_base: 0.5", `38: eap_radius.retransmit_base: "0.5"; want a number from 1 to 4`},
+		{"nas_ip", "nas_ip: 198.51.100.1", "nas_ip: gw1.example", "39: eap_radius.nas_ip: want an IP address"},
+		{"nas_ip any", "nas_ip: 198.51.100.1", "nas_ip: 0.0.0.0", "39: eap_radius.nas_ip: 0.0.0.0; want the gateway's own unicast address"},
 		{"unknown key", "nas_identifier: gw1", "nas_identifer: gw1", "36: eap_radius.nas_identifer: unknown field; did you mean nas_identifier?"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

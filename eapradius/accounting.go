@@ -114,6 +114,7 @@ func (a *Accounting) nas(status rfc2866.AcctStatusType, done func(error)) {
 	rfc2866.AcctStatusType_Set(p, status)
 	p.Add(rfc2866.AcctSessionID_Type, radius.Attribute(fmt.Sprintf("%s-%d", status, time.Now().Unix())))
 	p.Add(rfc2865.NASIdentifier_Type, radius.Attribute(a.c.cfg.NASIdentifier))
+	addNASAddr(p, a.c.cfg.NASIP) // none without nas_ip: the socket's (Client.ask)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -273,7 +274,7 @@ func (a *Accounting) record(as *acctSession, status rfc2866.AcctStatusType, u Us
 	p.Add(rfc2865.NASPort_Type, uint32Attr(as.Peer.NASPort))
 	addStation(p, rfc2865.CalledStationID_Type, as.Peer.Called)
 	addStation(p, rfc2865.CallingStationID_Type, as.Peer.Calling)
-	addNASAddr(p, as.Peer.Called.Addr())
+	addNASAddr(p, a.c.nasAddr(as.Peer.Called.Addr()))
 	if as.FramedIP.Is4() {
 		p.Add(rfc2865.FramedIPAddress_Type, radius.Attribute(as.FramedIP.AsSlice()))
 	}

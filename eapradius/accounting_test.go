@@ -31,7 +31,7 @@ func waitRecords(t *testing.T, fr *radiustest.Server, n int) []map[string]string
 // Interim-Updates at the interval asked (1 s here), Stop with the bytes
 // and packets each way (past 2^32, in the Gigawords) and the cause, and
 // Accounting-Off appear in FreeRADIUS's detail file, in order, with the
-// values sent.
+// values sent; On and Off name the NAS by the address they left from.
 func TestFreeRADIUSAccounting(t *testing.T) {
 	fr := radiustest.Start(t, radiustest.Options{Users: testUsers})
 	c := testClient(t, Config{Servers: []Server{{Address: fr.Auth, AcctAddress: fr.Acct, Secret: []byte(fr.Secret)}}})
@@ -74,7 +74,9 @@ func TestFreeRADIUSAccounting(t *testing.T) {
 	recs = waitRecords(t, fr, 5)
 
 	want := []map[string]string{
-		{"Acct-Status-Type": "Accounting-On", "NAS-Identifier": "ipsecd"},
+		// No nas_ip: a request of no session names the address it
+		// leaves from.
+		{"Acct-Status-Type": "Accounting-On", "NAS-Identifier": "ipsecd", "NAS-IP-Address": "127.0.0.1"},
 		{"Acct-Status-Type": "Start", "Acct-Session-Id": "sess-1", "User-Name": "alice", "Framed-IP-Address": "10.3.0.7",
 			"Class": "0x676f6c64", "NAS-Port": "7", "NAS-IP-Address": "198.51.100.1", "Calling-Station-Id": "192.0.2.10[4500]"},
 		{"Acct-Status-Type": "Interim-Update", "Acct-Session-Id": "sess-1", "Acct-Input-Octets": "1000", "Acct-Output-Octets": "2000",
@@ -82,7 +84,7 @@ func TestFreeRADIUSAccounting(t *testing.T) {
 		{"Acct-Status-Type": "Stop", "Acct-Session-Id": "sess-1", "Acct-Input-Octets": "7", "Acct-Input-Gigawords": "5",
 			"Acct-Output-Octets": "123456", "Acct-Input-Packets": "4000000", "Acct-Output-Packets": "3000",
 			"Acct-Terminate-Cause": "Idle-Timeout", "Framed-IP-Address": "10.3.0.7"},
-		{"Acct-Status-Type": "Accounting-Off"},
+		{"Acct-Status-Type": "Accounting-Off", "NAS-IP-Address": "127.0.0.1"},
 	}
 	for i, w := range want {
 		for k, v := range w {

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"layeh.com/radius"
+	"layeh.com/radius/rfc2865"
 )
 
 // Server is one RADIUS server (strongSwan's eap-radius servers.<name>).
@@ -36,6 +39,15 @@ type Config struct {
 	// NASIdentifier is sent in every request (RFC 2865 §5.32); "" is
 	// "ipsecd".
 	NASIdentifier string
+	// NASIP is the NAS-IP-Address (or NAS-IPv6-Address, RFC 3162)
+	// of every request. The zero Addr leaves each session's requests
+	// the gateway's address its client reached (Peer.Called, as
+	// strongSwan's eap-radius sends), and a request of no session
+	// (Accounting-On and -Off) the address of the socket it leaves
+	// from. Set it when the server keys anything by it (FreeRADIUS's
+	// sqlippool clears a gateway's leases by it on Accounting-On), so
+	// that every request of the gateway names the same.
+	NASIP netip.Addr
 	// Timeout is the first wait for an answer (retransmit_timeout, 2 s);
 	// each retransmission waits Base times longer (retransmit_base,
 	// 1.4), and a server gets Tries sends in all (retransmit_tries, 4)
@@ -228,10 +240,6 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 	}
 	p.Identifier, p.Secret = id[0], s.secret
 	copy(p.Authenticator[:], id[1:])
-	wire, err := encodeRequest(p)
-	if err != nil {
-		return answer{err: err}
-	}
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		return answer{err: fmt.Errorf("eapradius: %s: %w", s.name, err)}
@@ -241,6 +249,10 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 		return answer{err: ErrClosed}
 	}
 	defer c.untrack(conn)
+	wire, err := encodeRequest(withNASAddr(p, conn.LocalAddr()))
+	if err != nil {
+		return answer{err: err}
+	}
 	buf := make([]byte, radius.MaxPacketLength)
 	wait := c.cfg.Timeout
 	for try := 0; try < c.cfg.Tries; try++ {
@@ -335,4 +347,32 @@ func acctAddress(s Server) (string, error) {
 		return "", fmt.Errorf("eapradius: server %q: %w", s.Address, err)
 	}
 	return net.JoinHostPort(host, strconv.Itoa(1813)), nil
+}
+
+// nasAddr returns the NAS address of a session's requests: the config's
+// NASIP, else called, the gateway's address its client reached.
+func (c *Client) nasAddr(called netip.Addr) netip.Addr {
+	if c.cfg.NASIP.IsValid() {
+		return c.cfg.NASIP
+	}
+	return called
+}
+
+// withNASAddr returns p, or when p names no NAS address (a request of no
+// session, without Config.NASIP) a copy of p with local's: every request
+// carries one, which the server's logs and lease queries key by.
+func withNASAddr(p *radius.Packet, local net.Addr) *radius.Packet {
+	for _, a := range p.Attributes {
+		if a.Type == rfc2865.NASIPAddress_Type || a.Type == nasIPv6AddressType {
+			return p
+		}
+	}
+	u, ok := local.(*net.UDPAddr)
+	if !ok {
+		return p
+	}
+	q := *p
+	q.Attributes = slices.Clone(p.Attributes)
+	addNASAddr(&q, u.AddrPort().Addr())
+	return &q
 }

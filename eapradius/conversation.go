@@ -164,7 +164,7 @@ func (cv *Conversation) request(in []byte) (*radius.Packet, error) {
 	p.Add(rfc2865.NASIdentifier_Type, radius.Attribute(cv.client.cfg.NASIdentifier))
 	addStation(p, rfc2865.CalledStationID_Type, cv.peer.Called)
 	addStation(p, rfc2865.CallingStationID_Type, cv.peer.Calling)
-	addNASAddr(p, cv.peer.Called.Addr())
+	addNASAddr(p, cv.client.nasAddr(cv.peer.Called.Addr()))
 	addEAP(p, in)
 	if cv.state != nil {
 		p.Add(rfc2865.State_Type, radius.Attribute(cv.state))

@@ -145,3 +145,64 @@ func TestFreeRADIUSSQLPool(t *testing.T) {
 		t.Errorf("after gw1's Accounting-On: %d leases, user000's %v %q; want %d, user000's kept (on gw2)", len(l), addrs[0], l[addrs[0]], n/2+2)
 	}
 }
+
+// TestFreeRADIUSStockSQLPool: Debian's sqlippool queries as shipped key
+// a lease by NAS-IP-Address, and a gateway's Accounting-On clears the
+// leases of its NAS-IP-Address. Two gateways behind one address that
+// clients reach (203.0.113.1, the Called-Station-Id of both), each with
+// its nas_ip (198.51.100.1 and .2), lease 4 users' addresses, 2 each,
+// and start their sessions; gw1's Accounting-On, carrying its nas_ip,
+// releases its 2 leases and leaves gw2's. Before nas_ip, On carried no
+// NAS-IP-Address and released nothing, and without it the sessions of
+// both gateways name the same address.
+func TestFreeRADIUSStockSQLPool(t *testing.T) {
+	var users []radiustest.User
+	for i := range 4 {
+		users = append(users, radiustest.User{Name: fmt.Sprintf("user%d", i), Password: fmt.Sprintf("pw-%d", i)})
+	}
+	fr := radiustest.Start(t, radiustest.Options{Users: users, IPPool: &radiustest.IPPool{Name: "ra", Prefix: netip.MustParsePrefix("10.9.0.0/28"), Key: "%{NAS-Port}", Stock: true}})
+	var gws [2]*Client
+	var accts [2]*Accounting
+	for i := range gws {
+		gws[i] = testClient(t, Config{NASIdentifier: fmt.Sprintf("gw%d", i+1), NASIP: netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)}),
+			Servers: []Server{{Address: fr.Auth, AcctAddress: fr.Acct, Secret: []byte(fr.Secret)}}})
+		accts[i] = gws[i].NewAccounting()
+		t.Cleanup(accts[i].Close)
+	}
+	addrs := make([]netip.Addr, len(users))
+	for i, u := range users {
+		p := Peer{NASPort: uint32(i + 1), Calling: netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}), 4500), Called: netip.MustParseAddrPort("203.0.113.1:4500")}
+		cv := gws[i%2].NewConversation(p)
+		if err := converse(cv, eap.NewClient(eap.ClientConfig{Identity: u.Name, Secret: []byte(u.Password)})); err != nil {
+			t.Fatalf("%s: %v", u.Name, err)
+		}
+		addrs[i] = cv.Accept().FramedIP
+		if err := accts[i%2].Start(Session{ID: u.Name, UserName: u.Name, FramedIP: addrs[i], Peer: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRecords(t, fr, len(users))
+	if l := fr.Leases(t); len(l) != len(users) {
+		t.Fatalf("%d leases after %d logins: %v", len(l), len(users), l)
+	}
+	on := make(chan error, 1)
+	gws[0].NewAccounting().On(func(err error) { on <- err })
+	if err := <-on; err != nil {
+		t.Fatalf("Accounting-On: %v", err)
+	}
+	recs := waitRecords(t, fr, len(users)+1)
+	if r := recs[len(users)]; r["Acct-Status-Type"] != "Accounting-On" || r["NAS-IP-Address"] != "198.51.100.1" {
+		t.Errorf("gw1's On: %s from NAS-IP-Address %q; want Accounting-On from 198.51.100.1", r["Acct-Status-Type"], r["NAS-IP-Address"])
+	}
+	for _, r := range recs[:len(users)] {
+		if want := map[string]string{"user0": "198.51.100.1", "user2": "198.51.100.1", "user1": "198.51.100.2", "user3": "198.51.100.2"}[r["User-Name"]]; r["NAS-IP-Address"] != want {
+			t.Errorf("%s's Start from NAS-IP-Address %q; want its gateway's nas_ip %s", r["User-Name"], r["NAS-IP-Address"], want)
+		}
+	}
+	l := fr.Leases(t)
+	for i, a := range addrs {
+		if kept := l[a] != ""; kept != (i%2 == 1) {
+			t.Errorf("after gw1's Accounting-On %s's %v leased %v; want %v (gw%d's)", users[i].Name, a, kept, i%2 == 1, i%2+1)
+		}
+	}
+}

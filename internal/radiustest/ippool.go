@@ -23,6 +23,11 @@ type IPPool struct {
 	// Lease is how long a lease lasts without accounting renewing it,
 	// in seconds; 0 is an hour.
 	Lease int
+	// Stock takes Debian's queries as shipped (stockQueries): a lease
+	// is the NAS-IP-Address's and the key's, and a gateway's
+	// Accounting-On and Off clear the leases of its NAS-IP-Address.
+	// Without it, the queries of ippoolModules.
+	Stock bool
 }
 
 // ippoolSQL is the pool's database: Debian's sqlite schema of radippool
@@ -53,18 +58,25 @@ BEGIN;
 	return b.String()
 }
 
-// ippoolModules are the sql and sqlippool modules. The queries are
-// Debian's for sqlite, whose allocate_find lacks an AND in 3.2.1 (the
-// shipped file fails with a syntax error), and whose allocate_existing
-// and clears match the lease by NAS-IP-Address: here a lease is the pool
-// key's wherever it was made, so that the key decides alone (a user's
-// address follows them to the other gateway).
+// ippoolModules are the sql and sqlippool modules, with stockQueries
+// when p.Stock, else keyQueries: Debian's for sqlite, whose
+// allocate_find lacks an AND in 3.2.1 (the shipped file fails with a
+// syntax error), and whose allocate_existing and clears match the lease
+// by NAS-IP-Address, changed so that a lease is the pool key's wherever
+// it was made and the key decides alone (a user's address follows them
+// to the other gateway).
 func ippoolModules(dir string, p *IPPool) string {
 	lease := p.Lease
 	if lease == 0 {
 		lease = 3600
 	}
-	return strings.NewReplacer("@DIR@", dir, "@KEY@", p.Key, "@LEASE@", fmt.Sprint(lease)).Replace(`
+	queries := keyQueries
+	if p.Stock {
+		queries = stockQueries
+	}
+	// The queries go in first: a Replacer does not look again at what
+	// it put in.
+	return strings.NewReplacer("@DIR@", dir, "@KEY@", p.Key, "@LEASE@", fmt.Sprint(lease)).Replace(strings.Replace(`
 	sql {
 		driver = "rlm_sql_sqlite"
 		dialect = "sqlite"
@@ -90,7 +102,15 @@ func ippoolModules(dir string, p *IPPool) string {
 		lease_duration = @LEASE@
 		pool_name = "Pool-Name"
 		attribute_name = Framed-IP-Address
-		allocate_begin = "BEGIN EXCLUSIVE"
+@QUERIES@		messages {
+		}
+	}
+`, "@QUERIES@", queries, 1))
+}
+
+// keyQueries make a lease the pool key's wherever it was made (see
+// ippoolModules), cleared on Accounting-On and Off by NAS-Identifier.
+const keyQueries = `		allocate_begin = "BEGIN EXCLUSIVE"
 		allocate_commit = "COMMIT"
 		allocate_existing = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND pool_key = '@KEY@' ORDER BY expiry_time DESC LIMIT 1"
 		allocate_find = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND expiry_time < datetime('now') ORDER BY expiry_time LIMIT 1"
@@ -101,11 +121,25 @@ func ippoolModules(dir string, p *IPPool) string {
 		stop_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE nasipaddress = '%{NAS-IP-Address}' AND pool_key = '@KEY@' AND framedipaddress = '%{Framed-IP-Address}'"
 		on_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE calledstationid = '%{NAS-Identifier}'"
 		off_clear = "UPDATE radippool SET expiry_time = datetime('now', '-1 second') WHERE calledstationid = '%{NAS-Identifier}'"
-		messages {
-		}
-	}
-`)
-}
+`
+
+// stockQueries are Debian's for sqlite (3.2.1's
+// mods-config/sql/ippool/sqlite/queries.conf) as shipped, with the AND
+// that allocate_find lacks: the leases are matched and cleared by
+// NAS-IP-Address, which must then be the same in a gateway's
+// Access-Requests, its sessions' accounting and its Accounting-On and Off.
+const stockQueries = `		allocate_begin = "BEGIN EXCLUSIVE"
+		allocate_commit = "COMMIT"
+		allocate_existing = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND nasipaddress = '%{NAS-IP-Address}' AND pool_key = '@KEY@' ORDER BY expiry_time DESC LIMIT 1"
+		allocate_find = "SELECT framedipaddress FROM radippool WHERE pool_name = '%{control:Pool-Name}' AND expiry_time < datetime('now') ORDER BY expiry_time LIMIT 1"
+		pool_check = "SELECT id FROM radippool WHERE pool_name = '%{control:Pool-Name}' LIMIT 1"
+		allocate_update = "UPDATE radippool SET nasipaddress = '%{NAS-IP-Address}', pool_key = '@KEY@', callingstationid = '%{Calling-Station-Id}', username = '%{User-Name}', expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE framedipaddress = '%I'"
+		start_update = "UPDATE radippool SET expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE nasipaddress = '%{NAS-IP-Address}' AND pool_key = '@KEY@' AND username = '%{User-Name}' AND callingstationid = '%{Calling-Station-Id}' AND framedipaddress = '%{Framed-IP-Address}'"
+		stop_clear = "UPDATE radippool SET expiry_time = datetime('now') WHERE nasipaddress = '%{%{Nas-IP-Address}:-%{Nas-IPv6-Address}}' AND pool_key = '@KEY@' AND username = '%{User-Name}' AND callingstationid = '%{Calling-Station-Id}' AND framedipaddress = '%{Framed-IP-Address}'"
+		alive_update = "UPDATE radippool SET expiry_time = datetime(strftime('%%s', 'now') + @LEASE@, 'unixepoch') WHERE nasipaddress = '%{%{Nas-IP-Address}:-%{Nas-IPv6-Address}}' AND pool_key = '@KEY@' AND username = '%{User-Name}' AND callingstationid = '%{Calling-Station-Id}' AND framedipaddress = '%{Framed-IP-Address}'"
+		on_clear = "UPDATE radippool SET expiry_time = datetime('now') WHERE nasipaddress = '%{%{Nas-IP-Address}:-%{Nas-IPv6-Address}}'"
+		off_clear = "UPDATE radippool SET expiry_time = datetime('now') WHERE nasipaddress = '%{%{Nas-IP-Address}:-%{Nas-IPv6-Address}}'"
+`
 
 // ippoolAuthorize names the pool for every request.
 func ippoolAuthorize(p *IPPool) string {
