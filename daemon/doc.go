@@ -5,13 +5,13 @@
 //
 // A Daemon owns, around its node:
 //
-//   - the start-up order (daemon.go): the SAs are built and checked
+//   - the start-up order (start.go): the SAs are built and checked
 //     before any socket is bound, the underlay opens, the interfaces come
 //     up with their fail-closed guards added before any route
 //     (SyncInterfacesGuarded), IKE starts before the control socket
 //     answers, metrics last. A start that fails removes what it made,
 //     except the guards a previous run left;
-//   - the reload order (Reload): the whole file is checked first and a
+//   - the reload order (reload.go): the whole file is checked first and a
 //     refused file changes nothing; then guards of new routes, the
 //     interfaces, the SAD in one table swap (make-before-break), IKE's
 //     connections, the log section, and the guards of removed routes
