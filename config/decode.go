@@ -28,6 +28,10 @@ type decoder struct {
 	// mem: files given in memory by path (ParseMem), read instead of
 	// the file system: vici's certificates and keys.
 	mem map[string][]byte
+	// externalPools: a connection's pools may name a pool that pools:
+	// lacks, one that vici loads (load-pool): the file has vici:, or the
+	// document is vici's own (ParseMem). IKEConfig.AddPools adds them.
+	externalPools bool
 }
 
 // read reads path from mem or, when mem has none, the file system with

@@ -33,19 +33,21 @@ func Parse(name string, data []byte) (cfg *Config, err error) {
 // ParseMem is Parse with files given in memory: a cert:, key: or
 // cacerts: path that mem holds (as the path the file would have) is
 // read from it, with the same checks as a file's. Package vici's
-// certificates and keys come so. mem is left as it is.
+// certificates and keys come so, and its connections may name pools
+// the document lacks (vici's: the caller checks and adds them with
+// IKEConfig.AddPools). mem is left as it is.
 func ParseMem(name string, data []byte, mem map[string][]byte) (*Config, error) {
-	cfg, _, err := parseWith(name, data, mem)
+	cfg, _, err := parseWith(name, data, mem, true)
 	return cfg, err
 }
 
 // parse is Parse, with the decoder for what Load adds.
 func parse(name string, data []byte) (cfg *Config, d *decoder, err error) {
-	return parseWith(name, data, nil)
+	return parseWith(name, data, nil, false)
 }
 
-func parseWith(name string, data []byte, mem map[string][]byte) (cfg *Config, d *decoder, err error) {
-	d = &decoder{file: name, dir: filepath.Dir(name), mem: mem}
+func parseWith(name string, data []byte, mem map[string][]byte, externalPools bool) (cfg *Config, d *decoder, err error) {
+	d = &decoder{file: name, dir: filepath.Dir(name), mem: mem, externalPools: externalPools}
 	c := &Config{
 		File:     name,
 		Log:      Log{Level: DefaultLogLevel, Format: DefaultLogFmt},
@@ -159,6 +161,7 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 				d.errorf(v, "vici", "%s is the control socket's path; vici needs a socket of its own", s)
 			default:
 				c.Vici = s
+				d.externalPools = true // vici may load the pools a connection names
 			}
 		}
 	}

@@ -274,8 +274,8 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		// The engine's own checks: the key is the certificate's, the
 		// certificate proves the local id, the client's eap secret is
 		// there, ... (with the file's secrets, no copy: only checked).
-		if len(cn.Children) > 0 {
-			if err := cn.engineConfig(ic.IKE, &cn.Children[0], ic.eapSecret).Validate(); err != nil {
+		if vc := pendingPools(cn); len(vc.Children) > 0 {
+			if err := vc.engineConfig(ic.IKE, &vc.Children[0], ic.eapSecret).Validate(); err != nil {
 				d.errorf(it, f, "%s", strings.TrimPrefix(err.Error(), "ike: "))
 				continue
 			}

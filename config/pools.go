@@ -164,6 +164,11 @@ func (d *decoder) connectionPools(n *yaml.Node, field string, ic *IKEConfig, poo
 		case !ok:
 		case slices.Contains(names, s):
 			d.errorf(pn, f, "pool %q is named twice", s)
+		case !slices.Contains(known, s) && d.externalPools:
+			// A pool vici loads: until it is loaded, the connection's
+			// clients get no address (and remote_ts dynamic admits none).
+			d.warnings = append(d.warnings, fmt.Sprintf("%s: no pool is named %q in pools:; it must be loaded over vici (load-pool) before clients get addresses from it", f, s))
+			names = append(names, s)
 		case !slices.Contains(known, s) && !poolErrs:
 			if c := hint.Closest(s, known); c != "" {
 				d.errorf(pn, f, "no pool is named %q; did you mean %s?", s, c)
@@ -219,6 +224,61 @@ func (c *IKEConfig) PoolSet() *pool.Set {
 		panic("config: " + err.Error()) // names are unique: the decoder saw to it
 	}
 	return s
+}
+
+// pendingPools returns cn to be checked as the engine will run it: a
+// child whose remote_ts is dynamic alone, of pools vici has yet to load
+// (externalPools), stands for their addresses as if loaded. Until they
+// are, the engine refuses the child (ike.Config.Validate: no remote_ts).
+func pendingPools(cn Connection) Connection {
+	cloned := false
+	for i, ch := range cn.Children {
+		if ch.RemoteDynamic && len(ch.RemoteTS) == 0 {
+			if !cloned {
+				cn.Children, cloned = slices.Clone(cn.Children), true
+			}
+			cn.Children[i].RemoteTS = []netip.Prefix{netip.PrefixFrom(netip.IPv4Unspecified(), 32)}
+		}
+	}
+	return cn
+}
+
+// Overlaps reports whether p and q share an address.
+func (p *Pool) Overlaps(q *Pool) bool { return overlaps(p.Addrs, q.Addrs) }
+
+// AddPools returns c with the pools of extra that c lacks by name (those
+// vici loaded): its connections may name them (ParseMem, or a file with
+// vici:), and remote_ts dynamic of a connection that names one admits
+// its addresses too. c is left as it is.
+func (c *IKEConfig) AddPools(extra []Pool) *IKEConfig {
+	out := *c
+	out.Pools = slices.Clone(c.Pools)
+	var added []Pool
+	for _, p := range extra {
+		if c.Pool(p.Name) == nil {
+			out.Pools = append(out.Pools, p)
+			added = append(added, p)
+		}
+	}
+	if len(added) == 0 {
+		return &out
+	}
+	byName := IKEConfig{Pools: added}
+	out.Connections = slices.Clone(c.Connections)
+	for i := range out.Connections {
+		cn := &out.Connections[i]
+		dyn := byName.dynamicPrefixes(cn.Pools)
+		if len(dyn) == 0 {
+			continue
+		}
+		cn.Children = slices.Clone(cn.Children)
+		for j := range cn.Children {
+			if ch := &cn.Children[j]; ch.RemoteDynamic {
+				ch.RemoteTS = append(slices.Clone(ch.RemoteTS), dyn...)
+			}
+		}
+	}
+	return &out
 }
 
 // Pool returns the pool named name, or nil.

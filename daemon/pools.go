@@ -94,17 +94,15 @@ func (k *poolKeeper) saveLeases(set *pool.Set, stop, done chan struct{}) {
 	}
 }
 
-// reloadPools applies a reloaded config's pools: those of the same name
-// and addresses keep their leases (pool.Set.Replace).
+// reloadPools applies a reloaded config's pools, beside those vici
+// loaded: those of the same name and addresses keep their leases
+// (pool.Set.Replace).
 func (n *Daemon) reloadPools(cfg *config.Config) {
 	if n.pools.pools() == nil { // a Daemon that New made, not Start
 		n.startPools(cfg)
 		return
 	}
-	ps := cfg.PoolSet().Pools()
-	if err := n.pools.pools().Replace(ps...); err != nil {
-		n.pools.log.WithError(err).Error("reload: pools")
-	}
+	n.syncPoolSet(cfg) // the file's and vici's (vici_pools.go)
 }
 
 // stopPools saves the leases a last time.

@@ -29,6 +29,7 @@ var _ vici.Loader = (*backend)(nil)
 type viciLoaded struct {
 	conns   []loadedConn
 	secrets []loadedItem
+	pools   []config.Pool // vici_pools.go
 }
 
 type loadedItem struct {
@@ -108,11 +109,15 @@ func (b *backend) LoadConn(name string, item []byte, files map[string][]byte) er
 	if n.cfg == nil {
 		return fmt.Errorf("%w: this daemon runs no config file", control.ErrInvalid)
 	}
-	cfg, err := parseVici(n.cfg.Interfaces, []loadedItem{{name, item}}, n.loaded.secrets, files)
+	cfg, err := parseVici(n.cfg.Interfaces, []loadedItem{{name, item}}, n.loaded.secrets, files, nil)
 	if err != nil {
 		return err
 	}
 	if err := n.clashLocked(cfg.Connections[0]); err != nil {
+		cfg.WipeKeys()
+		return err
+	}
+	if err := n.knownPoolsLocked(cfg.Connections[0]); err != nil {
 		cfg.WipeKeys()
 		return err
 	}
@@ -152,7 +157,7 @@ func (b *backend) ViciConns() []string {
 // LoadShared adds or replaces a secret of vici's, checked at once; the
 // connections loaded from then on use it.
 func (b *backend) LoadShared(id string, item []byte) error {
-	cfg, err := parseVici(nil, nil, []loadedItem{{id, item}}, nil)
+	cfg, err := parseVici(nil, nil, []loadedItem{{id, item}}, nil, nil)
 	if err != nil {
 		clear(item)
 		return err
@@ -227,8 +232,8 @@ func (n *Daemon) applyViciLocked(conns []loadedConn) error {
 }
 
 // parseVici parses vici's items as a config file of the running file's
-// interfaces (what if_id may name), secrets and connections.
-func parseVici(ifaces []config.Interface, conns, secrets []loadedItem, files map[string][]byte) (*config.Config, error) {
+// interfaces (what if_id may name), secrets, connections and pools.
+func parseVici(ifaces []config.Interface, conns, secrets []loadedItem, files map[string][]byte, pools []loadedItem) (*config.Config, error) {
 	var doc []byte
 	if len(ifaces) > 0 {
 		doc = append(doc, "interfaces:\n"...)
@@ -239,7 +244,7 @@ func parseVici(ifaces []config.Interface, conns, secrets []loadedItem, files map
 	for _, sec := range []struct {
 		key   string
 		items []loadedItem
-	}{{"secrets", secrets}, {"connections", conns}} {
+	}{{"secrets", secrets}, {"connections", conns}, {"pools", pools}} {
 		if len(sec.items) == 0 {
 			continue
 		}
@@ -258,13 +263,30 @@ func parseVici(ifaces []config.Interface, conns, secrets []loadedItem, files map
 
 // viciLine is the place config.Parse names in a line about the document
 // parseVici made: no file the client knows.
-var viciLine = regexp.MustCompile(`(?m)^vici:\d+: (connections|secrets)\[\d+\]\.?`)
+var viciLine = regexp.MustCompile(`(?m)^vici:\d+: (connections|secrets|pools)\[\d+\]\.?`)
 
 // viciError rewrites config.Parse's errors about parseVici's document
 // without its line numbers.
 func viciError(err error) error {
 	msg := viciLine.ReplaceAllString(err.Error(), "")
 	return errors.New(strings.TrimSpace(strings.ReplaceAll(msg, "\n", "; ")))
+}
+
+// knownPoolsLocked refuses a connection of vici's that names a pool
+// neither the file nor vici has: swanctl --load-all loads pools before
+// connections, so a name missing is a mistake. n.mu is held.
+func (n *Daemon) knownPoolsLocked(c config.Connection) error {
+	ic := n.cfg.IKEConfig.AddPools(n.loaded.pools)
+	for _, name := range c.Pools {
+		if ic.Pool(name) == nil {
+			known := make([]string, len(ic.Pools))
+			for i, p := range ic.Pools {
+				known[i] = p.Name
+			}
+			return fmt.Errorf("pools: no pool is named %q; load-pool it first (the pools are %v)", name, known)
+		}
+	}
+	return nil
 }
 
 // clashLocked refuses a connection of vici's whose name, or a child's,
@@ -303,13 +325,14 @@ func clashFile(file *config.Config, c config.Connection) error {
 	return nil
 }
 
-// ikeConfig is what IKE runs: cfg's connections, and vici's (those
-// whose names the file has not taken since they were loaded: the
+// ikeConfig is what IKE runs: cfg's connections and pools, and vici's
+// (those whose names the file has not taken since they were loaded: the
 // file's win). n.mu is held, or IKE is being started.
 func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
 	ic := cfg.IKEConfig
+	pools := n.viciPools(cfg) // vici_pools.go
 	if len(n.loaded.conns) == 0 {
-		return &ic
+		return ic.AddPools(pools)
 	}
 	if ic.IKE.Port == 0 { // the file has no IKE: the defaults
 		ic.IKE = n.loaded.conns[0].cfg.IKE
@@ -323,5 +346,5 @@ func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
 		}
 		ic.Connections = append(ic.Connections, c)
 	}
-	return &ic
+	return ic.AddPools(pools)
 }

@@ -153,13 +153,13 @@ secrets: [{ids: [a.test], secret: x}]
 		item := `{name: "` + name + `", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, ` +
 			`remote: {auth: "psk", id: "b.test"}, children: [{name: "` + child + `", if_id: "1", local_ts: ["10.1.0.0/24"], ` +
 			`remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`
-		cfg, err := parseVici(file.Interfaces, []loadedItem{{name, []byte(item)}}, secret, nil)
+		cfg, err := parseVici(file.Interfaces, []loadedItem{{name, []byte(item)}}, secret, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		return cfg.Connections[0]
 	}
-	cfg, err := parseVici(file.Interfaces, []loadedItem{{"gw", []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "1", local_ts: ["10.1.0.0/24"], remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`)}}, secret, nil)
+	cfg, err := parseVici(file.Interfaces, []loadedItem{{"gw", []byte(`{name: "gw", remote_addrs: ["192.0.2.2"], proposals: ["aes256-sha256-x25519"], local: {auth: "psk", id: "a.test"}, remote: {auth: "psk", id: "b.test"}, children: [{name: "net", if_id: "1", local_ts: ["10.1.0.0/24"], remote_ts: ["10.2.0.0/24"], esp_proposals: ["aes128gcm16"]}]}`)}}, secret, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

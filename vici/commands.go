@@ -46,6 +46,8 @@ var commands = map[string]handler{
 	"get-shared":      getShared,    // load.go
 	"clear-creds":     clearCreds,   // load.go
 	"get-pools":       getPools,     // pools.go
+	"load-pool":       loadPool,     // pools_load.go
+	"unload-pool":     unloadPool,   // pools_load.go
 	"load-cert":       loadCert,     // creds.go
 	"load-key":        loadKey,      // creds.go
 	"get-keys":        getKeys,      // creds.go
@@ -58,8 +60,6 @@ var commands = map[string]handler{
 	"get-authorities":  unsupported("ipsecd has no certification authority sections"),
 	"load-authority":   unsupported("ipsecd has no certification authority sections"),
 	"unload-authority": unsupported("ipsecd has no certification authority sections"),
-	"load-pool":        unsupported("address pools come from the config file (pools:); loading them over vici is not implemented yet"),
-	"unload-pool":      unsupported("address pools come from the config file (pools:); unloading them over vici is not implemented yet"),
 	"get-algorithms":   unsupported("listing algorithms over vici is not implemented; docs/config.md lists the proposals ipsecd runs"),
 	"get-counters":     unsupported("charon's IKE counters are not implemented; the metrics listener has ipsecd's"),
 	"reset-counters":   unsupported("charon's IKE counters are not implemented"),

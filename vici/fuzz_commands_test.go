@@ -41,6 +41,8 @@ func (fuzzBackend) LoadShared(string, []byte) error                  { return ni
 func (fuzzBackend) UnloadShared(string) error                        { return nil }
 func (fuzzBackend) ClearShared()                                     {}
 func (fuzzBackend) SharedIDs() []string                              { return nil }
+func (fuzzBackend) LoadPool(string, []byte) error                    { return nil }
+func (fuzzBackend) UnloadPool(string) error                          { return nil }
 func (fuzzBackend) PoolList(bool) ([]control.PoolInfo, error) {
 	return []control.PoolInfo{{Name: "rw", Addrs: "10.3.0.0/24", Leases: []control.PoolLease{{Address: netip.MustParseAddr("10.3.0.1")}}}}, nil
 }
@@ -73,6 +75,9 @@ func FuzzCommands(f *testing.F) {
 		{Type: CmdRequest, Name: "list-sas", Message: NewMessage().Set("ike-id", "1")},
 		{Type: CmdRequest, Name: "load-shared", Message: NewMessage().Set("type", "IKE").Set("data", "x").Set("owners", []string{"a"})},
 		{Type: CmdRequest, Name: "get-pools", Message: NewMessage().Set("leases", "yes")},
+		{Type: CmdRequest, Name: "load-pool", Message: NewMessage().Set("rw", NewMessage().Set("addrs", "10.3.0.0/24").
+			Set("dns", []string{"10.3.0.53"}).Set("subnet", []string{"10.9.0.0/16"}).Set("25", []string{"corp.example"}))},
+		{Type: CmdRequest, Name: "unload-pool", Message: NewMessage().Set("name", "rw")},
 		{Type: CmdRequest, Name: "list-policies", Message: NewMessage().Set("trap", "yes")},
 		{Type: CmdRequest, Name: "initiate", Message: NewMessage().Set("child", "net").Set("loglevel", "2")},
 		{Type: CmdRequest, Name: "load-cert", Message: NewMessage().Set("type", "X509").Set("flag", "CA").Set("data", string(certDER))},
