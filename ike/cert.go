@@ -109,6 +109,10 @@ func (c *Config) localIdentity() Identity {
 	return c.LocalID
 }
 
+// CertProves reports whether cert certifies identity id (certProves);
+// vici's list-certs selects certificates by subject with it.
+func CertProves(cert *x509.Certificate, id Identity) bool { return certProves(cert, id) }
+
 // certProves reports whether cert certifies identity id: a DN equal to
 // its subject, or a name, address or e-mail address among its
 // subjectAltNames. Names ignore ASCII case only, as Identity.Equal: the

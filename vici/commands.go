@@ -52,10 +52,10 @@ var commands = map[string]handler{
 	"load-key":        loadKey,      // creds.go
 	"get-keys":        getKeys,      // creds.go
 	"unload-key":      unloadKey,    // creds.go
+	"list-certs":      listCerts,    // certs_list.go
 
 	"load-token":       unsupported("ipsecd has no smartcard support"),
 	"flush-certs":      unsupported("ipsecd keeps no certificate cache"),
-	"list-certs":       unsupported("listing certificates over vici is not implemented yet"),
 	"list-authorities": unsupported("ipsecd has no certification authority sections"),
 	"get-authorities":  unsupported("ipsecd has no certification authority sections"),
 	"load-authority":   unsupported("ipsecd has no certification authority sections"),
@@ -72,7 +72,7 @@ var commands = map[string]handler{
 // that come from the daemon's event stream rather than a command.
 var (
 	events = map[string]bool{
-		"list-sa": true, "list-conn": true, "list-policy": true, "control-log": true,
+		"list-sa": true, "list-conn": true, "list-policy": true, "list-cert": true, "control-log": true,
 		"ike-updown": true, "child-updown": true, "ike-rekey": true, "child-rekey": true,
 	}
 	daemonEvents = map[string]bool{"ike-updown": true, "child-updown": true, "ike-rekey": true, "child-rekey": true}

@@ -58,6 +58,10 @@ func FuzzCommands(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	cert, err := x509.ParseCertificate(certDER)
+	if err != nil {
+		f.Fatal(err)
+	}
 	keyName, err := keyID(key.Public())
 	if err != nil {
 		f.Fatal(err)
@@ -78,6 +82,7 @@ func FuzzCommands(f *testing.F) {
 		{Type: CmdRequest, Name: "load-pool", Message: NewMessage().Set("rw", NewMessage().Set("addrs", "10.3.0.0/24").
 			Set("dns", []string{"10.3.0.53"}).Set("subnet", []string{"10.9.0.0/16"}).Set("25", []string{"corp.example"}))},
 		{Type: CmdRequest, Name: "unload-pool", Message: NewMessage().Set("name", "rw")},
+		{Type: CmdRequest, Name: "list-certs", Message: NewMessage().Set("type", "X509").Set("flag", "CA").Set("subject", "CN=a")},
 		{Type: CmdRequest, Name: "list-policies", Message: NewMessage().Set("trap", "yes")},
 		{Type: CmdRequest, Name: "initiate", Message: NewMessage().Set("child", "net").Set("loglevel", "2")},
 		{Type: CmdRequest, Name: "load-cert", Message: NewMessage().Set("type", "X509").Set("flag", "CA").Set("data", string(certDER))},
@@ -107,7 +112,10 @@ func FuzzCommands(f *testing.F) {
 		if err := s.creds.addKey(storedKey{keyName, key}); err != nil {
 			t.Fatal(err)
 		}
-		cn := &conn{s: s, c: a, registered: map[string]bool{"list-sa": true, "list-conn": true, "list-policy": true, "control-log": true},
+		if err := s.creds.addCert(cert, true); err != nil { // and a CA, that list-certs lists
+			t.Fatal(err)
+		}
+		cn := &conn{s: s, c: a, registered: map[string]bool{"list-sa": true, "list-conn": true, "list-policy": true, "list-cert": true, "control-log": true},
 			done: make(chan struct{})}
 		resp := h(&request{conn: cn, name: p.Name, msg: p.Message})
 		if _, err := (&Packet{Type: CmdResponse, Message: resp}).AppendBinary(nil); err != nil {
