@@ -27,6 +27,7 @@ func TestIKEMetrics(t *testing.T) {
 		Blocked:      195,
 		HalfOpenFull: 35,
 		EAP:          map[string][2]uint64{"EAP-MSCHAPv2": {7, 2}, "EAP-MD5": {0, 0}},
+		EAPFailures:  map[string]uint64{"wrong_password": 1, "radius_timeout": 1, "unknown_user": 0},
 	}
 	src := metricsSource{
 		counters:   func() []control.Counter { return nil },
@@ -55,6 +56,9 @@ func TestIKEMetrics(t *testing.T) {
 		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="succeeded"} 7`,
 		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 2`,
 		`ipsecd_ike_eap_total{method="EAP-MD5",result="failed"} 0`,
+		`ipsecd_ike_eap_failures_total{reason="wrong_password"} 1`,
+		`ipsecd_ike_eap_failures_total{reason="radius_timeout"} 1`,
+		`ipsecd_ike_eap_failures_total{reason="unknown_user"} 0`,
 	} {
 		if !strings.Contains(out, "\n"+line+"\n") {
 			t.Errorf("no series %s in\n%s", line, out)

@@ -73,8 +73,11 @@ var (
 		[]string{"reason"}, nil)
 
 	descIKEEAP = prometheus.NewDesc("ipsecd_ike_eap_total",
-		"Road warriors' EAP logins at the gateway by method (EAP-MSCHAPv2, EAP-MD5) and result: succeeded, failed (a wrong password, an unknown user, a method refused).",
+		"Road warriors' EAP logins at the gateway by method (EAP-MSCHAPv2, EAP-MD5, EAP-TLS) and result: succeeded, failed (a wrong password, an unknown user, a method refused, an Access-Reject; ipsecd_ike_eap_failures_total says why).",
 		[]string{"method", "result"}, nil)
+	descIKEEAPFailures = prometheus.NewDesc("ipsecd_ike_eap_failures_total",
+		"EAP logins that failed, by reason: unknown_user, wrong_password, method_refused, tls (the gateway's own check), rejected (ours, as a client, refused by the gateway), radius_reject (an Access-Reject), radius_timeout (no RADIUS server answered), radius_bad_authenticator (RADIUS answers failed their authenticators: a wrong shared secret), radius_malformed, protocol (the client's EAP broke the method), other.",
+		[]string{"reason"}, nil)
 	descPoolAddresses = prometheus.NewDesc("ipsecd_pool_addresses",
 		"Addresses of a virtual IP pool by state: online (leased to a client that is connected), offline (kept for a client that left, until the pool needs it), free (never handed out, or free again).",
 		[]string{"pool", "state"}, nil)
@@ -176,7 +179,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
 		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
-		descIKEEAP, descPoolAddresses, descRADIUS,
+		descIKEEAP, descIKEEAPFailures, descPoolAddresses, descRADIUS,
 	} {
 		ch <- d
 	}
@@ -243,6 +246,9 @@ func collectIKE(ch chan<- prometheus.Metric, sas []control.IKESAInfo, ctr ikenod
 	for method, v := range ctr.EAP {
 		emit(ch, descIKEEAP, prometheus.CounterValue, v[0], method, "succeeded")
 		emit(ch, descIKEEAP, prometheus.CounterValue, v[1], method, "failed")
+	}
+	for reason, v := range ctr.EAPFailures {
+		emit(ch, descIKEEAPFailures, prometheus.CounterValue, v, reason)
 	}
 }
 

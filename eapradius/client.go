@@ -67,6 +67,8 @@ type Config struct {
 
 // ErrNoAnswer is wrapped by the error of a request no server answered
 // within its tries: the conversation or record is lost, not the client.
+// When answers came but failed authentication (a wrong shared secret),
+// the error wraps ErrMismatch too.
 var ErrNoAnswer = errors.New("eapradius: no RADIUS server answered")
 
 // ErrClosed is the error of a request cut short by Close.
@@ -202,12 +204,20 @@ func (c *Client) runExchange(p *radius.Packet, srv *server) answer {
 		candidates = c.byPreference(time.Now())
 	}
 	var tried []string
+	mismatched := false
 	for _, s := range candidates {
 		a := c.ask(p, s)
 		if a.err == nil || errors.Is(a.err, ErrClosed) {
 			return a
 		}
 		tried = append(tried, s.name)
+		mismatched = mismatched || errors.Is(a.err, ErrMismatch)
+	}
+	if mismatched {
+		// Not silence: answers came and failed authentication, most
+		// likely a wrong shared secret; the error says so, and
+		// counters tell it from a server that is down.
+		return answer{err: fmt.Errorf("%w (asked %v), %w of an answer", ErrNoAnswer, tried, ErrMismatch)}
 	}
 	return answer{err: fmt.Errorf("%w (asked %v)", ErrNoAnswer, tried)}
 }
@@ -255,6 +265,7 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 	}
 	buf := make([]byte, radius.MaxPacketLength)
 	wait := c.cfg.Timeout
+	mismatched := false
 	for try := 0; try < c.cfg.Tries; try++ {
 		if try > 0 {
 			s.stats.retransmits.Add(1)
@@ -284,6 +295,7 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 			ans, err := verifyAnswer(buf[:n], wire, s.secret)
 			if err != nil {
 				s.rejected(err, c.cfg.Log)
+				mismatched = mismatched || errors.Is(err, ErrMismatch)
 				continue
 			}
 			s.answered(ans.Code)
@@ -293,6 +305,9 @@ func (c *Client) ask(p *radius.Packet, s *server) answer {
 	s.stats.timeouts.Add(1)
 	if s.markDead(time.Now().Add(c.cfg.DeadTime)) {
 		c.cfg.Log.WithFields(logrus.Fields{"server": s.name, "tries": c.cfg.Tries}).Warn("radius: server not answering (down, or dropping our requests for a wrong shared secret); trying the next")
+	}
+	if mismatched {
+		return answer{err: fmt.Errorf("%w: %s after %d tries, %w of its answers", ErrNoAnswer, s.name, c.cfg.Tries, ErrMismatch)}
 	}
 	return answer{err: fmt.Errorf("%w: %s after %d tries", ErrNoAnswer, s.name, c.cfg.Tries)}
 }

@@ -216,7 +216,7 @@ func (cv *Conversation) answered(a answer) Step {
 		reason += fmt.Sprintf(" (%q)", m)
 	}
 	cv.mu.Lock()
-	authErr := &eap.AuthError{Identity: cv.identity, Method: cv.method, Reason: reason}
+	authErr := &eap.AuthError{Identity: cv.identity, Method: cv.method, Reason: reason, Failure: eap.FailureRejected}
 	cv.mu.Unlock()
 	st := cv.fail(authErr)
 	if eapIn != nil && message.EAP(eapIn).Code() == message.EAPFailure {

@@ -3,6 +3,7 @@ package eapradius
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -178,32 +179,62 @@ func TestFreeRADIUSWrongSecret(t *testing.T) {
 	}
 }
 
-// TestMismatchLoggedOnce: a server answering with another secret (a
-// bare UDP socket replaying a genuine answer signed with the wrong
-// secret) is counted on every answer and logged once.
+// TestMismatchLoggedOnce: two servers answering with another secret (bare
+// UDP sockets replaying a genuine answer signed with the wrong secret)
+// are counted on every answer and logged once each; the conversation
+// fails with ErrNoAnswer and ErrMismatch (not silence: a wrong secret).
 func TestMismatchLoggedOnce(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var servers []Server
+	for i := range 2 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		go answerWith(pc, []byte("other"), 4)
+		servers = append(servers, Server{Name: fmt.Sprintf("bad%d", i), Address: pc.LocalAddr().String(), Secret: []byte("ours")})
 	}
-	defer pc.Close()
-	go answerWith(pc, []byte("other"), 4)
 	var logged strings.Builder
-	c := testClient(t, Config{
-		Servers: []Server{{Address: pc.LocalAddr().String(), Secret: []byte("ours")}},
-		Timeout: 100 * time.Millisecond, Tries: 2, Log: testLogger(&logged),
-	})
+	c := testClient(t, Config{Servers: servers, Timeout: 100 * time.Millisecond, Tries: 2, Log: testLogger(&logged)})
 	for range 2 {
 		cv := c.NewConversation(testPeer)
 		peer := eap.NewClient(eap.ClientConfig{Identity: "alice", Secret: []byte("pw")})
-		if st, _, _ := relay(t, cv, peer); !errors.Is(st.Err, ErrNoAnswer) {
-			t.Fatalf("%v; want ErrNoAnswer", st.Err)
+		if st, _, _ := relay(t, cv, peer); !errors.Is(st.Err, ErrNoAnswer) || !errors.Is(st.Err, ErrMismatch) {
+			t.Fatalf("%v; want ErrNoAnswer and ErrMismatch", st.Err)
 		}
 	}
-	if s := c.Stats()[0]; s.Mismatches != 4 {
-		t.Errorf("mismatches %d; want 4 (each try's answer)", s.Mismatches)
+	for _, s := range c.Stats() {
+		if s.Mismatches != 4 {
+			t.Errorf("%s: mismatches %d; want 4 (each try's answer)", s.Name, s.Mismatches)
+		}
 	}
-	if n := strings.Count(logged.String(), "check the shared secret"); n != 1 {
-		t.Errorf("logged %d times; want once:\n%s", n, logged.String())
+	for _, name := range []string{"bad0", "bad1"} {
+		if n := strings.Count(logged.String(), "server="+name); n != 2 { // the mismatch, and "not answering" once
+			t.Errorf("%s logged %d times; want its mismatch once and its silence once:\n%s", name, n, logged.String())
+		}
 	}
+	if n := strings.Count(logged.String(), "check the shared secret"); n != 2 {
+		t.Errorf("mismatch logged %d times; want once per server:\n%s", n, logged.String())
+	}
+}
+
+// TestFreeRADIUSRejectReplyMessage: an Access-Reject's Reply-Message is
+// the server's text: the AuthError, which the daemon logs, carries it
+// escaped (no newline or escape sequence reaches the log), and says the
+// failure is a rejection.
+func TestFreeRADIUSRejectReplyMessage(t *testing.T) {
+	fr := radiustest.Start(t, radiustest.Options{Users: []radiustest.User{
+		{Name: "mallory", Password: "mallory-pw", Reply: [][2]string{{"Reply-Message", `"denied\nFAKE LOG LINE\033[2J"`}}},
+	}})
+	c := testClient(t, Config{Servers: []Server{{Address: fr.Auth, Secret: []byte(fr.Secret)}}})
+	st, _, _ := relay(t, c.NewConversation(testPeer), eap.NewClient(eap.ClientConfig{Identity: "mallory", Secret: []byte("wrong")}))
+	var ae *eap.AuthError
+	if !errors.As(st.Err, &ae) || ae.Failure != eap.FailureRejected {
+		t.Fatalf("%v; want an AuthError of Failure rejected", st.Err)
+	}
+	msg := st.Err.Error()
+	if !strings.Contains(msg, "Access-Reject") || !strings.Contains(msg, `denied\nFAKE LOG LINE`) || strings.ContainsAny(msg, "\n\x1b") {
+		t.Errorf("error %q; want the Reply-Message escaped", msg)
+	}
+	t.Logf("logged as: %s", msg)
 }

@@ -1,6 +1,7 @@
 package ikenode
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/ipsecd/ipsecd/ike/eap"
@@ -34,10 +35,35 @@ type counters struct {
 	// eap counts EAP logins of road warriors by method (eapMethods) and
 	// outcome: [0] succeeded, [1] failed.
 	eap [len(eapMethods)][2]atomic.Uint64
+	// eapFailures counts failed EAP logins by EAPFailureReasons.
+	eapFailures [len(EAPFailureReasons)]atomic.Uint64
 }
 
-// eapMethods are the EAP methods a gateway runs, counted by Counters.EAP.
-var eapMethods = [...]message.EAPType{message.EAPMSCHAPv2, message.EAPMD5}
+// eapMethods are the EAP methods a gateway runs, or relays to RADIUS,
+// counted by Counters.EAP.
+var eapMethods = [...]message.EAPType{message.EAPMSCHAPv2, message.EAPMD5, message.EAPTLS}
+
+// EAPFailureReasons name why EAP logins failed, as Counters.EAPFailures
+// and the metrics label them: the eap.Failure of the gateway's own
+// check (unknown_user, wrong_password, method_refused, tls, rejected:
+// ours refused as a client, other), and for logins relayed to RADIUS
+// radius_reject (Access-Reject), radius_timeout (no server answered),
+// radius_bad_authenticator (answers came but failed their
+// Message-Authenticator or Response Authenticator: a wrong shared
+// secret), radius_malformed (an answer broke RFC 3579) and protocol
+// (the client's EAP broke the method).
+var EAPFailureReasons = [...]string{"unknown_user", "wrong_password", "method_refused", "tls", "rejected", "other",
+	"radius_reject", "radius_timeout", "radius_bad_authenticator", "radius_malformed", "protocol"}
+
+// countEAPFailure counts one failed login for reason, one of
+// EAPFailureReasons ("other" for another).
+func (c *counters) countEAPFailure(reason string) {
+	i := slices.Index(EAPFailureReasons[:], reason)
+	if i < 0 {
+		i = slices.Index(EAPFailureReasons[:], "other")
+	}
+	c.eapFailures[i].Add(1)
+}
 
 // countEAP counts one EAP login of method: ok or failed.
 func (c *counters) countEAP(method message.EAPType, ok bool) {
@@ -91,9 +117,13 @@ type Counters struct {
 	// ChildrenInstalled and ChildrenRemoved count CHILD_SA pairs.
 	ChildrenInstalled, ChildrenRemoved uint64
 	// EAP counts road warriors' EAP logins by method ("EAP-MSCHAPv2",
-	// "EAP-MD5") and outcome: [0] succeeded, [1] failed (a wrong
-	// password, an unknown user, a method refused).
+	// "EAP-MD5", "EAP-TLS") and outcome: [0] succeeded, [1] failed (a
+	// wrong password, an unknown user, a method refused, an
+	// Access-Reject).
 	EAP map[string][2]uint64
+	// EAPFailures counts failed EAP logins by reason
+	// (EAPFailureReasons), RADIUS's timeouts included.
+	EAPFailures map[string]uint64
 }
 
 // Counters returns the counters.
@@ -110,6 +140,10 @@ func (m *Daemon) Counters() Counters {
 	out.EAP = map[string][2]uint64{}
 	for i, m := range eapMethods {
 		out.EAP[eap.MethodName(m)] = [2]uint64{c.eap[i][0].Load(), c.eap[i][1].Load()}
+	}
+	out.EAPFailures = map[string]uint64{}
+	for i, r := range EAPFailureReasons {
+		out.EAPFailures[r] = c.eapFailures[i].Load()
 	}
 	for i := range c.exchanges {
 		name := "other"

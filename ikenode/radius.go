@@ -8,6 +8,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/eapradius"
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/eap"
 )
 
 // radiusRelay is the engine's EAPRelay of a connection with remote auth
@@ -81,13 +82,41 @@ func (m *Daemon) eapAnswered(sa *ike.SA, st eapradius.Step, now time.Time) {
 		if errors.Is(err, ike.ErrAuthFailed) {
 			m.ctr.authFailures.Add(1)
 		}
-		m.log.WithError(err).WithFields(x.fields()).Warn("ike: EAP relayed to RADIUS failed")
+		l := m.log.WithError(err).WithFields(x.fields())
+		if st.Status == eap.Failed {
+			reason := relayFailure(st.Err)
+			m.ctr.countEAPFailure(reason)
+			if ae := (*eap.AuthError)(nil); errors.As(st.Err, &ae) {
+				m.ctr.countEAP(ae.Method, false)
+			}
+			l = l.WithField("reason", reason)
+		}
+		l.Warn("ike: EAP relayed to RADIUS failed")
 	}
 	m.afterCall(x, now)
 	if out != nil {
 		l, r := sa.Addrs()
 		m.sendAll(x, out, l, r)
 	}
+}
+
+// relayFailure names why a login relayed to RADIUS failed, one of
+// EAPFailureReasons.
+func relayFailure(err error) string {
+	var ae *eap.AuthError
+	switch {
+	case errors.As(err, &ae) && ae.Failure == eap.FailureRejected:
+		return "radius_reject"
+	case errors.Is(err, eapradius.ErrMismatch):
+		return "radius_bad_authenticator"
+	case errors.Is(err, eapradius.ErrNoAnswer):
+		return "radius_timeout"
+	case errors.Is(err, eapradius.ErrMalformed):
+		return "radius_malformed"
+	case errors.Is(err, eap.ErrProtocol):
+		return "protocol"
+	}
+	return "other"
 }
 
 // assigned leases the address RADIUS assigned (Framed-IP-Address) with

@@ -168,6 +168,7 @@ func (m *Daemon) count(h message.Header, err error) {
 	}
 	if ae := (*eap.AuthError)(nil); errors.As(err, &ae) {
 		m.ctr.countEAP(ae.Method, false)
+		m.ctr.countEAPFailure(ae.Failure.String())
 	}
 	m.ctr.exchange(h.ExchangeType(), res)
 }

@@ -171,7 +171,8 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 	if out, err := rw.ch.Swanctl("--initiate", "--child", "net", "--timeout", "15"); err == nil {
 		t.Fatalf("swanctl --initiate with a wrong password succeeded:\n%s", out)
 	}
-	metrics(`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`)
+	metrics(`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`,
+		`ipsecd_ike_eap_failures_total{reason="wrong_password"} 1`, `ipsecd_ike_eap_failures_total{reason="unknown_user"} 0`)
 	if log := d.log.String(); !strings.Contains(log, `EAP-MSCHAPv2 of \"alice\" failed: wrong password`) || strings.Contains(log, "not-alices-password") {
 		t.Errorf("ipsecd's log does not name alice and the method, or names the password")
 	}

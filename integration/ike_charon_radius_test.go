@@ -25,6 +25,7 @@ import (
 func radiusGateway(cert, key, dead, auth, acct, secret string) string {
 	_, acctPort, _ := net.SplitHostPort(acct)
 	return fmt.Sprintf(`log: {level: debug}
+metrics: %s
 underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [10.3.0.0/24]}
@@ -37,7 +38,7 @@ eap_radius:
   accounting: true
 pools:
   - {name: rw, addrs: 10.3.0.0/25, dns: [10.3.0.53], radius: true}
-`, dead, secret, auth, acctPort, secret) + radiusGatewayConn(underlayA4, cert, key, "198.51.100.0/24", "10.3.0.0/24")
+`, ikeMetricsAddr, dead, secret, auth, acctPort, secret) + radiusGatewayConn(underlayA4, cert, key, "198.51.100.0/24", "10.3.0.0/24")
 }
 
 // radiusGatewayConn is a gateway's connection rw of EAP through RADIUS
@@ -66,7 +67,8 @@ func radiusGatewayConn(local, cert, key, localTS, remoteTS string) string {
 // session's Start and, after charon's delete, its Stop with the ping's
 // bytes and packets each way and cause User-Request. Then a wrong
 // password: Access-Reject, charon's IKE_AUTH fails with
-// AUTHENTICATION_FAILED, and no SA stays; the daemon's stop sends
+// AUTHENTICATION_FAILED, counted with reason radius_reject, and no SA
+// stays; the daemon's stop sends
 // Accounting-Off.
 func TestIKECharonRADIUS(t *testing.T) {
 	charontest.Require(t)
@@ -150,6 +152,17 @@ func TestIKECharonRADIUS(t *testing.T) {
 	}
 	if !strings.Contains(fr.Log(), "Sent Access-Reject") {
 		t.Errorf("FreeRADIUS sent no Access-Reject")
+	}
+	// Counted by reason, and logged with it.
+	body := scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics")
+	for _, w := range []string{`ipsecd_ike_eap_failures_total{reason="radius_reject"} 1`, `ipsecd_ike_eap_failures_total{reason="radius_timeout"} 0`,
+		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`} {
+		if !strings.Contains(body, "\n"+w+"\n") {
+			t.Errorf("metrics lack %s", w)
+		}
+	}
+	if !strings.Contains(d.log.String(), "reason=radius_reject") {
+		t.Errorf("the daemon did not log the reject's reason")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(d.ikeList()) > 0 {

@@ -95,7 +95,7 @@ func (c *Client) handle(in []byte) ([]byte, Status, error) {
 		c.msk, c.result = c.result, nil
 		return nil, Succeeded, nil
 	case message.EAPFailure:
-		return nil, Failed, c.authFailed("the server sent EAP-Failure")
+		return nil, Failed, c.authFailed(FailureRejected, "the server sent EAP-Failure")
 	}
 	id := e.Identifier()
 	switch t := e.Type(); {
@@ -124,8 +124,8 @@ func (c *Client) handle(in []byte) ([]byte, Status, error) {
 	}
 }
 
-func (c *Client) authFailed(reason string) error {
-	return &AuthError{Identity: c.cfg.Identity, Method: c.method, Reason: reason}
+func (c *Client) authFailed(f Failure, reason string) error {
+	return &AuthError{Identity: c.cfg.Identity, Method: c.method, Reason: reason, Failure: f}
 }
 
 // md5 answers an MD5-Challenge (RFC 1994 §4.1); the method is then done,
@@ -181,13 +181,13 @@ func (c *Client) mschapv2(id uint8, d []byte) ([]byte, Status, error) {
 		}
 		s, _, _ := strings.Cut(string(d[msHeaderLen:]), " ")
 		if !equal([]byte(strings.ToUpper(s)), []byte(c.authResponse)) {
-			return nil, Failed, c.authFailed("the server's authenticator response is wrong: it does not know the password")
+			return nil, Failed, c.authFailed(FailureOther, "the server's authenticator response is wrong: it does not know the password")
 		}
 		c.done = true
 		// The acknowledgement is the OpCode alone.
 		return message.AppendEAP(nil, message.EAPResponse, id, message.EAPMSCHAPv2, []byte{opSuccess}), Continue, nil
 	case opFailure:
-		return nil, Failed, c.authFailed(fmt.Sprintf("the server refused the password (%.40q)", d[min(msHeaderLen, len(d)):]))
+		return nil, Failed, c.authFailed(FailureRejected, fmt.Sprintf("the server refused the password (%.40q)", d[min(msHeaderLen, len(d)):]))
 	}
 	return nil, Failed, protocolError("unexpected EAP-MSCHAPv2 opcode %d", d[0])
 }

@@ -44,11 +44,36 @@ var ErrAuthFailed = errors.New("eap: authentication failed")
 var ErrProtocol = errors.New("eap: protocol error")
 
 // AuthError is an authentication failure: the identity (the peer's text:
-// escape it where shown), the method and why, never a secret.
+// escape it where shown), the method and why, never a secret; Failure
+// says why in a word that counters carry.
 type AuthError struct {
 	Identity string
 	Method   message.EAPType
 	Reason   string
+	Failure  Failure
+}
+
+// Failure classifies an AuthError for counters (ipsecd_ike_eap_failures_total).
+// The zero value is FailureOther.
+type Failure uint8
+
+const (
+	FailureOther         Failure = iota // none of the below: a peer that failed to prove itself, or named another identity
+	FailureUnknownUser                  // no secret for the identity
+	FailureWrongPassword                // the identity's secret did not check out
+	FailureMethodRefused                // the peer refused the method (a Nak)
+	FailureTLS                          // EAP-TLS's handshake or certificate failed
+	FailureRejected                     // the other end said no: the gateway's EAP-Failure to our client, an AAA server's Access-Reject
+	numFailures
+)
+
+// String is the failure's label: other, unknown_user, wrong_password,
+// method_refused, tls, rejected.
+func (f Failure) String() string {
+	if f >= numFailures {
+		f = FailureOther
+	}
+	return [...]string{"other", "unknown_user", "wrong_password", "method_refused", "tls", "rejected"}[f]
 }
 
 func (e *AuthError) Error() string {

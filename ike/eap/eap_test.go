@@ -85,6 +85,15 @@ func TestConversations(t *testing.T) {
 			if !errors.As(serr, &ae) || !errors.Is(serr, ErrAuthFailed) || ae.Reason != tt.wantReason || ae.Identity != tt.identity || ae.Method != tt.method {
 				t.Errorf("server error %v, want an AuthError of %q for %q", serr, tt.wantReason, tt.identity)
 			}
+			// The word the counters carry.
+			wantFailure := map[string]Failure{"wrong password": FailureWrongPassword, "wrong secret": FailureWrongPassword,
+				"unknown identity": FailureUnknownUser}[tt.wantReason]
+			if strings.HasPrefix(tt.wantReason, "the peer refuses the method") {
+				wantFailure = FailureMethodRefused
+			}
+			if ae != nil && ae.Failure != wantFailure {
+				t.Errorf("server's failure %v, want %v", ae.Failure, wantFailure)
+			}
 			if strings.Contains(serr.Error(), tt.secret) || strings.Contains(cerr.Error(), tt.secret) {
 				t.Errorf("an error names the secret: %v / %v", serr, cerr)
 			}

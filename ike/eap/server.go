@@ -110,7 +110,7 @@ func (s *Server) handle(in []byte) ([]byte, Status, error) {
 	}
 	switch {
 	case e.Type() == message.EAPNak && s.state == sMethod:
-		return nil, Failed, &AuthError{Identity: s.identity, Method: s.cfg.Method, Reason: "the peer refuses the method (" + nakList(e.Data()) + ")"}
+		return nil, Failed, &AuthError{Identity: s.identity, Method: s.cfg.Method, Reason: "the peer refuses the method (" + nakList(e.Data()) + ")", Failure: FailureMethodRefused}
 	case s.state == sIdentity && e.Type() == message.EAPIdentity:
 		return s.identityResponse(e.Data())
 	case s.state != sIdentity && e.Type() == s.cfg.Method && s.cfg.Method == message.EAPMD5:
@@ -184,17 +184,17 @@ func (s *Server) md5Response(e message.EAP) ([]byte, Status, error) {
 	ok := equal(h.Sum(nil), d[1:1+md5.Size])
 	if !known {
 		clear(k)
-		return nil, Failed, s.authFailed("unknown identity")
+		return nil, Failed, s.authFailed(FailureUnknownUser, "unknown identity")
 	}
 	if !ok {
-		return nil, Failed, s.authFailed("wrong secret")
+		return nil, Failed, s.authFailed(FailureWrongPassword, "wrong secret")
 	}
 	s.state = sDone
 	return message.AppendEAPResult(nil, message.EAPSuccess, s.id), Succeeded, nil
 }
 
-func (s *Server) authFailed(reason string) error {
-	return &AuthError{Identity: s.identity, Method: s.cfg.Method, Reason: reason}
+func (s *Server) authFailed(f Failure, reason string) error {
+	return &AuthError{Identity: s.identity, Method: s.cfg.Method, Reason: reason, Failure: f}
 }
 
 // mschapv2Response checks a Response (sMethod) or takes the peer's
@@ -210,7 +210,7 @@ func (s *Server) mschapv2Response(e message.EAP) ([]byte, Status, error) {
 		s.msk, s.result.msk = s.result.msk, nil
 		return message.AppendEAPResult(nil, message.EAPSuccess, s.id), Succeeded, nil
 	case s.state == sSuccessSent && d[0] == opFailure:
-		return nil, Failed, s.authFailed("the peer refused our authenticator response")
+		return nil, Failed, s.authFailed(FailureOther, "the peer refused our authenticator response")
 	case s.state != sMethod || d[0] != opResponse:
 		return nil, Failed, protocolError("unexpected EAP-MSCHAPv2 opcode %d", d[0])
 	}
@@ -224,7 +224,7 @@ func (s *Server) mschapv2Response(e message.EAP) ([]byte, Status, error) {
 	if name != s.identity {
 		// The password checked must be the identity's that leases
 		// and logs name.
-		return nil, Failed, s.authFailed(fmt.Sprintf("the response names %q, not the EAP identity", name))
+		return nil, Failed, s.authFailed(FailureOther, fmt.Sprintf("the response names %q, not the EAP identity", name))
 	}
 	k, known := s.secret()
 	pw := ntPasswordHash(k)
@@ -236,9 +236,9 @@ func (s *Server) mschapv2Response(e message.EAP) ([]byte, Status, error) {
 	if !known || !ok {
 		clear(m.msk)
 		if !known {
-			return nil, Failed, s.authFailed("unknown identity")
+			return nil, Failed, s.authFailed(FailureUnknownUser, "unknown identity")
 		}
-		return nil, Failed, s.authFailed("wrong password")
+		return nil, Failed, s.authFailed(FailureWrongPassword, "wrong password")
 	}
 	s.result = m
 	s.id++

@@ -105,7 +105,7 @@ func (c *TLSClient) Handle(in []byte) ([]byte, Status, error) {
 		return nil, Succeeded, nil
 	case message.EAPFailure:
 		c.Wipe()
-		return nil, Failed, &AuthError{Identity: c.cfg.Identity, Method: message.EAPTLS, Reason: "the server sent EAP-Failure"}
+		return nil, Failed, &AuthError{Identity: c.cfg.Identity, Method: message.EAPTLS, Reason: "the server sent EAP-Failure", Failure: FailureRejected}
 	}
 	switch e.Type() {
 	case message.EAPIdentity:
@@ -173,5 +173,5 @@ func (c *TLSClient) tlsRequest(d []byte) ([]byte, error) {
 }
 
 func (c *TLSClient) authFailed(err error) error {
-	return &AuthError{Identity: c.cfg.Identity, Method: message.EAPTLS, Reason: "TLS: " + err.Error()}
+	return &AuthError{Identity: c.cfg.Identity, Method: message.EAPTLS, Reason: "TLS: " + err.Error(), Failure: FailureTLS}
 }

@@ -117,7 +117,7 @@ func (s *TLSServer) handle(in []byte) ([]byte, Status, error) {
 		}
 		return []byte{tlsFlagStart}, Continue, nil
 	case s.state != sIdentity && e.Type() == message.EAPNak:
-		return nil, Failed, &AuthError{Identity: s.identity, Method: message.EAPTLS, Reason: "the peer refuses the method (" + nakList(e.Data()) + ")"}
+		return nil, Failed, &AuthError{Identity: s.identity, Method: message.EAPTLS, Reason: "the peer refuses the method (" + nakList(e.Data()) + ")", Failure: FailureMethodRefused}
 	case s.state == sIdentity || e.Type() != message.EAPTLS:
 		return nil, Failed, protocolError("unexpected %s response", MethodName(e.Type()))
 	}
@@ -179,5 +179,5 @@ func (s *TLSServer) finish() error {
 }
 
 func (s *TLSServer) authFailed(err error) error {
-	return &AuthError{Identity: s.identity, Method: message.EAPTLS, Reason: "TLS: " + err.Error()}
+	return &AuthError{Identity: s.identity, Method: message.EAPTLS, Reason: "TLS: " + err.Error(), Failure: FailureTLS}
 }
