@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/internal/charontest"
@@ -105,7 +104,7 @@ func charonAndSidecar(t *testing.T) (*charontest.Charon, *netnstest.NS, *Net) {
 	ch, nsC, nsS := charonNamespaces(t)
 	e := endpoint{underlay: netip.MustParseAddr("192.0.2.2"), peer: netip.MustParseAddr("192.0.2.1"), inner: "203.0.113.1",
 		subnet: "203.0.113.0/24", remote: "198.51.100.0/24", id: "b.test", peerID: "a.test"}
-	return ch, nsC, sidecarIn(t, nsS, pairConfig(t, e, charontest.PSK))
+	return ch, nsC, sidecarIn(t, nsS, Config{File: pairConfig(t, e, charontest.PSK)})
 }
 
 // charonNamespaces starts charon in a namespace of its own at 192.0.2.1,
@@ -114,25 +113,15 @@ func charonAndSidecar(t *testing.T) (*charontest.Charon, *netnstest.NS, *Net) {
 // underlay address.
 func charonNamespaces(t *testing.T) (ch *charontest.Charon, nsC, nsS *netnstest.NS) {
 	charontest.Require(t)
-	nsC = netnstest.New(t, "stackike-charon")
-	nsS = netnstest.New(t, "stackike-sidecar")
-	nsC.IP(t, "link", "add", "vc", "type", "veth", "peer", "name", "vs", "netns", nsS.Name)
-	nsC.IP(t, "addr", "add", "192.0.2.1/24", "dev", "vc")
-	nsS.IP(t, "addr", "add", "192.0.2.2/24", "dev", "vs")
-	nsC.IP(t, "link", "set", "vc", "up")
-	nsS.IP(t, "link", "set", "vs", "up")
-	// kernel-libipsec routes remote_ts into its TUN device from an
-	// address of local_ts, and needs a route towards the peer to do it.
-	nsC.IP(t, "addr", "add", "198.51.100.1/32", "dev", "lo")
-	nsC.IP(t, "route", "add", "default", "via", "192.0.2.2")
+	nsC, nsS = charontest.Namespaces(t, "stackike", "198.51.100.1/32")
 	return charontest.Start(t, nsC.Name, ""), nsC, nsS
 }
 
-// sidecarIn is New(f) with its underlay socket bound in ns.
-func sidecarIn(t *testing.T, ns *netnstest.NS, f *config.Config) *Net {
+// sidecarIn is New(cfg) with its underlay socket bound in ns.
+func sidecarIn(t *testing.T, ns *netnstest.NS, cfg Config) *Net {
 	var n *Net
 	if err := ns.Do(func() (err error) {
-		n, err = New(Config{File: f})
+		n, err = New(cfg)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -208,8 +197,8 @@ func TestCharonGateway(t *testing.T) {
 		Local: charontest.Peer{ID: "a.test"}, Remote: charontest.Peer{ID: "b.test"},
 		Pools: "rw", PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n  }\n}\n",
 		LocalTS: "198.51.100.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16"}.String())
-	n := sidecarIn(t, nsS, roadWarriorConfig(t, roadWarrior{self: netip.MustParseAddr("192.0.2.2"), gw: netip.MustParseAddr("192.0.2.1"),
-		behind: "198.51.100.0/24", id: "b.test", gwID: "a.test", psk: charontest.PSK}))
+	n := sidecarIn(t, nsS, Config{File: roadWarriorConfig(t, roadWarrior{self: netip.MustParseAddr("192.0.2.2"), gw: netip.MustParseAddr("192.0.2.1"),
+		behind: "198.51.100.0/24", id: "b.test", gwID: "a.test", psk: charontest.PSK})})
 	start := time.Now()
 	if err := n.Initiate(ikenode.Target{IKE: "rw"}); err != nil {
 		t.Fatal(err)

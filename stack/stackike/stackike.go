@@ -30,8 +30,16 @@
 // netstack's own while the IKE SA is up (vip.go), so the interface may
 // have no addresses: in the file. VirtualIPs and WaitVirtualIP tell the
 // program its address, DNS the gateway's DNS servers, and Resolver
-// resolves names through them, inside the tunnel. A program thus joins a
-// company's VPN with no root, no TUN and no kernel ESP.
+// resolves names through them, inside the tunnel, as DialContext does
+// for a host name (dns.go). A program thus joins a company's VPN with no
+// root, no TUN and no kernel ESP.
+//
+// The connection may come from a file (any auth the engine's client
+// has: PSK, a certificate, EAP-MSCHAPv2 or EAP-MD5 with an eap secret),
+// or from the program: Config.RoadWarrior holds what a laptop's VPN
+// settings hold (the gateway's address and identity, the CA of its
+// certificate, the user's name and EAP-MSCHAPv2 password) and New makes
+// it the file it stands for, checked as a file is (roadwarrior.go).
 //
 // A sidecar may be the gateway too: its pools: hand out addresses as
 // the daemon's do, a lease per identity for as long as the program runs
@@ -71,6 +79,9 @@ type Config struct {
 	// children's if_id is the interface's. Its states:, if any, run
 	// beside the negotiated children.
 	File *config.Config
+	// RoadWarrior, instead of File, is a connection to a remote-access
+	// gateway given by the program (roadwarrior.go).
+	RoadWarrior *RoadWarrior
 	// Log gets the IKE runner's and the data path's log lines; nil
 	// discards them.
 	Log logrus.FieldLogger
@@ -99,7 +110,15 @@ type Net struct {
 // is left running or bound.
 func New(cfg Config) (_ *Net, err error) {
 	f := cfg.File
-	if f == nil {
+	switch {
+	case f != nil && cfg.RoadWarrior != nil:
+		return nil, fmt.Errorf("%w: File and RoadWarrior both set; want one", stack.ErrInvalidConfig)
+	case cfg.RoadWarrior != nil:
+		if f, err = cfg.RoadWarrior.file(); err != nil {
+			return nil, err
+		}
+		defer f.WipeKeys() // the engine holds copies of its own
+	case f == nil:
 		return nil, fmt.Errorf("%w: no config file", stack.ErrInvalidConfig)
 	}
 	if len(f.Connections) == 0 {
@@ -121,6 +140,9 @@ func New(cfg Config) (_ *Net, err error) {
 	}
 	// A road warrior's address may all come from its gateways.
 	sc.AddressesLater = asksVIPs(f)
+	// Negotiated keys are new for every child: only the file's static
+	// states need state_dir.
+	sc.EphemeralKeys = len(f.States) == 0
 	sn, err := stack.New(sc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.File, err)
@@ -147,7 +169,7 @@ func New(cfg Config) (_ *Net, err error) {
 			if cfg.OnEvent != nil {
 				cfg.OnEvent(ev)
 			}
-			n.vip.signal()
+			n.vip.event(ev)
 		},
 	})
 	if err != nil {

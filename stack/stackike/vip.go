@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/ipsecd/ipsecd/control"
+	"github.com/ipsecd/ipsecd/ikenode"
 )
 
 // A road warrior's virtual IP (a connection's vips:): the gateway gives
@@ -38,8 +38,34 @@ type vipState struct {
 	mu      sync.Mutex
 	vips    []netip.Addr
 	dns     []netip.Addr
-	changed chan struct{} // closed and replaced when vips or dns change
+	changed chan struct{} // closed and replaced when vips, dns or failed change
 	err     error         // the last failure to list them
+	failed  error         // the last IKE SA that failed (ike_failed), nil once one is up
+}
+
+// event records what WaitVirtualIP tells of ev and signals routineVIP.
+// It runs in the IKE goroutine: it takes mu only to set fields.
+func (v *vipState) event(ev ikenode.Event) {
+	switch ev.Type {
+	case ikenode.EventIKEFailed:
+		err := fmt.Errorf("stackike: connection %s to %v: %s", ev.Connection, ev.Remote, ev.Reason)
+		if ev.Error != "" {
+			err = fmt.Errorf("%w: %s", err, ev.Error)
+		}
+		v.setFailed(err)
+	case ikenode.EventIKEUp:
+		v.setFailed(nil)
+	}
+	v.signal()
+}
+
+// setFailed records why the last IKE SA failed and wakes WaitVirtualIP.
+func (v *vipState) setFailed(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failed = err
+	close(v.changed)
+	v.changed = make(chan struct{})
 }
 
 // signal tells routineVIP that an event came, without blocking.
@@ -131,13 +157,14 @@ func (n *Net) DNS() []netip.Addr {
 }
 
 // WaitVirtualIP waits until the netstack holds a virtual IP from a
-// gateway and returns them all, or returns ctx's error (with the last
-// failure to list them, if any).
+// gateway and returns them all, or returns ctx's error with why none
+// came: the last IKE SA that failed (authentication failed, no proposal
+// chosen, timeout: the gateway did not answer), if any.
 func (n *Net) WaitVirtualIP(ctx context.Context) ([]netip.Addr, error) {
 	v := &n.vip
 	for {
 		v.mu.Lock()
-		vips, changed, err := slices.Clone(v.vips), v.changed, v.err
+		vips, changed, err := slices.Clone(v.vips), v.changed, errors.Join(v.failed, v.err)
 		v.mu.Unlock()
 		if len(vips) > 0 {
 			return vips, nil
@@ -148,26 +175,4 @@ func (n *Net) WaitVirtualIP(ctx context.Context) ([]netip.Addr, error) {
 			return nil, errors.Join(fmt.Errorf("stackike: no virtual IP: %w", ctx.Err()), err)
 		}
 	}
-}
-
-// Resolver is a DNS resolver for the program that asks the gateway's DNS
-// servers (DNS) through the tunnel, from the virtual IP, over the
-// netstack: the company's names resolve as on a laptop on its VPN. It
-// tries the servers in order; with none (yet) its lookups fail.
-func (n *Net) Resolver() *net.Resolver {
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		servers := n.DNS()
-		if len(servers) == 0 {
-			return nil, errors.New("stackike: the gateway named no DNS server")
-		}
-		var errs []error
-		for _, s := range servers {
-			c, err := n.DialContext(ctx, network, netip.AddrPortFrom(s, 53).String())
-			if err == nil {
-				return c, nil
-			}
-			errs = append(errs, err)
-		}
-		return nil, errors.Join(errs...)
-	}}
 }

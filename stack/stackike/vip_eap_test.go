@@ -9,11 +9,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/internal/looppair"
 )
@@ -26,23 +28,7 @@ func TestRoadWarriorEAP(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := selfSigned(t, dir, "vpn.corp.example")
 	la, lb := looppair.NATT(t)
-	gw, err := New(Config{File: parse(t, fmt.Sprintf(`state_dir: %[1]s/gw
-underlay: {udp: "%[2]s:4500"}
-interfaces:
-  - {name: gw, if_id: 1, addresses: [10.4.0.1/24], routes: [10.3.0.0/24]}
-pools:
-  - {name: rw, addrs: 10.3.0.0/24, dns: [10.4.0.53]}
-connections:
-  - name: rw
-    pools: [rw]
-    proposals: [aes256-sha256-x25519]
-    local: {auth: pubkey, id: vpn.corp.example, cert: %[3]s, key: %[4]s}
-    remote: {auth: eap-mschapv2, eap_id: "%%any"}
-    children:
-      - {name: rw-net, if_id: 1, local_ts: [10.4.0.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
-secrets:
-  - {type: eap, ids: [alice], secret: alice-password}
-`, dir, lb, cert, key))})
+	gw, err := New(Config{File: eapGatewayConfig(t, lb, cert, key, "secret: alice-password")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +61,31 @@ secrets:
 		t.Fatalf("virtual IP %v (netstack holds it: %v), want 10.3.0.1", vip, holds(rw, vip))
 	}
 	streamFromVIP(t, rw, gw, 4<<20)
+}
+
+// eapGatewayConfig is a remote-access gateway on a netstack at
+// self:4500 that proves itself with cert and key (vpn.corp.example) and
+// takes alice by EAP-MSCHAPv2 with the password of secret (the eap
+// secret's secret: or secret_file: item), handing out 10.3.0.0/24 with
+// the DNS server 10.4.0.53, which is its own address beside 10.4.0.1.
+func eapGatewayConfig(t testing.TB, self netip.Addr, cert, key, secret string) *config.Config {
+	t.Helper()
+	return parse(t, fmt.Sprintf(`underlay: {udp: "%s:4500"}
+interfaces:
+  - {name: gw, if_id: 1, addresses: [10.4.0.1/24, 10.4.0.53/32], routes: [10.3.0.0/24]}
+pools:
+  - {name: rw, addrs: 10.3.0.0/24, dns: [10.4.0.53]}
+connections:
+  - name: rw
+    pools: [rw]
+    proposals: [aes256-sha256-x25519]
+    local: {auth: pubkey, id: vpn.corp.example, cert: %s, key: %s}
+    remote: {auth: eap-mschapv2, eap_id: "%%any"}
+    children:
+      - {name: rw-net, if_id: 1, local_ts: [10.4.0.0/24], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
+secrets:
+  - {type: eap, ids: [alice], %s}
+`, self, cert, key, secret))
 }
 
 // selfSigned writes a self-signed ECDSA P-256 certificate for name (a CA,

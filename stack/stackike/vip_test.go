@@ -177,16 +177,23 @@ func holds(n *Net, a netip.Addr) bool {
 // as the source.
 func streamFromVIP(t *testing.T, rw, gw *Net, size int64) {
 	t.Helper()
+	streamFromVIPTo(t, rw, gw, "10.4.0.1", size)
+}
+
+// streamFromVIPTo is streamFromVIP with rw dialing host, an address or a
+// name that rw resolves to 10.4.0.1.
+func streamFromVIPTo(t *testing.T, rw, gw *Net, host string, size int64) {
+	t.Helper()
 	ln, err := gw.ListenTCP(&net.TCPAddr{IP: net.ParseIP("10.4.0.1"), Port: 5201})
 	if err != nil {
 		t.Fatal(err)
 	}
 	from := make(chan net.Addr, 1)
 	err = stream(sourceOf(ln, from), func(ctx context.Context) (net.Conn, error) {
-		return rw.DialContext(ctx, "tcp", "10.4.0.1:5201")
+		return rw.DialContext(ctx, "tcp", net.JoinHostPort(host, "5201"))
 	}, size, nil)
 	if err != nil {
-		t.Fatalf("TCP road warrior → 10.4.0.1 behind the gateway: %v", err)
+		t.Fatalf("TCP road warrior → %s (10.4.0.1) behind the gateway: %v", host, err)
 	}
 	if src := (<-from).(*net.TCPAddr).IP.String(); src != "10.3.0.1" {
 		t.Errorf("the gateway's server saw the stream from %s, want the virtual IP 10.3.0.1", src)
