@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Make fresh keys for the example configs: each key file the examples name
 # (key_file:, secret_file:), written by `ipsecd genkey` with mode 0600, and
-# the remote-access example's gateway certificate (openssl). The examples hold
-# no keys of their own, so that no published key ends up in a real tunnel
-# and `ipsecd check` has nothing to warn about.
+# the remote-access example's gateway certificate (openssl), which
+# roadwarrior/roadwarrior.yaml trusts as its CA (logging in to that gateway
+# with the same keys/alice.secret). The examples hold no keys of their own,
+# so that no published key ends up in a real tunnel and `ipsecd check` has
+# nothing to warn about.
 #
 #   examples/genkeys.sh [DIR [FILE...]]
 #

@@ -11,10 +11,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -52,26 +52,15 @@ func run(ctx context.Context, cfg *config.Config, url string, out io.Writer) err
 	if err := tnet.Initiate(ikenode.Target{IKE: cfg.Connections[0].Name}); err != nil {
 		return err
 	}
-	vips, err := tnet.WaitVirtualIP(ctx)
+	vips, err := tnet.WaitVirtualIP(ctx) // or why none came: a wrong password, no answer
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "virtual IP %v, DNS servers %v\n", vips, tnet.DNS())
 
-	// Names are resolved by the gateway's DNS servers, through the
-	// tunnel; connections leave from the virtual IP.
-	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		ips, err := tnet.Resolver().LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, err
-		}
-		return tnet.DialContext(ctx, network, net.JoinHostPort(ips[0].String(), port))
-	}
-	client := &http.Client{Transport: &http.Transport{DialContext: dialer}}
+	// tnet.DialContext resolves names with the gateway's DNS servers,
+	// through the tunnel, and connects from the virtual IP.
+	client := &http.Client{Transport: &http.Transport{DialContext: tnet.DialContext}}
 	defer client.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -82,13 +71,15 @@ func run(ctx context.Context, cfg *config.Config, url string, out io.Writer) err
 		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, msg)
 	}
-	fmt.Fprintf(out, "GET %s through the VPN: %s\n%s", url, resp.Status, body)
+	sum := sha256.New()
+	n, err := io.Copy(sum, resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: after %d bytes: %w", url, n, err)
+	}
+	fmt.Fprintf(out, "GET %s through the VPN: %s, %d bytes, sha256 %x\n", url, resp.Status, n, sum.Sum(nil))
 	return nil
 }
