@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/ipsecd/ipsecd/sa"
 )
@@ -31,7 +30,8 @@ func (n *Node) checkNewLocked(c *sa.Config) error {
 
 // runningLocked reports whether the SAD holds an SA with id exactly.
 func (n *Node) runningLocked(id StateID) bool {
-	return slices.ContainsFunc(n.sad.States(), func(s *sa.SA) bool { return IDOf(s) == id })
+	s := n.sad.Lookup(id.Dir, id.SPI, id.Dst)
+	return s != nil && IDOf(s) == id
 }
 
 // AddState makes an SA from c and adds it under owner (`ipsecd state
@@ -66,13 +66,7 @@ func (n *Node) DeleteState(id StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	defer n.notifyLocked(n.snapshotLocked(), "deleted")
-	var victim *sa.SA
-	for _, s := range n.sad.States() {
-		if s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst) {
-			victim = s
-			break
-		}
-	}
+	victim := n.sad.Lookup(id.Dir, id.SPI, id.Dst)
 	if err := n.sad.Delete(id.Dir, id.SPI, id.Dst); err != nil {
 		return err
 	}
@@ -132,16 +126,15 @@ func (n *Node) FlushStates() (int, error) {
 func (n *Node) UpdateLifetime(id StateID, l sa.Lifetime) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, s := range n.sad.States() {
-		if IDOf(s) == id {
-			if err := s.SetLifetime(l); err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalid, err)
-			}
-			if n.events != nil {
-				n.events(Event{Kind: EventStateUpdated, SA: s})
-			}
-			return nil
-		}
+	s := n.sad.Lookup(id.Dir, id.SPI, id.Dst)
+	if s == nil || IDOf(s) != id {
+		return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
 	}
-	return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+	if err := s.SetLifetime(l); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if n.events != nil {
+		n.events(Event{Kind: EventStateUpdated, SA: s})
+	}
+	return nil
 }

@@ -77,19 +77,9 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 	if f, prev, used := pair.Conflict(&out); used {
 		return fmt.Errorf("%w: outbound %s: the same key as %s: each direction needs keys of its own", ErrInvalid, f, prev)
 	}
-	drop := map[*sa.SA]bool{}
-	all := n.sad.StatesUnordered()
-	for _, id := range replaces {
-		i := slices.IndexFunc(all, func(s *sa.SA) bool {
-			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
-		})
-		if i < 0 {
-			return fmt.Errorf("replaces %s: %w", id, sa.ErrNotFound)
-		}
-		if o := n.owners[all[i]]; o != owner {
-			return fmt.Errorf("replaces %s: %w (%q)", id, ErrOwned, o)
-		}
-		drop[all[i]] = true
+	drop, err := n.ownedStatesLocked(owner, "replaces", replaces)
+	if err != nil {
+		return err
 	}
 	sIn, err := n.makeSA(in, owner.FreshKeys())
 	if err != nil {
@@ -100,15 +90,13 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 		sIn.Discard()
 		return fmt.Errorf("%w: outbound: %w", ErrInvalid, err)
 	}
-	states := slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] })
-	states = append(states, sIn, sOut)
-	if err := n.sad.Replace(states, n.sad.Policies()); err != nil {
+	if err := n.sad.Update(drop, []*sa.SA{sIn, sOut}); err != nil {
 		sIn.Discard()
 		sOut.Discard()
 		return err
 	}
 	n.notifyChildLocked(drop, "rekeyed", sIn, sOut)
-	for s := range drop {
+	for _, s := range drop {
 		n.forgetLocked(s)
 	}
 	n.owners[sIn], n.owners[sOut] = owner, owner
@@ -124,28 +112,39 @@ func (n *Node) InstallChild(owner Owner, in, out sa.Config, replaces ...StateID)
 func (n *Node) RemoveStates(owner Owner, ids ...StateID) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	all := n.sad.StatesUnordered()
-	drop := map[*sa.SA]bool{}
-	for _, id := range ids {
-		i := slices.IndexFunc(all, func(s *sa.SA) bool {
-			return s.Dir() == id.Dir && s.SPI() == id.SPI && (!id.Dst.IsValid() || s.Dst() == id.Dst)
-		})
-		if i < 0 {
-			return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
-		}
-		if o := n.owners[all[i]]; o != owner {
-			return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
-		}
-		drop[all[i]] = true
+	drop, err := n.ownedStatesLocked(owner, "state", ids)
+	if err != nil {
+		return err
 	}
-	if err := n.sad.Replace(slices.DeleteFunc(all, func(s *sa.SA) bool { return drop[s] }), n.sad.Policies()); err != nil {
+	if err := n.sad.Update(drop, nil); err != nil {
 		return err
 	}
 	n.notifyChildLocked(drop, "child down")
-	for s := range drop {
+	for _, s := range drop {
 		n.forgetLocked(s)
 	}
 	return nil
+}
+
+// ownedStatesLocked returns the running SAs ids name, each once, all
+// owner's: sa.ErrNotFound for an id that names none, ErrOwned for one of
+// another owner, the error's text starting with what and the id. It costs a lookup
+// per id, whatever the number of SAs.
+func (n *Node) ownedStatesLocked(owner Owner, what string, ids []StateID) ([]*sa.SA, error) {
+	var states []*sa.SA
+	for _, id := range ids {
+		s := n.sad.Lookup(id.Dir, id.SPI, id.Dst)
+		if s == nil {
+			return nil, fmt.Errorf("%s %s: %w", what, id, sa.ErrNotFound)
+		}
+		if o := n.owners[s]; o != owner {
+			return nil, fmt.Errorf("%s %s: %w (%q)", what, id, ErrOwned, o)
+		}
+		if !slices.Contains(states, s) {
+			states = append(states, s)
+		}
+	}
+	return states, nil
 }
 
 // AllocSPI returns a random inbound SPI that no inbound SA of the node
@@ -185,14 +184,12 @@ func (n *Node) ReleaseSPI(spi uint32) {
 func (n *Node) SetPeer(owner Owner, id StateID, peer netip.AddrPort) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, s := range n.sad.States() {
-		if IDOf(s) != id {
-			continue
-		}
-		if o := n.owners[s]; o != owner {
-			return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
-		}
-		return s.SetPeer(peer)
+	s := n.sad.Lookup(id.Dir, id.SPI, id.Dst)
+	if s == nil || IDOf(s) != id {
+		return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
 	}
-	return fmt.Errorf("state %s: %w", id, sa.ErrNotFound)
+	if o := n.owners[s]; o != owner {
+		return fmt.Errorf("state %s: %w (%q)", id, ErrOwned, o)
+	}
+	return s.SetPeer(peer)
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/ipsecd/ipsecd/sa"
@@ -104,11 +103,11 @@ func (n *Node) notifyLocked(before *snapshot, reason string) {
 // order, as notifyLocked's diff would. They know what they changed, and
 // the diff's two snapshots of every SA made each IKE child cost O(n log n)
 // in the number of SAs.
-func (n *Node) notifyChildLocked(dropped map[*sa.SA]bool, reason string, added ...*sa.SA) {
+func (n *Node) notifyChildLocked(dropped []*sa.SA, reason string, added ...*sa.SA) {
 	if n.events == nil {
 		return
 	}
-	gone := slices.SortedFunc(maps.Keys(dropped), sa.CompareStates)
+	gone := slices.SortedFunc(slices.Values(dropped), sa.CompareStates)
 	for _, s := range gone {
 		n.events(Event{Kind: EventStateDeleted, SA: s, Reason: reason})
 	}

@@ -20,11 +20,12 @@ func (d *SAD) AddPolicy(p Policy) error {
 	if f := old.ifaceOf(p.IfID); f != nil && f.hasPolicy(p) {
 		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrExists)
 	}
-	t := *old
-	f := t.cloneIface(p.IfID)
+	c := change(old)
+	f := c.iface(p.IfID).f
+	f.inPol, f.outPol, f.outAcq = slices.Clip(f.inPol), slices.Clip(f.outPol), slices.Clip(f.outAcq)
 	f.addPolicy(p)
-	t.policies = append(slices.Clip(old.policies), p)
-	d.table.Store(&t)
+	c.t.policies = append(slices.Clip(old.policies), p)
+	d.table.Store(&c.t)
 	return nil
 }
 
@@ -39,15 +40,15 @@ func (d *SAD) DeletePolicy(p Policy) error {
 	if i < 0 {
 		return fmt.Errorf("policy dir %s if_id %d %v: %w", p.Dir, p.IfID, p.Selector, ErrNotFound)
 	}
-	t := *old
-	t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)
-	f := t.cloneIface(p.IfID)
+	c := change(old)
+	c.t.policies = slices.Delete(slices.Clone(old.policies), i, i+1)
+	f := c.iface(p.IfID).f
 	if j := slices.IndexFunc(f.outPol, same); j >= 0 {
-		f.outPol = slices.Delete(f.outPol, j, j+1)
-		f.outAcq = slices.Delete(f.outAcq, j, j+1)
+		f.outPol = slices.Delete(slices.Clone(f.outPol), j, j+1)
+		f.outAcq = slices.Delete(slices.Clone(f.outAcq), j, j+1)
 	}
-	f.inPol = slices.DeleteFunc(f.inPol, same)
-	d.table.Store(&t)
+	f.inPol = slices.DeleteFunc(slices.Clone(f.inPol), same)
+	d.table.Store(&c.t)
 	return nil
 }
 
@@ -65,6 +66,8 @@ func (f *iface) hasPolicy(p Policy) bool {
 	return slices.ContainsFunc(list, func(q Policy) bool { return q.Selector == p.Selector })
 }
 
+// addPolicy appends p to f's policies, in place: clip slices that a
+// published table shares first.
 func (f *iface) addPolicy(p Policy) {
 	if p.Dir == DirIn {
 		f.inPol = append(f.inPol, p)
