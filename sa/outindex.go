@@ -152,11 +152,16 @@ func (f *iface) lpmOf(p netip.Prefix) *lpm {
 // level returns the index of l's level of bits, adding an empty one (in
 // place) when there is none, longest first.
 func (l *lpm) level(bits int) int {
-	j, found := slices.BinarySearchFunc(l.levels, bits, func(lv lpmLevel, bits int) int { return bits - lv.bits })
+	j, found := l.find(bits)
 	if !found {
 		l.levels = slices.Insert(l.levels, j, lpmLevel{bits: bits, sas: new(shards[[]*SA])})
 	}
 	return j
+}
+
+// find returns the index of l's level of bits, or where it would go.
+func (l *lpm) find(bits int) (int, bool) {
+	return slices.BinarySearchFunc(l.levels, bits, func(lv lpmLevel, bits int) int { return bits - lv.bits })
 }
 
 // ifaceWriter changes the copy of a published iface that a tableChange
@@ -228,7 +233,7 @@ func (w *ifaceWriter) removeOut(s *SA) {
 	}
 	eachDst(s, func(p netip.Prefix) {
 		l := w.lpmOf(p)
-		j, found := slices.BinarySearchFunc(l.levels, p.Bits(), func(lv lpmLevel, bits int) int { return bits - lv.bits })
+		j, found := l.find(p.Bits())
 		k := prefixKey(p)
 		if !found || !slices.Contains(l.levels[j].sas.lookup(k), s) {
 			return // removed under an earlier prefix with a shared key
