@@ -50,6 +50,22 @@ func TestExample(t *testing.T) {
 	}
 	t.Logf("up, resolved, fetched and down in %v:\n%s", time.Since(start).Round(time.Millisecond), out.String())
 	checkOutput(t, out.String(), "[10.4.0.53]", sum, from)
+
+	// A wrong password (the gateway holds the right one): the program
+	// says so at once, not when its timeout ends.
+	if err := os.WriteFile(filepath.Join(root, "keys", "alice.secret"), []byte("not-alices-password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := config.Load(filepath.Join(root, "roadwarrior", "roadwarrior.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	err = run(ctx, wrong, "http://intranet.corp.example/", &out)
+	if err == nil || !strings.Contains(err.Error(), "authentication failed") || ctx.Err() != nil {
+		t.Fatalf("with a wrong password: %v, want at once an error saying the authentication failed", err)
+	}
+	t.Logf("with a wrong password, after %v: %v", time.Since(start).Round(time.Millisecond), err)
 }
 
 // exampleTree lays out ROOT/keys with genkeys.sh's password and gateway

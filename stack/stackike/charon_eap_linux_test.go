@@ -42,8 +42,8 @@ func eapRoadWarrior(pki charontest.GatewayPKI, local, password string) *RoadWarr
 // TCP stream goes from each virtual IP to the network behind charon,
 // whose server sees the virtual IP as the source, the second to a name
 // that DialContext resolves through the tunnel at the DNS server charon
-// gave. With a wrong password no address comes, and WaitVirtualIP says
-// that the authentication failed.
+// gave. With a wrong password no address comes, WaitVirtualIP says at
+// once that the authentication failed, and the login is not tried again.
 func TestCharonGatewayEAP(t *testing.T) {
 	ch, nsC, nsS := charonNamespaces(t)
 	nsC.IP(t, "addr", "add", "198.51.100.53/32", "dev", "lo")
@@ -61,13 +61,18 @@ func TestCharonGatewayEAP(t *testing.T) {
 
 	t.Run("wrong password", func(t *testing.T) {
 		n := sidecarIn(t, nsS, Config{RoadWarrior: eapRoadWarrior(pki, "192.0.2.3", "not-alices-password")})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), settleWait)
 		defer cancel()
 		vips, err := n.WaitVirtualIP(ctx)
-		if err == nil || !strings.Contains(err.Error(), "authentication failed") || strings.Contains(err.Error(), "not-alices-password") {
-			t.Fatalf("WaitVirtualIP: %v %v; want no address and an error saying the authentication failed, without the password", vips, err)
+		if err == nil || !strings.Contains(err.Error(), "authentication failed") || ctx.Err() != nil || strings.Contains(err.Error(), "not-alices-password") {
+			t.Fatalf("WaitVirtualIP: %v %v; want no address and, at once, an error saying the authentication failed, without the password", vips, err)
 		}
 		t.Logf("WaitVirtualIP: %v", err)
+		// The daemon's first retry would come 5 s after the failure.
+		time.Sleep(8 * time.Second)
+		if logins := strings.Count(ch.LogSince(0), "192.0.2.3 is initiating an IKE_SA"); logins != 1 {
+			t.Errorf("charon saw %d logins from the road warrior with the wrong password, want 1: an authentication failure is not retried", logins)
+		}
 	})
 
 	n := sidecarIn(t, nsS, Config{RoadWarrior: eapRoadWarrior(pki, "192.0.2.2", "alice-mschapv2-pw")})

@@ -19,8 +19,11 @@ import (
 // it stands for (named RoadWarriorFile in errors), run through the same
 // checks as a file's, and starts it at once, again after a failure (with
 // backoff) and when the gateway stops answering (DPD every
-// roadWarriorDPD, dpd_action restart), until Close. An IKE SA the gateway
-// deletes (the gateway logged the user out) stays down until Initiate.
+// roadWarriorDPD, dpd_action restart), until Close. An authentication
+// failure (a wrong password) is not tried again, lest the gateway lock
+// the user out: WaitVirtualIP returns it, and Initiate tries once more.
+// An IKE SA the gateway deletes (it logged the user out) stays down
+// until Initiate.
 type RoadWarrior struct {
 	// Gateway is the gateway's address; IKE and ESP go to its port 4500.
 	Gateway netip.Addr

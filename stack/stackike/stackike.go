@@ -101,6 +101,9 @@ type Net struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // the IKE goroutine ended
 	vipDone chan struct{} // routineVIP ended
+	// retriesAuth is false for a RoadWarrior: an authentication
+	// failure stops its retries (routineVIP) until Initiate.
+	retriesAuth bool
 }
 
 // New brings the netstack up and starts IKE: connections with
@@ -177,7 +180,7 @@ func New(cfg Config) (_ *Net, err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	*n = Net{Net: sn, ike: d, cancel: cancel, done: make(chan struct{}), vipDone: make(chan struct{}),
-		vip: vipState{kick: make(chan struct{}, 1), changed: make(chan struct{})}}
+		vip: vipState{kick: make(chan struct{}, 1), changed: make(chan struct{})}, retriesAuth: cfg.RoadWarrior == nil}
 	nd.SetNonESPHandler(d.DeliverNonESP)
 	nd.SetAcquireHandler(func(a sa.Acquire) { d.Acquire(a.Policy.IfID, a.Src, a.Dst) })
 	go n.routineIKE(ctx)
@@ -203,8 +206,12 @@ func (n *Net) routineIKE(ctx context.Context) {
 
 // Initiate brings up a connection's IKE SA with its children, or one
 // child (t.Child), as `ipsecd ike initiate` does. It returns once the
-// request is sent; List or Config.OnEvent tell when the SAs are up.
-func (n *Net) Initiate(t ikenode.Target) error { return n.ike.Initiate(t) }
+// request is sent; List, WaitVirtualIP or Config.OnEvent tell when the
+// SAs are up. WaitVirtualIP forgets an earlier failure.
+func (n *Net) Initiate(t ikenode.Target) error {
+	n.vip.setFailed(nil, false)
+	return n.ike.Initiate(t)
+}
 
 // Rekey rekeys a child (t.Child) or an IKE SA (t.IKE), make-before-break,
 // as `ipsecd ike rekey` does.

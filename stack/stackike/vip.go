@@ -41,6 +41,11 @@ type vipState struct {
 	changed chan struct{} // closed and replaced when vips, dns or failed change
 	err     error         // the last failure to list them
 	failed  error         // the last IKE SA that failed (ike_failed), nil once one is up
+	// authFailed says that failed is an authentication failure (a wrong
+	// password, an unknown user, a certificate refused), which trying
+	// again does not mend; stop asks routineVIP to stop the retries of
+	// a RoadWarrior (Net.retriesAuth false).
+	authFailed, stop bool
 }
 
 // event records what WaitVirtualIP tells of ev and signals routineVIP.
@@ -52,20 +57,30 @@ func (v *vipState) event(ev ikenode.Event) {
 		if ev.Error != "" {
 			err = fmt.Errorf("%w: %s", err, ev.Error)
 		}
-		v.setFailed(err)
+		v.setFailed(err, ev.Reason == ikenode.ReasonAuthFailed)
 	case ikenode.EventIKEUp:
-		v.setFailed(nil)
+		v.setFailed(nil, false)
 	}
 	v.signal()
 }
 
 // setFailed records why the last IKE SA failed and wakes WaitVirtualIP.
-func (v *vipState) setFailed(err error) {
+func (v *vipState) setFailed(err error, auth bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.failed = err
+	v.failed, v.authFailed, v.stop = err, auth, auth
 	close(v.changed)
 	v.changed = make(chan struct{})
+}
+
+// takeStop reports whether an authentication failure asked for the
+// retries to stop since the last call.
+func (v *vipState) takeStop() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	stop := v.stop
+	v.stop = false
+	return stop
 }
 
 // signal tells routineVIP that an event came, without blocking.
@@ -87,6 +102,11 @@ func (n *Net) routineVIP(ctx context.Context) {
 			return
 		case <-n.vip.kick:
 		case <-tick.C:
+		}
+		if n.vip.takeStop() && !n.retriesAuth {
+			// A wrong password tried again and again would lock the
+			// user out at many gateways: the program decides.
+			n.ike.Terminate(ikenode.Target{IKE: RoadWarriorConnection})
 		}
 		list, err := n.ike.List()
 		if err != nil {
@@ -157,17 +177,22 @@ func (n *Net) DNS() []netip.Addr {
 }
 
 // WaitVirtualIP waits until the netstack holds a virtual IP from a
-// gateway and returns them all, or returns ctx's error with why none
-// came: the last IKE SA that failed (authentication failed, no proposal
+// gateway and returns them all. It returns at once when an IKE SA failed
+// its authentication (a wrong password, an unknown user, a certificate
+// refused: no virtual IP comes without a change); else it returns ctx's
+// error with why none came: the last IKE SA that failed (no proposal
 // chosen, timeout: the gateway did not answer), if any.
 func (n *Net) WaitVirtualIP(ctx context.Context) ([]netip.Addr, error) {
 	v := &n.vip
 	for {
 		v.mu.Lock()
-		vips, changed, err := slices.Clone(v.vips), v.changed, errors.Join(v.failed, v.err)
+		vips, changed, err, auth := slices.Clone(v.vips), v.changed, errors.Join(v.failed, v.err), v.authFailed
 		v.mu.Unlock()
 		if len(vips) > 0 {
 			return vips, nil
+		}
+		if auth {
+			return nil, err
 		}
 		select {
 		case <-changed:
