@@ -91,7 +91,10 @@ type Interface struct {
 	Queues     int            // TUN queues, each with a worker
 	Table      uint32         // routing table of Routes (and their guards); 0 is main
 	TxQueueLen int            // the TUN's transmit queue, in packets
-	Line       int            // where it is in the file
+	// RulePriority is the priority of the routing rule the daemon adds
+	// to reach Table (rule_priority); 0: none, the operator's own.
+	RulePriority uint32
+	Line         int // where it is in the file
 }
 
 // State is one SA of the file. The embedded sa.Config is what sa.New takes.
@@ -182,6 +185,9 @@ func (c *Config) String() string {
 			ifc.Name, ifc.IfID, ifc.MTU, ifc.Queues, ifc.TxQueueLen, ifc.Addresses, ifc.Routes)
 		if ifc.Table != 0 {
 			fmt.Fprintf(&b, " table %d", ifc.Table)
+		}
+		if ifc.RulePriority != 0 {
+			fmt.Fprintf(&b, " rule_priority %d", ifc.RulePriority)
 		}
 		b.WriteString("\n")
 	}

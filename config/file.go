@@ -233,6 +233,9 @@ func (d *decoder) root(n *yaml.Node, c *Config) {
 		d.policies(v, c, ifaces)
 	}
 	d.ikeSections(m, c, ifaces) // ike.go
+	if d.errs == nil {
+		d.roadWarriorRoutes(c) // routes.go
+	}
 }
 
 func (d *decoder) log(n *yaml.Node, l *Log) {

@@ -19,7 +19,7 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 	routes := map[netip.Prefix]string{}
 	for i, it := range items {
 		f := index("interfaces", i)
-		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues", "table", "txqueuelen")
+		m, ok := d.fields(it, f, "name", "if_id", "mtu", "addresses", "routes", "queues", "table", "txqueuelen", "rule_priority")
 		if !ok {
 			continue
 		}
@@ -79,6 +79,9 @@ func (d *decoder) interfaces(n *yaml.Node, c *Config) {
 					ifc.Table = uint32(t)
 				}
 			}
+		}
+		if v := m["rule_priority"]; v != nil {
+			d.rulePriority(v, join(f, "rule_priority"), &ifc) // routes.go
 		}
 		if v := m["routes"]; v != nil {
 			field := join(f, "routes")

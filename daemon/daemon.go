@@ -32,8 +32,9 @@ type Daemon struct {
 	conn     *underlay.Conn
 	counters *sa.Counters
 
-	guards      *guards // fail-closed guard routes (guards.go)
-	started     bool    // startNode succeeded; a failed start keeps the guards it found
+	guards      *guards     // fail-closed guard routes (guards.go)
+	routes      *roadRoutes // road warriors' routes and rules (roadroutes.go)
+	started     bool        // startNode succeeded; a failed start keeps the guards it found
 	ctl         *control.Server
 	events      *control.Monitor // what ipsecd monitor streams, and vici's events
 	vici        *vici.Server     // vici.go; nil without vici:
@@ -131,7 +132,7 @@ func (n *Daemon) stop() error {
 	if cfg := n.runningConfig(); cfg != nil { // nil in tests' hand-made nodes
 		keep = cfg.FailClosed.KeepOnStop
 	}
-	errs = append(errs, n.guards.close(keep, !n.started))
+	errs = append(errs, n.routes.close(keep, !n.started), n.guards.close(keep, !n.started))
 	return errors.Join(errs...)
 }
 

@@ -21,6 +21,12 @@
 //     closed"): adopted from a crashed run, kept in step with the running
 //     config and what the interfaces still have, removed at a clean stop
 //     unless fail_closed.keep_on_stop;
+//   - a road warrior's routes (roadroutes.go, guards_dynamic.go): IKE's
+//     Router, which puts each route of a child of a connection with vips
+//     into its interface's table with a guard, and a throw route of the
+//     gateway beside a route that holds it; and the rules that reach the
+//     interfaces' tables (rule_priority), adopted and cleaned at start
+//     as the guards are, kept in step at a reload, removed at a stop;
 //   - IKE (ike.go, package ikenode): started when the config has
 //     connections, at start or at the first reload that brings some; the
 //     node hands it IKE on port 4500 and the data path's acquires

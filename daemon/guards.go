@@ -48,6 +48,11 @@ type guards struct {
 	// leftover holds the guards a previous run left and this one
 	// adopted: a start that fails leaves them, as it found them.
 	leftover map[tun.Guard]bool
+	// configured are the guards the config wants (the last adopt, sync
+	// or ensure); dynamic those of a road warrior's routes, with the
+	// number of routes of each (guards_dynamic.go). sync keeps both.
+	configured map[tun.Guard]bool
+	dynamic    map[tun.Guard]int
 }
 
 // openGuards opens the kernel's routing table in the calling thread's
@@ -116,6 +121,10 @@ func (g *guards) sync(want []tun.Guard) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.configured = maps.Clone(wanted)
+	for gd := range g.dynamic {
+		wanted[gd] = true
+	}
 	var unwanted []tun.Guard
 	for _, gd := range sortedGuards(g.have) {
 		if !wanted[gd] {
@@ -141,8 +150,12 @@ func (g *guards) ensure(want []tun.Guard) error {
 	if g.have == nil {
 		g.have = map[tun.Guard]bool{}
 	}
+	if g.configured == nil {
+		g.configured = map[tun.Guard]bool{}
+	}
 	var missing []tun.Guard
 	for _, gd := range want {
+		g.configured[gd] = true
 		if !g.have[gd] {
 			missing = append(missing, gd)
 		}

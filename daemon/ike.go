@@ -41,6 +41,10 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		log.Warnf("ike: the underlay's UDP port is %d: IKE moves to port 4500 after NAT detection (RFC 7296 §2.23), and ESP in UDP with it, so connections that need UDP encapsulation will not work", p)
 	}
 	radius := n.radius.start(ic.EAPRADIUS, log)
+	var router ikenode.Router // a road warrior's routes; none in tests' hand-made nodes
+	if n.routes != nil {
+		router = n.routes
+	}
 	acct, interval := n.radius.accounting()
 	m, err := ikenode.New(ikenode.Config{
 		IKE:  ic,
@@ -54,6 +58,7 @@ func (n *Daemon) startIKE(cfg *config.Config) error {
 		Trap:     true, // the node raises acquires (node.Node.SetAcquireHandler)
 		Stats:    ikenode.StatsFromSAD(n.sad),
 		Pools:    n.pools.pools(),
+		Router:   router,
 		RADIUS:   radius,
 		// The sessions of eap-radius users, when eap_radius.accounting.
 		Accounting: acct, AccountingInterval: interval,

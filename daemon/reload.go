@@ -69,6 +69,9 @@ func (n *Daemon) applyConfig(cfg *config.Config) (res control.ReloadResult, prev
 		if err := n.guards.sync(wantGuards(n.cfg, n.reg)); err != nil {
 			log.WithError(err).Error("reload: fail-closed guards")
 		}
+		if err := n.routes.sync(wantRules(n.cfg)); err != nil {
+			log.WithError(err).Error("reload: routing rules")
+		}
 	}
 	defer func() {
 		if !applied {

@@ -76,6 +76,9 @@ func startNode(cfg *config.Config, log *logrus.Logger) (n *Daemon, err error) {
 		return n, err
 	}
 	log.WithField("took", time.Since(start).Round(time.Millisecond)).Infof("%d interfaces up", n.reg.Len())
+	if n.routes, err = openRoadRoutes(cfg, n.reg, n.guards, log.WithField("part", "routes")); err != nil {
+		return n, err
+	}
 
 	// Pools and IKE before the control socket: whoever sees the socket
 	// answer (a probe, a test) may ask for ike list at once.

@@ -114,6 +114,10 @@ type Config struct {
 	RADIUS             *eapradius.Client
 	Accounting         *eapradius.Accounting
 	AccountingInterval time.Duration
+	// Router puts the routes of connections with vips into the kernel
+	// (routes.go); nil leaves them out (the sidecar's netstack needs
+	// none).
+	Router Router
 	// OnEvent, when set, is told of every IKE SA and child that comes
 	// up, goes down, is rekeyed or fails (events.go). It is called in
 	// the Run goroutine and must not block.
@@ -147,6 +151,7 @@ type Daemon struct {
 	resolv      resolvState
 	limits      limits
 	children    map[*ike.Child]*installed
+	routes      map[routeKey]*routeHold  // the routes of children (routes.go)
 	relays      map[*ike.SA]*radiusRelay // eap-radius SAs until up or gone (radius.go)
 	eap         eapUsers                 // the EAP users' passwords, one store for all connections (eapusers.go)
 	lingering   []lingering
@@ -195,6 +200,7 @@ func New(cfg Config) (*Daemon, error) {
 		conns:     map[string]*conn{},
 		vipsAdded: map[vipKey]bool{},
 		children:  map[*ike.Child]*installed{},
+		routes:    map[routeKey]*routeHold{},
 		relays:    map[*ike.SA]*radiusRelay{},
 		index:     newSAIndex(),
 		limits:    limitsOf(cfg.IKE.IKE),

@@ -435,6 +435,27 @@ func established(e *endpoint) bool {
 	return len(l) == 1 && l[0].State == "ESTABLISHED" && len(l[0].Children) == 1
 }
 
+// rekeyAndWait has e, A or B of one IKE SA with one child, rekey t, and
+// waits until e lists the new IKE SA or the new child, matched on both
+// sides.
+func rekeyAndWait(t *testing.T, a, b, e *endpoint, tg Target) {
+	t.Helper()
+	before := list(t, e)[0]
+	if err := e.m.Rekey(tg); err != nil {
+		t.Fatal(err)
+	}
+	a.net.waitFor(t, "the rekey", func() bool {
+		l, _ := e.m.List()
+		if len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 1 {
+			return false
+		}
+		if tg.IKE != "" {
+			return l[0].SPIInitiator != before.SPIInitiator
+		}
+		return l[0].Children[0].SPIIn != before.Children[0].SPIIn && matched(a.node, b.node, 1)
+	})
+}
+
 // TestUpRekeyDelete: A initiates at start; both sides install mirrored
 // pairs with selectors and if_id; a child rekey from each side, and an
 // IKE rekey, leave one mirrored pair each, installed before the old one
@@ -460,21 +481,8 @@ func TestUpRekeyDelete(t *testing.T) {
 		t    Target
 	}{{"child rekey by B", b, Target{Child: "net"}}, {"child rekey by A", a, Target{Child: "net"}}, {"IKE rekey by A", a, Target{IKE: "peer"}}, {"IKE rekey by B", b, Target{IKE: "peer"}}} {
 		t.Run(step.name, func(t *testing.T) {
-			before := list(t, step.e)[0]
 			na, nb := len(a.node.events()), len(b.node.events())
-			if err := step.e.m.Rekey(step.t); err != nil {
-				t.Fatal(err)
-			}
-			a.net.waitFor(t, "the rekey", func() bool {
-				l, _ := step.e.m.List()
-				if len(l) != 1 || l[0].State != "ESTABLISHED" || len(l[0].Children) != 1 {
-					return false
-				}
-				if step.t.IKE != "" {
-					return l[0].SPIInitiator != before.SPIInitiator
-				}
-				return l[0].Children[0].SPIIn != before.Children[0].SPIIn && matched(a.node, b.node, 1)
-			})
+			rekeyAndWait(t, a, b, step.e, step.t)
 			if step.t.Child == "" {
 				if len(a.node.events()) != na || len(b.node.events()) != nb {
 					t.Errorf("an IKE rekey changed the children: A %v, B %v", a.node.events()[na:], b.node.events()[nb:])

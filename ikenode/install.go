@@ -35,6 +35,8 @@ type installed struct {
 	// why is the reason of its end when we delete it: its child_down
 	// event's Reason; empty when the peer deletes it.
 	why string
+	// routes are the routes it holds (routes.go).
+	routes []routeKey
 }
 
 // childUp installs child c of x as the engine says: both SAs, or the
@@ -82,6 +84,7 @@ func (m *Daemon) childUp(x *ikeSA, c *ike.Child, inboundOnly bool, now time.Time
 		rec.lifeAt = now.Add(lt)
 	}
 	m.children[c] = rec
+	m.routeChild(x, c, rec) // routes.go
 	m.ctr.childrenInstalled.Add(1)
 	m.log.WithFields(x.fields()).WithField("child", c.Name).WithFields(map[string]any{"spi_in": fmt.Sprintf("%#x", c.InSPI), "spi_out": fmt.Sprintf("%#x", c.OutSPI),
 		"suite": c.Suite.String(), "local_ts": tsStrings(c.LocalTS), "remote_ts": tsStrings(c.RemoteTS), "encap": c.Encap, "rekey": c.Replaces != nil,
@@ -181,7 +184,8 @@ func (m *Daemon) childDown(c *ike.Child) {
 // error. c's keys that an outbound SA waiting kept are cleared.
 func (m *Daemon) removeChild(c *ike.Child, rec *installed, linger time.Duration) {
 	delete(m.children, c)
-	m.childGone(rec) // accounting.go
+	m.unrouteChild(rec) // routes.go
+	m.childGone(rec)    // accounting.go
 	c.Clear()
 	var ids []node.StateID
 	if rec.outbound {

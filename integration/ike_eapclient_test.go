@@ -39,6 +39,26 @@ secrets:
 `, ikeMetricsAddr, resolv, underlayA4, underlayB4, caFile, pw)
 }
 
+// charonGatewayDir makes the test PKI of a charon gateway (a.test) and
+// its swanctl directory with the gateway's key in private/: the CA file
+// for ipsecd, the certificate for swanctl.conf's certs, the directory.
+func charonGatewayDir(t *testing.T) (caFile, cert, dir string) {
+	t.Helper()
+	caFile, cert, key := raPKI(t, t.TempDir())
+	dir = filepath.Join(t.TempDir(), "swanctl")
+	if err := os.MkdirAll(filepath.Join(dir, "private"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	k, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "private", "gw.key"), k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return caFile, cert, dir
+}
+
 // TestIKEEAPClient: the real binary is the road warrior of a charon 5.9.8
 // gateway (a.test by its certificate, EAP-MSCHAPv2 for alice, a pool):
 // it checks charon's certificate, runs EAP-MSCHAPv2 as alice, gets
@@ -51,18 +71,7 @@ func TestIKEEAPClient(t *testing.T) {
 	p := newPair(t)
 	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
 	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	caFile, cert, key := raPKI(t, t.TempDir())
-	dir := filepath.Join(t.TempDir(), "swanctl")
-	if err := os.MkdirAll(filepath.Join(dir, "private"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	k, err := os.ReadFile(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "private", "gw.key"), k, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	caFile, cert, dir := charonGatewayDir(t)
 	ch := charontest.Start(t, p.b.name, "")
 	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
 		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},

@@ -67,14 +67,30 @@ const listTries = 5
 // List returns the guards in every routing table of both families: the
 // routes of type unreachable, protocol GuardProto and metric GuardMetric.
 func (g *Guards) List() ([]Guard, error) {
+	routes, err := g.ours(unix.RTN_UNREACHABLE)
+	if err != nil {
+		return nil, fmt.Errorf("tun: list guards: %w", err)
+	}
 	var out []Guard
+	for _, r := range routes {
+		if gd, ok := parseGuard(r); ok {
+			out = append(out, gd)
+		}
+	}
+	return out, nil
+}
+
+// ours dumps the routes of type typ and protocol GuardProto in every
+// routing table of both families.
+func (g *Guards) ours(typ int) ([]netlink.Route, error) {
+	var out []netlink.Route
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		var routes []netlink.Route
 		err := g.nl.do(func(h *netlink.Handle) (err error) {
 			for range listTries {
 				// Table RT_TABLE_UNSPEC with RT_FILTER_TABLE: every table.
 				routes, err = h.RouteListFiltered(fam,
-					&netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: GuardProto, Type: unix.RTN_UNREACHABLE},
+					&netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: GuardProto, Type: typ},
 					netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TYPE)
 				if !errors.Is(err, netlink.ErrDumpInterrupted) {
 					break
@@ -83,13 +99,9 @@ func (g *Guards) List() ([]Guard, error) {
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("tun: list guards: %w", err)
+			return nil, err
 		}
-		for _, r := range routes {
-			if gd, ok := parseGuard(r); ok {
-				out = append(out, gd)
-			}
-		}
+		out = append(out, routes...)
 	}
 	return out, nil
 }
@@ -130,13 +142,26 @@ func parseGuard(r netlink.Route) (Guard, bool) {
 	if r.Protocol != GuardProto || r.Type != unix.RTN_UNREACHABLE || uint32(r.Priority) != GuardMetric {
 		return Guard{}, false
 	}
+	p, ok := routePrefix(r)
+	if !ok {
+		return Guard{}, false
+	}
+	gd := Guard{Prefix: p}
+	if r.Table != unix.RT_TABLE_MAIN {
+		gd.Table = uint32(r.Table)
+	}
+	return gd, true
+}
+
+// routePrefix returns the destination of r, a route of a dump.
+func routePrefix(r netlink.Route) (netip.Prefix, bool) {
 	var p netip.Prefix
 	switch {
 	case r.Dst != nil:
 		a, ok := netip.AddrFromSlice(r.Dst.IP)
 		bits, _ := r.Dst.Mask.Size()
 		if !ok {
-			return Guard{}, false
+			return netip.Prefix{}, false
 		}
 		if a.Is4In6() && len(r.Dst.Mask) == net.IPv4len {
 			a = a.Unmap()
@@ -147,12 +172,5 @@ func parseGuard(r netlink.Route) (Guard, bool) {
 	case r.Family == netlink.FAMILY_V6:
 		p = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 	}
-	if !p.IsValid() {
-		return Guard{}, false
-	}
-	gd := Guard{Prefix: p}
-	if r.Table != unix.RT_TABLE_MAIN {
-		gd.Table = uint32(r.Table)
-	}
-	return gd, true
+	return p, p.IsValid()
 }

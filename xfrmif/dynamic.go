@@ -23,10 +23,24 @@ func (ifc *Interface) RemoveDynamicAddress(p netip.Prefix) error {
 
 // AddDynamicRoute routes p into the interface beside its config's
 // routes: one that IKE negotiated at run time (a road warrior's remote
-// traffic selector). As AddDynamicAddress: Reconfigure leaves it, a
-// route the config holds already is left as it is (false).
-func (ifc *Interface) AddDynamicRoute(p netip.Prefix) (added bool, err error) {
-	return ifc.addDynamic(p, "adding route", func(c *Config) []netip.Prefix { return c.Routes }, ifc.link.AddRoute)
+// traffic selector), with src (a virtual IP; none when invalid) as the
+// preferred source of what leaves by it. As AddDynamicAddress: Reconfigure
+// leaves it, a route the config holds already is left as it is (false).
+// On a link that takes a source (a TUN device, sourceRouteLink) a route
+// of p that is in the table already is an error, never replaced; a link
+// without one (a netstack NIC, which picks its own source) gets p alone.
+func (ifc *Interface) AddDynamicRoute(p netip.Prefix, src netip.Addr) (added bool, err error) {
+	add := ifc.link.AddRoute
+	if l, ok := ifc.link.(sourceRouteLink); ok {
+		add = func(p netip.Prefix) error { return l.AddRouteFrom(p, src) }
+	}
+	return ifc.addDynamic(p, "adding route", func(c *Config) []netip.Prefix { return c.Routes }, add)
+}
+
+// sourceRouteLink is a Link whose routes name a preferred source address
+// (a TUN device: tun.Device.AddRouteFrom).
+type sourceRouteLink interface {
+	AddRouteFrom(p netip.Prefix, src netip.Addr) error
 }
 
 // RemoveDynamicRoute removes p, which AddDynamicRoute added; a route the

@@ -53,10 +53,10 @@ func TestDynamicRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	routes := func() string { l.mu.Lock(); defer l.mu.Unlock(); return fmt.Sprint(l.routes) }
-	if added, err := ifc.AddDynamicRoute(ts); !added || err != nil {
+	if added, err := ifc.AddDynamicRoute(ts, netip.Addr{}); !added || err != nil {
 		t.Fatalf("AddDynamicRoute = %v, %v", added, err)
 	}
-	if added, _ := ifc.AddDynamicRoute(static); added {
+	if added, _ := ifc.AddDynamicRoute(static, netip.Addr{}); added {
 		t.Error("a route of the config was added again")
 	}
 	cfg.MTU = 1300
