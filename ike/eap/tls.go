@@ -19,16 +19,12 @@ const mskLen = 64
 // tlsMSK derives the MSK of a finished handshake: TLS 1.3's exporter
 // with label "EXPORTER_EAP_TLS_Key_Material" and context 0x0D (RFC 9190
 // §2.3); TLS 1.2's PRF(master, "client EAP encryption", client random |
-// server random) (RFC 5216 §2.3), which is the RFC 5705 exporter
-// without a context.
-func tlsMSK(cs tls.ConnectionState) ([]byte, error) {
-	var km []byte
-	var err error
-	if cs.Version >= tls.VersionTLS13 {
-		km, err = cs.ExportKeyingMaterial("EXPORTER_EAP_TLS_Key_Material", []byte{byte(message.EAPTLS)}, 128)
-	} else {
-		km, err = cs.ExportKeyingMaterial("client EAP encryption", nil, 128)
+// server random) (RFC 5216 §2.3), from what keys caught (tls12msk.go).
+func tlsMSK(cs tls.ConnectionState, keys *tls12Keys) ([]byte, error) {
+	if cs.Version < tls.VersionTLS13 {
+		return keys.msk(cs.CipherSuite)
 	}
+	km, err := cs.ExportKeyingMaterial("EXPORTER_EAP_TLS_Key_Material", []byte{byte(message.EAPTLS)}, 128)
 	if err != nil {
 		return nil, fmt.Errorf("eap: EAP-TLS MSK: %w", err)
 	}

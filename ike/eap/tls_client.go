@@ -17,7 +17,11 @@ type TLSClientConfig struct {
 	RootCAs     *x509.CertPool  // the CAs the server's certificate chains to
 	// ServerID, if not "", is a name the server's certificate must hold
 	// (its subject, common name or a subjectAltName).
-	ServerID               string
+	ServerID string
+	// VerifyServer, if set, is asked after the chain verified whether
+	// the server's certificate names the server, in place of ServerID's
+	// check: the IKE engine passes its own identity rule.
+	VerifyServer           func(leaf *x509.Certificate) error
 	MinVersion, MaxVersion uint16 // 0 is TLS 1.2 and TLS 1.3
 }
 
@@ -27,6 +31,7 @@ type TLSClient struct {
 	tlsCfg *tls.Config
 	pipe   *tlsPipe
 	frag   tlsFrag
+	keys   tls12Keys
 	done   bool // the handshake finished: EAP-Success is believed
 	msk    []byte
 }
@@ -39,13 +44,17 @@ func NewTLSClient(cfg TLSClientConfig) *TLSClient {
 	}
 	c := &TLSClient{cfg: cfg}
 	c.tlsCfg = &tls.Config{
-		Certificates: []tls.Certificate{cfg.Certificate},
-		MinVersion:   min,
-		MaxVersion:   cfg.MaxVersion,
+		// Our certificate whatever CAs the server names, as strongSwan
+		// sends its configured one: a server that does not trust it
+		// says so, rather than missing a certificate.
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c.cfg.Certificate, nil },
+		MinVersion:           min,
+		MaxVersion:           cfg.MaxVersion,
 		// The server is checked below against ServerID, which need not
 		// be a host name as crypto/tls's check wants.
 		InsecureSkipVerify: true,
 		VerifyConnection:   c.verifyServer,
+		KeyLogWriter:       &c.keys, // TLS 1.2's MSK (tls12msk.go)
 	}
 	return c
 }
@@ -61,6 +70,9 @@ func (c *TLSClient) verifyServer(cs tls.ConnectionState) error {
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: c.cfg.RootCAs, Intermediates: inter}); err != nil {
 		return err
+	}
+	if c.cfg.VerifyServer != nil {
+		return c.cfg.VerifyServer(leaf)
 	}
 	if c.cfg.ServerID != "" && !certHasIdentity(leaf, c.cfg.ServerID) {
 		return fmt.Errorf("the server's certificate %q does not name %q", leaf.Subject, c.cfg.ServerID)
@@ -85,6 +97,7 @@ func (c *TLSClient) Wipe() {
 	if c.pipe != nil {
 		c.pipe.close()
 	}
+	c.keys.wipe()
 }
 
 // Handle takes the server's packet and returns the response to send, as
@@ -152,12 +165,13 @@ func (c *TLSClient) tlsRequest(d []byte) ([]byte, error) {
 	if ack {
 		return []byte{0}, nil
 	}
+	c.keys.observe(msg)
 	out, finished, err := c.pipe.step(msg)
 	if err != nil {
 		return nil, c.authFailed(err)
 	}
 	if finished {
-		if c.msk, err = tlsMSK(c.pipe.conn.ConnectionState()); err != nil {
+		if c.msk, err = tlsMSK(c.pipe.conn.ConnectionState(), &c.keys); err != nil {
 			return nil, err
 		}
 		c.done = true

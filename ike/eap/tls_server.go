@@ -21,6 +21,12 @@ type TLSServerConfig struct {
 	// TLS 1.3.
 	MinVersion, MaxVersion uint16
 	Rand                   io.Reader // nil is crypto/rand
+	// VerifyPeer, if set, decides whether the client's certificate (its
+	// chain already verified) proves the EAP identity it gave, in place
+	// of the names check of EAPID: the IKE engine passes its own
+	// identity rule, the one certificates in AUTH are held to. An error
+	// fails the conversation; the identity stays the one given.
+	VerifyPeer func(leaf *x509.Certificate, identity string) error
 }
 
 // TLSServer is the server side of one EAP-TLS conversation (RFC 5216,
@@ -35,6 +41,7 @@ type TLSServer struct {
 	identity string
 	pipe     *tlsPipe
 	frag     tlsFrag
+	keys     tls12Keys
 	msk      []byte
 }
 
@@ -44,7 +51,8 @@ func NewTLSServer(cfg TLSServerConfig) *TLSServer {
 	if min == 0 {
 		min = tls.VersionTLS12
 	}
-	t := &tls.Config{
+	s := &TLSServer{cfg: cfg, rand: randReader(cfg.Rand)}
+	s.tlsCfg = &tls.Config{
 		Certificates:           []tls.Certificate{cfg.Certificate},
 		ClientAuth:             tls.RequireAndVerifyClientCert,
 		ClientCAs:              cfg.ClientCAs,
@@ -52,8 +60,9 @@ func NewTLSServer(cfg TLSServerConfig) *TLSServer {
 		MaxVersion:             cfg.MaxVersion,
 		SessionTicketsDisabled: true, // RFC 9190 §2.1.2: no resumption here
 		Rand:                   cfg.Rand,
+		KeyLogWriter:           &s.keys, // TLS 1.2's MSK (tls12msk.go)
 	}
-	return &TLSServer{cfg: cfg, tlsCfg: t, rand: randReader(cfg.Rand)}
+	return s
 }
 
 // Start returns EAP-Identity, with a random Identifier.
@@ -78,6 +87,7 @@ func (s *TLSServer) Wipe() {
 	if s.pipe != nil {
 		s.pipe.close()
 	}
+	s.keys.wipe()
 }
 
 // Handle takes the peer's response and returns the packet to send and
@@ -139,6 +149,7 @@ func (s *TLSServer) handle(in []byte) ([]byte, Status, error) {
 		return []byte{0}, Continue, nil
 	}
 	out, finished, err := s.pipe.step(msg)
+	s.keys.observe(out)
 	if err != nil {
 		return nil, Failed, s.authFailed(err)
 	}
@@ -164,13 +175,17 @@ func (s *TLSServer) finish() error {
 		return s.authFailed(fmt.Errorf("no client certificate"))
 	}
 	leaf := cs.PeerCertificates[0]
-	if id := s.cfg.EAPID; id != "" && id != "%any" && !certHasIdentity(leaf, id) {
+	if s.cfg.VerifyPeer != nil {
+		if err := s.cfg.VerifyPeer(leaf, s.identity); err != nil {
+			return s.authFailed(err)
+		}
+	} else if id := s.cfg.EAPID; id != "" && id != "%any" && !certHasIdentity(leaf, id) {
 		return s.authFailed(fmt.Errorf("the certificate %q does not name %q", leaf.Subject, id))
 	}
-	if !certHasIdentity(leaf, s.identity) {
+	if s.cfg.VerifyPeer == nil && !certHasIdentity(leaf, s.identity) {
 		s.identity = leaf.Subject.String()
 	}
-	msk, err := tlsMSK(cs)
+	msk, err := tlsMSK(cs, &s.keys)
 	if err != nil {
 		return err
 	}

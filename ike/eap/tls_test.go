@@ -117,6 +117,15 @@ func TestEAPTLS(t *testing.T) {
 			if msk := s.MSK(); len(msk) != 64 || !bytes.Equal(msk, c.MSK()) || bytes.Equal(msk, make([]byte, 64)) {
 				t.Errorf("MSKs %x, %x", msk, c.MSK())
 			}
+			if cs := s.pipe.conn.ConnectionState(); cs.Version == tls.VersionTLS12 {
+				// crypto/tls exports RFC 5216's key when the Extended
+				// Master Secret was negotiated, as both ends here do:
+				// the same as ours, made without it (tls12msk.go).
+				km, err := cs.ExportKeyingMaterial("client EAP encryption", nil, 128)
+				if err != nil || !bytes.Equal(km[:64], s.MSK()) {
+					t.Errorf("crypto/tls exports %x (%v); our MSK is %x", km, err, s.MSK())
+				}
+			}
 			if largest > 4+1+4+TLSFragmentSize+1 {
 				t.Errorf("a packet of %d bytes; fragments are at most %d", largest, TLSFragmentSize)
 			}
