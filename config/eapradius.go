@@ -211,8 +211,10 @@ func validHostname(s string) bool {
 
 // eapUsers checks that connection cn, item it at f, has someone to
 // check its EAP users: eap secrets, or for eap-radius the servers; and,
-// as an EAP client, its password and a gateway proving itself by
-// certificate.
+// as an EAP client, its password (or certificate, eap-tls) and a gateway
+// proving itself by certificate or by a mutual method alone (remote auth
+// eap); and, as a gateway that proves itself by EAP alone (local auth
+// eap, RFC 5998), a mutual method and what EAP-TLS proves us with.
 func (d *decoder) eapUsers(it *yaml.Node, f string, cn *Connection, ic *IKEConfig) bool {
 	if a := cn.Local.Auth; a.IsEAP() {
 		id := cn.Local.EAPID
@@ -220,11 +222,27 @@ func (d *decoder) eapUsers(it *yaml.Node, f string, cn *Connection, ic *IKEConfi
 			id = cn.Local.ID
 		}
 		switch _, ok := ic.EAPSecret(id); {
-		case cn.Remote.Auth != ike.AuthPubkey:
-			d.errorf(it, join(f, "remote.auth"), "%s: local auth %s needs remote auth pubkey: the gateway proves itself with its certificate before we prove the password (RFC 7296 §2.16)", cn.Remote.Auth, a)
+		case cn.Remote.Auth != ike.AuthPubkey && cn.Remote.Auth != ike.AuthEAPOnly:
+			d.errorf(it, join(f, "remote.auth"), "%s: local auth %s needs remote auth pubkey: the gateway proves itself with its certificate before we prove the password (RFC 7296 §2.16); or eap, by a mutual method alone", cn.Remote.Auth, a)
 			return false
-		case !ok:
+		case cn.Remote.Auth == ike.AuthEAPOnly && !a.Mutual():
+			d.errorf(it, join(f, "remote.auth"), "eap: EAP-only authentication needs a method that proves the gateway (eap-mschapv2, eap-tls); local auth %s does not", a)
+			return false
+		case a == ike.AuthEAPTLS && len(cn.Remote.CACerts) == 0:
+			d.errorf(it, join(f, "remote.cacerts"), "missing; local auth eap-tls needs the trust anchors of the gateway's TLS certificate")
+			return false
+		case !ok && a != ike.AuthEAPTLS:
 			d.errorf(it, join(f, "local.auth"), "%s, and no item of secrets of type eap has ids [%s]: no password for EAP identity %q", a, id, id)
+			return false
+		}
+	}
+	if cn.Local.Auth == ike.AuthEAPOnly {
+		switch {
+		case !cn.Remote.Auth.Mutual():
+			d.errorf(it, join(f, "remote.auth"), "%s: local auth eap (EAP-only, RFC 5998) needs a method that proves us to the client: eap-mschapv2 or eap-tls", cn.Remote.Auth)
+			return false
+		case cn.Remote.Auth == ike.AuthEAPTLS && (cn.Local.Cert == "" || cn.Local.Key == ""):
+			d.errorf(it, join(f, "local.cert"), "missing; local auth eap with remote auth eap-tls needs cert: and key:, which prove us inside EAP-TLS")
 			return false
 		}
 	}
@@ -232,7 +250,7 @@ func (d *decoder) eapUsers(it *yaml.Node, f string, cn *Connection, ic *IKEConfi
 	case a == ike.AuthEAPRADIUS && ic.EAPRADIUS == nil:
 		d.errorf(it, join(f, "remote.auth"), "eap-radius, and no eap_radius: section: no server to relay the EAP to")
 		return false
-	case a.IsEAP() && a != ike.AuthEAPRADIUS && !slices.ContainsFunc(ic.Secrets, func(s Secret) bool { return s.Type == SecretEAP }):
+	case a.IsEAP() && a != ike.AuthEAPRADIUS && a != ike.AuthEAPTLS && !slices.ContainsFunc(ic.Secrets, func(s Secret) bool { return s.Type == SecretEAP }):
 		d.errorf(it, join(f, "remote.auth"), "%s, and no item of secrets has type eap: no user could log in", a)
 		return false
 	}

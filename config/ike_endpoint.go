@@ -24,11 +24,13 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 	ep.Auth = ike.AuthPSK
 	local := slices.Contains(known, "key")
 	if v := m["auth"]; v != nil {
-		auths := []string{"psk", "pubkey", string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5)}
+		// eap: a gateway that proves itself by EAP alone (local), or the
+		// client that accepts it (remote); RFC 5998.
+		auths := []string{"psk", "pubkey", string(ike.AuthEAPMSCHAPv2), string(ike.AuthEAPMD5), string(ike.AuthEAPTLS), string(ike.AuthEAPOnly)}
 		if !local {
 			auths = append(auths, string(ike.AuthEAPRADIUS))
 		} else if s, ok := d.str(v, join(field, "auth")); ok && s == string(ike.AuthEAPRADIUS) {
-			d.errorf(v, join(field, "auth"), "eap-radius is a gateway's (remote: {auth: eap-radius}); a client runs eap-mschapv2 or eap-md5")
+			d.errorf(v, join(field, "auth"), "eap-radius is a gateway's (remote: {auth: eap-radius}); a client runs eap-mschapv2, eap-md5 or eap-tls")
 			return
 		}
 		if a, ok := d.oneOf(v, join(field, "auth"), auths...); ok {
@@ -39,7 +41,7 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 		if s, ok := d.str(v, join(field, "eap_id")); ok {
 			switch {
 			case !ep.Auth.IsEAP():
-				d.errorf(v, join(field, "eap_id"), "only with auth: eap-mschapv2, eap-md5 or eap-radius")
+				d.errorf(v, join(field, "eap_id"), "only with auth: eap-mschapv2, eap-md5, eap-tls or eap-radius")
 			case len(s) > eap.MaxIdentity:
 				d.errorf(v, join(field, "eap_id"), "%d bytes; an EAP identity has at most %d", len(s), eap.MaxIdentity)
 			case s != "%any":
@@ -60,6 +62,8 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 	switch {
 	case ep.ID == "" && ep.Auth == ike.AuthPSK:
 		d.errorf(n, join(field, "id"), "missing; auth psk needs ids on both sides, to find the secret")
+	case ep.ID == "" && local && ep.Auth == ike.AuthEAPOnly:
+		d.errorf(n, join(field, "id"), "missing; auth eap needs our id: the IDr that the last AUTH, keyed by the EAP method, proves")
 	case ep.ID == "" && local && ep.Auth.IsEAP() && ep.EAPID == "":
 		d.errorf(n, join(field, "id"), "missing; auth %s needs an id (our IDi) or an eap_id, which is then the id too", ep.Auth)
 	case ep.ID == "" && local && ep.Auth.IsEAP():
@@ -105,17 +109,28 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 			}
 		}
 	}
-	if ep.Auth == ike.AuthPubkey {
-		switch {
-		case slices.Contains(known, "cert") && (m["cert"] == nil || m["key"] == nil):
-			d.errorf(n, field, "auth pubkey needs cert: and key: (the certificate and its private key)")
-		case slices.Contains(known, "cacerts") && m["cacerts"] == nil:
-			d.errorf(n, join(field, "cacerts"), "missing; auth pubkey needs the trust anchors the peer's certificate chains to")
-		}
-	} else {
+	d.endpointCerts(n, m, field, ep, known)
+}
+
+// endpointCerts checks that cert:, key: and cacerts: are there when the
+// side's auth needs them and only then: pubkey and eap-tls need ours and
+// the peer's trust anchors; a gateway with auth eap (EAP-only) may hold
+// the certificate of its EAP-TLS, which the engine's checks require;
+// remote auth eap takes the anchors of the gateway's EAP-TLS
+// certificate.
+func (d *decoder) endpointCerts(n *yaml.Node, m map[string]*yaml.Node, field string, ep *Endpoint, known []string) {
+	local := slices.Contains(known, "key")
+	certs := ep.Auth == ike.AuthPubkey || ep.Auth == ike.AuthEAPTLS
+	switch {
+	case certs && local && (m["cert"] == nil || m["key"] == nil):
+		d.errorf(n, field, "auth %s needs cert: and key: (the certificate and its private key)", ep.Auth)
+	case certs && !local && m["cacerts"] == nil:
+		d.errorf(n, join(field, "cacerts"), "missing; auth %s needs the trust anchors the peer's certificate chains to", ep.Auth)
+	case certs || ep.Auth == ike.AuthEAPOnly:
+	default:
 		for _, k := range []string{"cert", "key", "cacerts"} {
 			if m[k] != nil {
-				d.errorf(m[k], join(field, k), "only with auth: pubkey")
+				d.errorf(m[k], join(field, k), "only with auth: pubkey, eap-tls or eap")
 			}
 		}
 	}

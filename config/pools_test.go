@@ -164,8 +164,8 @@ func TestEAPGatewayConfig(t *testing.T) {
 	}
 	for _, tt := range []struct{ remote, secrets, want string }{
 		{"{auth: eap-md5}", "  - {ids: [gw.example.net], secret: psk-not-eap}\n", "connections[0].remote.auth: eap-md5, and no item of secrets has type eap: no user could log in"},
-		{"{auth: eap-gtc}", users, `connections[0].remote.auth: want psk, pubkey, eap-mschapv2, eap-md5 or eap-radius, got "eap-gtc"`},
-		{"{auth: pubkey, eap_id: alice, cacerts: [x]}", users, "connections[0].remote.eap_id: only with auth: eap-mschapv2, eap-md5 or eap-radius"},
+		{"{auth: eap-gtc}", users, `connections[0].remote.auth: want psk, pubkey, eap-mschapv2, eap-md5, eap-tls, eap or eap-radius, got "eap-gtc"`},
+		{"{auth: pubkey, eap_id: alice, cacerts: [x]}", users, "connections[0].remote.eap_id: only with auth: eap-mschapv2, eap-md5, eap-tls or eap-radius"},
 	} {
 		_, err := Parse(filepath.Join(t.TempDir(), "x.yaml"), []byte(raGateway(t, tt.remote, tt.secrets)))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

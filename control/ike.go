@@ -47,8 +47,12 @@ type IKESAInfo struct {
 	Established  time.Time `json:"established,omitzero"`
 	// RemoteEAPID is the EAP identity the peer proved (escaped), and
 	// RemoteVIPs the virtual IPs it was given.
-	RemoteEAPID string   `json:"remote_eap_id,omitempty"`
-	RemoteVIPs  []string `json:"remote_vips,omitempty"`
+	RemoteEAPID string `json:"remote_eap_id,omitempty"`
+	// RemoteAuth is how the peer authenticated, as the config writes it
+	// (psk, pubkey, eap-mschapv2, eap-md5, eap-tls, eap-radius, or eap for
+	// a gateway that proved itself by EAP alone); "" before it did.
+	RemoteAuth string   `json:"remote_auth,omitempty"`
+	RemoteVIPs []string `json:"remote_vips,omitempty"`
 	// LocalVIPs are the virtual IPs the gateway gave us (vips), with the
 	// DNS servers and domains (escaped) it named.
 	LocalVIPs  []string `json:"local_vips,omitempty"`

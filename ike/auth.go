@@ -61,6 +61,11 @@ func (s *SA) authRequest(now time.Time) ([]byte, error) {
 	if s.cfg.initialContact() {
 		ps = append(ps, notify(message.InitialContact, nil))
 	}
+	if s.cfg.localAuth().IsEAP() {
+		// As charon: a gateway that proves itself by EAP alone may
+		// (RFC 5998); whether we accept that is remote auth eap's.
+		ps = append(ps, notify(message.EAPOnlyAuthentication, nil))
+	}
 	if s.cfg.Child.Transport {
 		ps = append(ps, notify(message.UseTransportMode, nil))
 	}

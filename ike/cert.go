@@ -24,18 +24,29 @@ const (
 	// AuthPubkey: a signature with the key of an X.509 certificate (RFC
 	// 7296 §3.8, RFC 7427).
 	AuthPubkey AuthClass = "pubkey"
-	// AuthEAPMSCHAPv2 and AuthEAPMD5: EAP in IKE_AUTH (RFC 7296 §2.16,
-	// package ike/eap), for remote auth only: we are the gateway, the
-	// peer a road warrior whose user we check (eap.go).
+	// AuthEAPMSCHAPv2, AuthEAPMD5 and AuthEAPTLS: EAP in IKE_AUTH (RFC
+	// 7296 §2.16, package ike/eap): as remote auth we are the gateway,
+	// the peer a road warrior whose user we check (eap.go); as local
+	// auth we are that road warrior (eap_client.go). EAP-TLS proves the
+	// user with a certificate inside EAP (eap_methods.go).
 	AuthEAPMSCHAPv2 AuthClass = "eap-mschapv2"
 	AuthEAPMD5      AuthClass = "eap-md5"
+	AuthEAPTLS      AuthClass = "eap-tls"
 	// AuthEAPRADIUS: EAP relayed to an AAA server, whatever the method
 	// (Config.EAPRelay, eaprelay.go).
 	AuthEAPRADIUS AuthClass = "eap-radius"
+	// AuthEAPOnly: the gateway proves itself by the mutual EAP method
+	// alone, without a certificate AUTH (RFC 5998; strongSwan's auth =
+	// eap): the gateway's local auth, and the client's remote auth that
+	// accepts it (eaponly.go).
+	AuthEAPOnly AuthClass = "eap"
 )
 
-// IsEAP reports whether a is an EAP method.
-func (a AuthClass) IsEAP() bool { return a == AuthEAPMSCHAPv2 || a == AuthEAPMD5 || a == AuthEAPRADIUS }
+// IsEAP reports whether a is an EAP method (not AuthEAPOnly, which
+// names none).
+func (a AuthClass) IsEAP() bool {
+	return a == AuthEAPMSCHAPv2 || a == AuthEAPMD5 || a == AuthEAPTLS || a == AuthEAPRADIUS
+}
 
 func (c *Config) localAuth() AuthClass {
 	if c.LocalAuth == "" {
@@ -62,35 +73,51 @@ func (c *Config) validateCerts() error {
 		if err := c.validateEAPClient(); err != nil { // eap_client.go
 			return err
 		}
+	case a == AuthEAPOnly:
+		if err := c.validateEAPOnly(); err != nil { // eaponly.go
+			return err
+		}
 	case a != AuthPSK && a != AuthPubkey:
-		return fmt.Errorf("ike: local auth %q: want psk or pubkey", a)
+		return fmt.Errorf("ike: local auth %q: want psk, pubkey, eap, or an EAP method", a)
 	}
 	switch a := c.remoteAuth(); {
 	case a.IsEAP() && c.localAuth().IsEAP():
 		return fmt.Errorf("ike: remote auth %q with local auth %q: one side proves itself with a certificate", a, c.localAuth())
-	case a.IsEAP() && c.localAuth() != AuthPubkey:
+	case a.IsEAP() && c.localAuth() != AuthPubkey && c.localAuth() != AuthEAPOnly:
 		return fmt.Errorf("ike: remote auth %q needs local auth pubkey: the gateway proves itself with its certificate before the client sends its password (RFC 7296 §2.16)", a)
-	case a.IsEAP() && a != AuthEAPRADIUS && c.EAPSecret == nil:
+	case a.IsEAP() && a != AuthEAPRADIUS && a != AuthEAPTLS && c.EAPSecret == nil:
 		return fmt.Errorf("ike: remote auth %q needs the users' secrets (EAPSecret)", a)
-	case a != AuthPSK && a != AuthPubkey && !a.IsEAP():
-		return fmt.Errorf("ike: remote auth %q: want psk, pubkey, eap-mschapv2, eap-md5 or eap-radius", a)
+	case a == AuthEAPTLS && len(c.CACerts) == 0:
+		return errors.New("ike: remote auth eap-tls needs cacerts (the trust anchors of the users' certificates)")
+	case a == AuthEAPOnly && !c.localAuth().IsEAP():
+		return fmt.Errorf("ike: remote auth eap (the gateway proves itself by EAP alone) needs local auth eap-mschapv2 or eap-tls, not %q", c.localAuth())
+	case a != AuthPSK && a != AuthPubkey && a != AuthEAPOnly && !a.IsEAP():
+		return fmt.Errorf("ike: remote auth %q: want psk, pubkey, eap-mschapv2, eap-md5, eap-tls, eap-radius or eap", a)
 	}
-	if c.localAuth() == AuthPubkey {
-		if len(c.LocalCerts) == 0 || c.PrivateKey == nil {
-			return errors.New("ike: local auth pubkey needs a certificate and its private key")
-		}
-		pub, ok := c.LocalCerts[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
-		if !ok || !pub.Equal(c.PrivateKey.Public()) {
-			return errors.New("ike: the private key is not the key of the local certificate")
-		}
-		if !c.LocalID.IsAny() {
-			if !certProves(c.LocalCerts[0], c.LocalID) {
-				return fmt.Errorf(`ike: local id "%s" is neither the subject nor a subjectAltName of the local certificate (%s)`, c.LocalID, c.LocalCerts[0].Subject)
-			}
+	if c.localAuth() == AuthPubkey || c.localAuth() == AuthEAPTLS || len(c.LocalCerts) > 0 {
+		if err := c.validateLocalCert(); err != nil {
+			return err
 		}
 	}
 	if c.remoteAuth() == AuthPubkey && len(c.CACerts) == 0 {
 		return errors.New("ike: remote auth pubkey needs cacerts (trust anchors)")
+	}
+	return nil
+}
+
+// validateLocalCert checks our certificate and key, which sign AUTH
+// (local auth pubkey) or prove us in EAP-TLS.
+func (c *Config) validateLocalCert() error {
+	a := c.localAuth()
+	if len(c.LocalCerts) == 0 || c.PrivateKey == nil {
+		return fmt.Errorf("ike: local auth %s needs a certificate and its private key", a)
+	}
+	pub, ok := c.LocalCerts[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(c.PrivateKey.Public()) {
+		return errors.New("ike: the private key is not the key of the local certificate")
+	}
+	if !c.LocalID.IsAny() && a != AuthEAPTLS && !certProves(c.LocalCerts[0], c.LocalID) {
+		return fmt.Errorf(`ike: local id "%s" is neither the subject nor a subjectAltName of the local certificate (%s)`, c.LocalID, c.LocalCerts[0].Subject)
 	}
 	return nil
 }

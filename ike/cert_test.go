@@ -196,7 +196,8 @@ func TestCertValidate(t *testing.T) {
 		{"unproven id", func(c *Config) { c.LocalID = MustParseIdentity("z.test") }, "neither the subject nor a subjectAltName"},
 		{"no cacerts", func(c *Config) { c.CACerts = nil }, "needs cacerts"},
 		{"no cert", func(c *Config) { c.LocalCerts = nil }, "needs a certificate"},
-		{"bad auth", func(c *Config) { c.RemoteAuth = "eap" }, `auth "eap"`},
+		{"bad auth", func(c *Config) { c.RemoteAuth = "eap-gtc" }, `auth "eap-gtc"`},
+		{"eap-only without an EAP client", func(c *Config) { c.RemoteAuth = AuthEAPOnly }, `remote auth eap (the gateway proves itself by EAP alone) needs local auth eap-mschapv2 or eap-tls`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _, _ := certPairConfigs(t, "p256")

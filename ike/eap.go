@@ -27,22 +27,11 @@ import (
 // StateInitDone until the last exchange, so that the half-open limits
 // and deadline bound the whole conversation.
 
-// EAPType returns the EAP method of an EAP auth class, 0 for another.
-func (a AuthClass) EAPType() message.EAPType {
-	switch a {
-	case AuthEAPMD5:
-		return message.EAPMD5
-	case AuthEAPMSCHAPv2:
-		return message.EAPMSCHAPv2
-	}
-	return 0
-}
-
 // handleEAPAuth is one IKE_AUTH request of a peer that authenticates
 // with EAP.
 func (s *SA) handleEAPAuth(ps []message.Payload) ([]message.Payload, error) {
 	switch {
-	case s.hs.eap == nil && s.hs.relay == nil:
+	case s.hs.eap == nil:
 		return s.startEAP(ps)
 	case !s.hs.eapDone:
 		return s.eapRound(ps)
@@ -71,7 +60,7 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 		return s.refuseEAP(fmt.Errorf(`%w: peer is "%s", want "%s"`, ErrAuthFailed, IdentityOf(idi), s.cfg.RemoteID))
 	}
 	s.hs.peerCertReq = parseCertReqs(ps)
-	reply, err := s.responderAuth(ps)
+	reply, err := s.responderEAPAuth(ps)
 	if err != nil {
 		return reply, err
 	}
@@ -81,17 +70,15 @@ func (s *SA) startEAP(ps []message.Payload) ([]message.Payload, error) {
 			s.hs.authReq = append(s.hs.authReq, p)
 		}
 	}
-	var first []byte
 	if s.cfg.remoteAuth() == AuthEAPRADIUS {
 		if s.cfg.EAPRelay == nil {
 			return s.refuseEAP(fmt.Errorf("%w: remote auth eap-radius without a RADIUS client", ErrAuthFailed))
 		}
-		s.hs.relay = s.cfg.EAPRelay(s)
-		first, err = s.hs.relay.Start()
+		s.hs.eap = s.cfg.EAPRelay(s)
 	} else {
-		s.hs.eap = eap.NewServer(eap.ServerConfig{Method: s.cfg.remoteAuth().EAPType(), Secret: s.cfg.EAPSecret, Rand: s.cfg.rand()})
-		first, err = s.hs.eap.Start()
+		s.hs.eap = s.newEAPServer() // eap_methods.go
 	}
+	first, err := s.hs.eap.Start()
 	if err != nil {
 		return s.refuseEAP(fmt.Errorf("%w: %v", ErrAuthFailed, err))
 	}
@@ -105,27 +92,28 @@ func (s *SA) eapRound(ps []message.Payload) ([]message.Payload, error) {
 	if in == nil {
 		return s.refuseEAP(fmt.Errorf("%w: an IKE_AUTH request without EAP during %s", ErrAuthFailed, s.eapName()))
 	}
-	if s.hs.relay != nil {
+	m, ok := s.hs.eap.(eapMethod)
+	if !ok {
 		return s.relayRound(in) // eaprelay.go
 	}
-	out, st, err := s.hs.eap.Handle(in)
+	out, st, err := m.Handle(in)
 	reply := message.Payload{Type: message.TypeEAP, Body: out}
 	switch st {
 	case eap.Failed:
 		return s.refuseEAP(fmt.Errorf("%w: %w", ErrAuthFailed, err), reply)
 	case eap.Succeeded:
-		defer s.hs.eap.Wipe()
-		return s.eapSucceeded(out, s.hs.eap.Identity(), s.hs.eap.MSK())
+		defer m.Wipe()
+		return s.eapSucceeded(out, m.Identity(), m.MSK())
 	}
 	return []message.Payload{reply}, nil
 }
 
 // eapName names the EAP the SA runs, for errors.
 func (s *SA) eapName() string {
-	if s.hs.relay != nil {
-		return "EAP relayed to RADIUS"
+	if m, ok := s.hs.eap.(eapMethod); ok {
+		return eap.MethodName(m.Method())
 	}
-	return eap.MethodName(s.hs.eap.Method())
+	return "EAP relayed to RADIUS"
 }
 
 // eapSucceeded takes the method's EAP-Success, out, for identity with
@@ -157,6 +145,9 @@ func (s *SA) finishEAP(ps []message.Payload) ([]message.Payload, error) {
 	auth := message.Auth(message.Get(ps, message.TypeAUTH))
 	if !auth.IsValid() || auth.Method() != message.AuthSharedKey {
 		return s.refuseEAP(fmt.Errorf("%w: no AUTH of the EAP key after EAP-Success of %q", ErrAuthFailed, s.eapID))
+	}
+	if err := s.eapOnlyKey(); err != nil { // eaponly.go
+		return s.refuseEAP(err)
 	}
 	want := keys.PSKAuth(s.prf, s.eapKey(s.keys.PI), s.hs.initReq, s.hs.nr, s.keys.PI, idi, s.intAuth())
 	if !hmac.Equal(want, auth.Data()) {

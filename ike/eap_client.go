@@ -3,6 +3,7 @@ package ike
 import (
 	"bytes"
 	"crypto/hmac"
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,21 +41,47 @@ func (c *Config) eapIdentity() string {
 
 // validateEAPClient checks what local auth EAP needs: the gateway proves
 // itself with a certificate before we send anything keyed by the
-// password, and the password is known.
+// password, or by a mutual method alone (remote auth eap, eaponly.go);
+// the password is known, or for EAP-TLS our certificate proves our EAP
+// identity and the gateway's TLS certificate has trust anchors.
 func (c *Config) validateEAPClient() error {
 	a := c.localAuth()
 	switch {
 	case a == AuthEAPRADIUS:
-		return fmt.Errorf("ike: local auth %q: eap-radius is the gateway's (remote auth); a client runs eap-mschapv2 or eap-md5", a)
-	case c.remoteAuth() != AuthPubkey:
+		return fmt.Errorf("ike: local auth %q: eap-radius is the gateway's (remote auth); a client runs eap-mschapv2, eap-md5 or eap-tls", a)
+	case c.remoteAuth() == AuthEAPOnly && !a.Mutual():
+		return fmt.Errorf("ike: local auth %q with remote auth eap: EAP-only authentication (RFC 5998) needs a method that proves the gateway, eap-mschapv2 or eap-tls", a)
+	case c.remoteAuth() != AuthPubkey && c.remoteAuth() != AuthEAPOnly:
 		return fmt.Errorf("ike: local auth %q needs remote auth pubkey: the gateway proves itself with its certificate before we send the password's proof (RFC 7296 §2.16)", a)
-	case c.EAPSecret == nil:
-		return fmt.Errorf("ike: local auth %q needs our password (EAPSecret)", a)
 	case c.LocalID.IsAny():
 		return fmt.Errorf("ike: local auth %q needs a local id (our IDi; the EAP identity is eap_id's, or the id's)", a)
+	case a == AuthEAPTLS:
+		return c.validateEAPTLSClient()
+	case c.EAPSecret == nil:
+		return fmt.Errorf("ike: local auth %q needs our password (EAPSecret)", a)
 	}
 	if _, ok := c.EAPSecret(c.eapIdentity()); !ok {
 		return fmt.Errorf("ike: local auth %q: no eap secret for EAP identity %q", a, c.eapIdentity())
+	}
+	return nil
+}
+
+// validateEAPTLSClient checks local auth eap-tls: our certificate proves
+// the EAP identity the gateway holds it to, and there are trust anchors
+// for the gateway's.
+func (c *Config) validateEAPTLSClient() error {
+	if len(c.CACerts) == 0 {
+		return errors.New("ike: local auth eap-tls needs cacerts (remote): the trust anchors of the gateway's TLS certificate")
+	}
+	if len(c.LocalCerts) == 0 || c.PrivateKey == nil {
+		return errors.New("ike: local auth eap-tls needs a certificate and its private key")
+	}
+	id, err := ParseIdentity(c.eapIdentity())
+	if err != nil {
+		return fmt.Errorf("ike: local auth eap-tls: EAP identity %q: %w", c.eapIdentity(), err)
+	}
+	if !certProves(c.LocalCerts[0], id) {
+		return fmt.Errorf(`ike: local auth eap-tls: the EAP identity "%s" is neither the subject nor a subjectAltName of the local certificate (%s); the gateway would refuse it`, id, c.LocalCerts[0].Subject)
 	}
 	return nil
 }
@@ -87,7 +114,7 @@ func (s *SA) eapFirstResponse(ps []message.Payload, now time.Time) ([]byte, erro
 	if _, ok := notifyOf(ps, message.AuthenticationFailed); ok {
 		return nil, s.fail(fmt.Errorf("%w: the gateway refused our IKE_AUTH request (identity %q, %s)", ErrAuthFailed, s.localID, s.cfg.localAuth()))
 	}
-	if err := s.verifyAuth(ps, message.TypeIDr); err != nil {
+	if err := s.gatewayFirstAuth(ps); err != nil { // eaponly.go
 		return s.refuseGateway(err, now)
 	}
 	in := message.Get(ps, message.TypeEAP)
@@ -95,16 +122,11 @@ func (s *SA) eapFirstResponse(ps []message.Payload, now time.Time) ([]byte, erro
 		return s.refuseGateway(fmt.Errorf("%w: the gateway answered without EAP; we authenticate with %s", ErrAuthFailed, s.cfg.localAuth()), now)
 	}
 	s.hs.peerIDr = bytes.Clone(message.Get(ps, message.TypeIDr))
-	secret, ok := s.cfg.EAPSecret(s.cfg.eapIdentity())
-	if !ok {
-		return s.refuseGateway(fmt.Errorf("%w: no eap secret for %q", ErrAuthFailed, s.cfg.eapIdentity()), now)
+	peer, err := s.newEAPPeer(s.peerID) // eap_methods.go
+	if err != nil {
+		return s.refuseGateway(err, now)
 	}
-	s.hs.eapClient = eap.NewClient(eap.ClientConfig{
-		Identity: s.cfg.eapIdentity(),
-		Secret:   secret,
-		Methods:  []message.EAPType{s.cfg.localAuth().EAPType()},
-		Rand:     s.cfg.rand(),
-	})
+	s.hs.eapClient = peer
 	return s.eapClientStep(in, ps, now)
 }
 
@@ -136,6 +158,9 @@ func (s *SA) eapClientStep(in []byte, ps []message.Payload, now time.Time) ([]by
 	case eap.Succeeded:
 		s.hs.eapDone, s.hs.msk = true, s.hs.eapClient.MSK()
 		s.hs.eapClient.Wipe()
+		if err := s.eapOnlyKey(); err != nil {
+			return s.refuseGateway(err, now)
+		}
 		idi := s.localID.payload()
 		auth := keys.PSKAuth(s.prf, s.eapKey(s.keys.PI), s.hs.initReq, s.hs.nr, s.keys.PI, idi, s.intAuth())
 		return s.request(message.IKEAuth, []message.Payload{{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, auth)}}, now)

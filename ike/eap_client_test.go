@@ -20,11 +20,7 @@ func eapClientConfigs(t testing.TB, auth AuthClass, pw string) (ci, cr *Config) 
 	ci.EAPSecret = func(id string) ([]byte, bool) { return []byte(pw), id == "alice" }
 	cr.RemoteAuth = auth
 	cr.EAPSecret = func(id string) ([]byte, bool) { return []byte("alice-pw"), id == "alice" }
-	for _, c := range []*Config{ci, cr} {
-		if err := c.Validate(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustValidate(t, ci, cr)
 	return ci, cr
 }
 

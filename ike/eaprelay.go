@@ -74,7 +74,7 @@ func (s *SA) WaitsForEAP() bool { return s.deferred != nil }
 // relayRound hands the peer's EAP response to the relay; the answer
 // comes through EAPAnswer.
 func (s *SA) relayRound(in []byte) ([]message.Payload, error) {
-	s.hs.relay.Relay(in)
+	s.hs.relay().Relay(in)
 	return nil, errDeferred
 }
 
@@ -86,7 +86,7 @@ func (s *SA) EAPAnswer(st EAPStep, now time.Time) ([]byte, error) {
 	s.now = now
 	defer s.wipeEnded()
 	d := s.deferred
-	if d == nil || s.state != StateInitDone || s.hs == nil || s.hs.relay == nil {
+	if d == nil || s.state != StateInitDone || s.hs == nil || s.hs.relay() == nil {
 		return nil, dropped("no IKE_AUTH waits for an EAP answer")
 	}
 	s.deferred = nil
@@ -96,10 +96,10 @@ func (s *SA) EAPAnswer(st EAPStep, now time.Time) ([]byte, error) {
 	case eap.Failed:
 		reply, handleErr = s.refuseEAP(fmt.Errorf("%w: %w", ErrAuthFailed, st.Err), message.Payload{Type: message.TypeEAP, Body: st.Packet})
 	case eap.Succeeded:
-		reply, handleErr = s.eapSucceeded(st.Packet, s.hs.relay.Identity(), s.hs.relay.MSK())
+		reply, handleErr = s.eapSucceeded(st.Packet, s.hs.eap.Identity(), s.hs.eap.MSK())
 		if handleErr == nil {
-			s.hs.framed = s.hs.relay.FramedIPs()
-			s.hs.relay.Wipe()
+			s.hs.framed = s.hs.relay().FramedIPs()
+			s.hs.eap.Wipe()
 		}
 	default:
 		reply = []message.Payload{{Type: message.TypeEAP, Body: st.Packet}}

@@ -46,21 +46,56 @@ type handshake struct {
 	// shared is, for a responder, the secret of the additional key
 	// exchange just answered, used once the answer is sealed.
 	shared []byte
-	// A responder's EAP (eap.go): the method, the first IKE_AUTH
-	// request's payloads (copied) that the last answer needs, whether
-	// the method succeeded and the MSK it left.
-	eap     *eap.Server
+	// A responder's EAP (eap.go): the method (or the relay to RADIUS),
+	// the first IKE_AUTH request's payloads (copied) that the last
+	// answer needs, whether the method succeeded and the MSK it left;
+	// framed are the addresses a RADIUS server assigned (eaprelay.go).
+	eap     eapServer
 	authReq []message.Payload
 	eapDone bool
 	msk     []byte
-	// relay replaces eap for remote auth eap-radius; framed are the
-	// addresses its server assigned (eaprelay.go).
-	relay  EAPRelay
-	framed []netip.Addr
+	framed  []netip.Addr
 	// An initiator's EAP (eap_client.go): the method, and the gateway's
 	// IDr, which its last AUTH covers; eapDone and msk as above.
-	eapClient *eap.Client
+	eapClient eapPeer
 	peerIDr   []byte
+}
+
+// eapServer is the gateway's side of one EAP conversation as the engine
+// drives it: eap.Server (EAP-MSCHAPv2, EAP-MD5) and eap.TLSServer
+// (EAP-TLS), which answer in the call (eapMethod), or an EAPRelay to
+// RADIUS, which answers later through EAPAnswer.
+type eapServer interface {
+	// Start returns the first request (EAP-Identity).
+	Start() ([]byte, error)
+	// Identity is the peer's EAP identity once it gave one.
+	Identity() string
+	// MSK is a copy of the key the method left, nil for none.
+	MSK() []byte
+	// Wipe zeroes the keys held and ends what the method runs.
+	Wipe()
+}
+
+// eapMethod is an eapServer that runs its method here.
+type eapMethod interface {
+	eapServer
+	Handle(in []byte) ([]byte, eap.Status, error)
+	Method() message.EAPType
+}
+
+// eapPeer is the client's side of one EAP conversation: eap.Client
+// (EAP-MSCHAPv2, EAP-MD5) or eap.TLSClient (EAP-TLS).
+type eapPeer interface {
+	Handle(in []byte) ([]byte, eap.Status, error)
+	MSK() []byte
+	Wipe()
+}
+
+// relay returns the conversation's relay to RADIUS, nil for a method run
+// here.
+func (h *handshake) relay() EAPRelay {
+	r, _ := h.eap.(EAPRelay)
+	return r
 }
 
 // clear wipes the secret the handshake may still hold: the DH private
@@ -73,9 +108,6 @@ func (h *handshake) clear() {
 	clear(h.msk)
 	if h.eap != nil {
 		h.eap.Wipe()
-	}
-	if h.relay != nil {
-		h.relay.Wipe()
 	}
 	if h.eapClient != nil {
 		h.eapClient.Wipe()

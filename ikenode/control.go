@@ -74,6 +74,7 @@ func (m *Daemon) info(x *ikeSA, now time.Time) control.IKESAInfo {
 		info.KeyExchanges = x.sa.Suite().KeyExchanges()
 	}
 	info.RemoteEAPID = printable.Escape(x.sa.EAPIdentity())
+	info.RemoteAuth = string(x.sa.PeerAuth())
 	for _, a := range x.sa.VirtualIPs() {
 		info.RemoteVIPs = append(info.RemoteVIPs, a.String())
 	}

@@ -89,6 +89,9 @@ func writeIKESAs(w io.Writer, sas []control.IKESAInfo) {
 		if s.RemoteEAPID != "" || len(s.RemoteVIPs) > 0 {
 			printf("  remote EAP identity '%s', virtual IPs %s", s.RemoteEAPID, strings.Join(s.RemoteVIPs, " "))
 		}
+		if s.RemoteAuth != "" && s.RemoteAuth != "psk" && s.RemoteAuth != "pubkey" {
+			printf("  remote auth %s", s.RemoteAuth)
+		}
 		if s.Algorithms != "" {
 			printf("  %s", s.Algorithms)
 		}
