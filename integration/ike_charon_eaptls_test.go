@@ -142,7 +142,7 @@ func TestIKECharonEAPTLS(t *testing.T) {
 	if log := rw.ch.LogSince(from); !strings.Contains(log, "received AUTHENTICATION_FAILED notify error") {
 		t.Errorf("charon was not told AUTHENTICATION_FAILED:\n%s", log)
 	}
-	waitMetrics(t, p.a, `ipsecd_ike_eap_total{method="EAP-TLS",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`)
+	waitMetrics(t, p.a, `ipsecd_ike_eap_total{method="EAP-TLS",result="failed"} 1`, `ipsecd_ike_eap_failures_total{reason="tls"} 1`, `ipsecd_ike_auth_failures_total 1`)
 	if log := d.log.String(); !strings.Contains(log, `EAP-TLS of \"mallory.test\" failed: TLS: `) {
 		t.Errorf("ipsecd's log does not name mallory.test and EAP-TLS")
 	}
