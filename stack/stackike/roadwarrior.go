@@ -45,8 +45,9 @@ type RoadWarrior struct {
 	// IPv6 asks for an IPv6 virtual IP beside the IPv4 one (vips:
 	// [0.0.0.0, "::"]).
 	IPv6 bool
-	// Local is the underlay socket's address (underlay.udp, port 4500);
-	// the zero Addr is 0.0.0.0, every IPv4 address.
+	// Local is the underlay socket's address (underlay.udp, port 4500),
+	// of the Gateway's family; the zero Addr is every address of it
+	// (0.0.0.0 or ::).
 	Local netip.Addr
 	// Proposals and ESPProposals are the IKE and ESP proposals as swanctl
 	// writes them, or presets (docs/config.md); none:
@@ -78,11 +79,12 @@ const (
 
 // file returns the config r stands for.
 func (r *RoadWarrior) file() (*config.Config, error) {
+	gateway, self := r.Gateway.Unmap(), r.Local.Unmap()
 	bad := func(field, msg string) error {
 		return fmt.Errorf("%w: RoadWarrior.%s: %s", stack.ErrInvalidConfig, field, msg)
 	}
 	switch {
-	case !r.Gateway.IsValid() || r.Gateway.IsUnspecified():
+	case !gateway.IsValid() || gateway.IsUnspecified():
 		return nil, bad("Gateway", "missing; want the gateway's IP address")
 	case r.GatewayID == "":
 		return nil, bad("GatewayID", "missing; want the identity the gateway's certificate names (vpn.corp.example)")
@@ -92,15 +94,19 @@ func (r *RoadWarrior) file() (*config.Config, error) {
 		return nil, bad("User", "missing; want the EAP identity (the user name)")
 	case len(r.Password) == 0:
 		return nil, bad("Password", "empty")
-	case r.Local.IsValid() && !r.Local.Is4():
-		return nil, bad("Local", fmt.Sprintf("%v: want an IPv4 address (or none)", r.Local))
+	case self.IsValid() && self.Is4() != gateway.Is4():
+		return nil, bad("Local", fmt.Sprintf("%v: not of the Gateway's family (%v)", self, gateway))
 	}
 	if _, err := ike.ParseCertificatesPEM(r.CA); err != nil {
 		return nil, bad("CA", err.Error())
 	}
-	local := netip.IPv4Unspecified()
-	if r.Local.IsValid() {
-		local = r.Local
+	local := self
+	switch {
+	case local.IsValid():
+	case gateway.Is4():
+		local = netip.IPv4Unspecified()
+	default:
+		local = netip.IPv6Unspecified()
 	}
 	nets := r.Networks
 	if len(nets) == 0 {
@@ -124,21 +130,25 @@ func (r *RoadWarrior) file() (*config.Config, error) {
 	// text the program gave, whatever its bytes. The password goes as
 	// 0x-hex of its bytes, which the file reads back as those bytes: a
 	// password that starts with 0x or 0s is not taken for hex or base64.
+	conn := obj{
+		"name":         RoadWarriorConnection,
+		"remote_addrs": []netip.Addr{gateway},
+		"vips":         vips,
+		"proposals":    or(r.Proposals, DefaultProposals),
+		"dpd_delay":    roadWarriorDPD,
+		"local":        obj{"auth": ike.AuthEAPMSCHAPv2, "eap_id": r.User},
+		"remote":       obj{"auth": "pubkey", "id": r.GatewayID, "cacerts": []string{caPath}},
+		"children": []obj{{"name": RoadWarriorConnection, "if_id": 1, "local_ts": []string{"dynamic"}, "remote_ts": nets,
+			"esp_proposals": or(r.ESPProposals, DefaultESPProposals), "start_action": "start", "dpd_action": "restart"}},
+	}
+	if !local.IsUnspecified() {
+		conn["local_addrs"] = []netip.Addr{local} // IKE's source: the socket's
+	}
 	text, err := json.Marshal(obj{
-		"underlay":   obj{"udp": netip.AddrPortFrom(local, ike.NATTPort).String()},
-		"interfaces": []obj{{"name": RoadWarriorConnection, "if_id": 1, "routes": nets}},
-		"connections": []obj{{
-			"name":         RoadWarriorConnection,
-			"remote_addrs": []netip.Addr{r.Gateway},
-			"vips":         vips,
-			"proposals":    or(r.Proposals, DefaultProposals),
-			"dpd_delay":    roadWarriorDPD,
-			"local":        obj{"auth": ike.AuthEAPMSCHAPv2, "eap_id": r.User},
-			"remote":       obj{"auth": "pubkey", "id": r.GatewayID, "cacerts": []string{caPath}},
-			"children": []obj{{"name": RoadWarriorConnection, "if_id": 1, "local_ts": []string{"dynamic"}, "remote_ts": nets,
-				"esp_proposals": or(r.ESPProposals, DefaultESPProposals), "start_action": "start", "dpd_action": "restart"}},
-		}},
-		"secrets": []obj{{"type": "eap", "ids": []string{r.User}, "secret": "0x" + hex.EncodeToString(r.Password)}},
+		"underlay":    obj{"udp": netip.AddrPortFrom(local, ike.NATTPort).String()},
+		"interfaces":  []obj{{"name": RoadWarriorConnection, "if_id": 1, "routes": nets}},
+		"connections": []obj{conn},
+		"secrets":     []obj{{"type": "eap", "ids": []string{r.User}, "secret": "0x" + hex.EncodeToString(r.Password)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stackike: RoadWarrior: %w", err)

@@ -85,7 +85,7 @@ func TestRoadWarriorRefused(t *testing.T) {
 		{"CA not PEM", "RoadWarrior.CA: ", func(r *RoadWarrior) { r.CA = []byte("not a certificate") }},
 		{"no user", "RoadWarrior.User: missing", func(r *RoadWarrior) { r.User = "" }},
 		{"no password", "RoadWarrior.Password: empty", func(r *RoadWarrior) { r.Password = nil }},
-		{"IPv6 local", "RoadWarrior.Local: ::1: want an IPv4 address", func(r *RoadWarrior) { r.Local = netip.IPv6Loopback() }},
+		{"IPv6 local, IPv4 gateway", "RoadWarrior.Local: ::1: not of the Gateway's family (192.0.2.1)", func(r *RoadWarrior) { r.Local = netip.IPv6Loopback() }},
 		{"bad proposal", RoadWarriorFile + ":", func(r *RoadWarrior) { r.Proposals = []string{"aes256-nonsense"} }},
 		{"user too long", RoadWarriorFile + ":", func(r *RoadWarrior) { r.User = strings.Repeat("a", 300) }},
 	} {
