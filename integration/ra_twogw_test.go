@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,11 +84,13 @@ func newTwoGWNet(t *testing.T) *twoGWNet {
 }
 
 // twoGWGateway is one gateway's config: EAP through FreeRADIUS with
-// accounting under its own NAS-Identifier, the address RADIUS assigns
+// accounting under its own NAS-Identifier and NAS-IP-Address, a request
+// sent every 3 s, 5 times, until answered, the address RADIUS assigns
 // (pools[].radius), and the plan routed into the clients' interface.
 func twoGWGateway(s twoGWSite, cert, key, auth, acct string) string {
 	_, acctPort, _ := strings.Cut(acct, ":")
 	return fmt.Sprintf(`log: {level: info}
+metrics: %s
 underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, routes: [%s]}
@@ -97,9 +100,13 @@ eap_radius:
     - {name: freeradius, address: "%s", acct_port: %s, secret: %q}
   accounting: true
   nas_identifier: %s
+  nas_ip: %s
+  retransmit_timeout: 3s
+  retransmit_base: 1
+  retransmit_tries: 5
 pools:
   - {name: rw, addrs: %s, radius: true}
-`, twoGWPlan, auth, acctPort, twoGWSecret, s.nas, s.ownPool) + radiusGatewayConn(s.outside, cert, key, twoGWOffice, twoGWPlan)
+`, ikeMetricsAddr, twoGWPlan, auth, acctPort, twoGWSecret, s.nas, s.outside, s.ownPool) + radiusGatewayConn(s.outside, cert, key, twoGWOffice, twoGWPlan)
 }
 
 // twoGWUser is client i's EAP identity and password; i == -1 is the one
@@ -171,6 +178,52 @@ func announce(t *testing.T, office *netns, gw *daemon, via string) map[string]ne
 	return vips
 }
 
+// dropAccounting drops (or, with drop false, lets through again) what
+// the gateway in ns sends to FreeRADIUS's accounting port: lost
+// datagrams, which the gateway retransmits.
+func dropAccounting(t *testing.T, ns *netns, drop bool) {
+	t.Helper()
+	rules := "delete table inet twogw\n"
+	if drop {
+		rules = fmt.Sprintf(`table inet twogw {
+	chain out {
+		type filter hook output priority 0;
+		ip daddr %s udp dport 1813 drop
+	}
+}
+`, twoGWRADIUS)
+	}
+	cmd := ns.cmd(t.Context(), "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft in %s: %v\n%s", ns.name, err, out)
+	}
+}
+
+// findRecord returns the first of recs that match accepts, or nil.
+func findRecord(recs []map[string]string, match func(map[string]string) bool) map[string]string {
+	for _, r := range recs {
+		if match(r) {
+			return r
+		}
+	}
+	return nil
+}
+
+// waitRecord waits up to bound for a record of FreeRADIUS's detail file
+// that match accepts, and returns it.
+func waitRecord(t *testing.T, fr *radiustest.Server, bound time.Duration, match func(map[string]string) bool) map[string]string {
+	t.Helper()
+	for deadline := time.Now().Add(bound); ; time.Sleep(50 * time.Millisecond) {
+		if r := findRecord(fr.Detail(t), match); r != nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no such accounting record after %v: %v", bound, fr.Detail(t))
+		}
+	}
+}
+
 // waitUp waits until d lists want established IKE SAs with a child, up
 // to bound.
 func waitUp(t *testing.T, d *daemon, want int, bound time.Duration) {
@@ -217,6 +270,7 @@ func TestRATwoGateways(t *testing.T) {
 
 	// 100 road warriors and the mover, at once.
 	up := time.Now()
+	t.Logf("namespaces, FreeRADIUS and the gateways up in %.2f s", up.Sub(begin).Seconds())
 	clients := startDaemon(t, n.clients, twoGWClientsConfig(n.sites, caFile))
 	waitUp(t, clients, twoGWClients+1, 60*time.Second)
 	waitUp(t, gws[0], twoGWClients/2+1, 10*time.Second)
@@ -264,10 +318,13 @@ func TestRATwoGateways(t *testing.T) {
 	}
 	t.Logf("%d TCP exchanges, one from each virtual IP, in %.2f s", len(from), time.Since(exch).Seconds())
 
-	// The mover streams to the server through gw1, moves to gw2.
+	// The mover streams to the server through gw1, moves to gw2. gw1's
+	// Stop of its session there is lost until gw2's Start is in: the
+	// late Stop must not release the address the mover holds at gw2.
 	mover := vips[twoGWMoverID]
 	stream := startStreamFrom(t, n.clients, mover, srv)
 	srv.waitSink(t, 64<<10, 10*time.Second)
+	dropAccounting(t, n.sites[0].ns, true)
 	clients.mustCtl(t, "ike", "terminate", "--ike", "move1")
 	moved := time.Now()
 	clients.mustCtl(t, "ike", "initiate", "--ike", "move2")
@@ -279,62 +336,123 @@ func TestRATwoGateways(t *testing.T) {
 		t.Fatalf("gw2 lists the mover at %v; want %v", at2, mover)
 	}
 	tookMove := time.Since(moved)
+	moverRec := func(status, nas string) func(map[string]string) bool {
+		return func(r map[string]string) bool {
+			return r["User-Name"] == twoGWMoverID && r["Acct-Status-Type"] == status && r["NAS-Identifier"] == nas
+		}
+	}
+	waitRecord(t, fr, 10*time.Second, moverRec("Start", "gw2"))
+	if stop := findRecord(fr.Detail(t), moverRec("Stop", "gw1")); stop != nil {
+		t.Fatalf("gw1's Stop of the mover arrived before its Start at gw2: %v", stop)
+	}
+	dropAccounting(t, n.sites[0].ns, false)
+	waitRecord(t, fr, 10*time.Second, moverRec("Stop", "gw1"))
+	lateAfter := time.Since(moved)
+	if l := fr.Leases(t); l[mover] != twoGWMoverID {
+		t.Fatalf("after gw1's late Stop FreeRADIUS leases %v to %q; want the mover's, in use at gw2", mover, l[mover])
+	}
 	srv.waitSink(t, srv.sinkBytes()+256<<10, 20*time.Second)
 	stream.finish(t, srv)
-	if l := fr.Leases(t); l[mover] != twoGWMoverID {
-		t.Errorf("after the move FreeRADIUS leases %v to %q; want the mover's", mover, l[mover])
-	}
-	t.Logf("the mover (%v) was back at gw2 with its address %.2f s after leaving gw1; its stream carried %d bytes, checksums equal, from %v throughout",
-		mover, tookMove.Seconds(), stream.sent, mover)
+	t.Logf("the mover (%v) was back at gw2 with its address %.2f s after leaving gw1; gw1's Stop came after gw2's Start, %.2f s after the move, and the lease stayed; its stream carried %d bytes, checksums equal, from %v throughout",
+		mover, tookMove.Seconds(), lateAfter.Seconds(), stream.sent, mover)
 
 	// Every session ends: the clients' daemon deletes its IKE SAs.
+	stopped := time.Now()
 	if err := clients.stop(); err != nil {
 		t.Fatal(err)
 	}
-	checkTwoGWAccounting(t, fr, vips)
+	retransmitted := 0
+	for i, gw := range gws {
+		retransmitted += radiusRetransmissions(t, n.sites[i].ns)
+		_ = gw
+	}
+	checkTwoGWAccounting(t, fr, vips, retransmitted)
+	t.Logf("every Stop recorded %.2f s after the clients' daemon was told to stop", time.Since(stopped).Seconds())
 	t.Logf("the whole test: %.1f s", time.Since(begin).Seconds())
+}
+
+// radiusRetransmissions is how many RADIUS requests the gateway in ns
+// sent again for want of an answer (ipsecd_radius_packets_total).
+func radiusRetransmissions(t *testing.T, ns *netns) int {
+	t.Helper()
+	m := regexp.MustCompile(`\nipsecd_radius_packets_total\{kind="retransmission",server="freeradius"\} (\d+)\n`).FindStringSubmatch(scrape(t, ns, "http://"+ikeMetricsAddr+"/metrics"))
+	if m == nil {
+		t.Fatalf("the gateway in %s has no retransmission counter", ns.name)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// sameRecord tells whether a and b are one request recorded twice: every
+// attribute equal but the time FreeRADIUS received it.
+func sameRecord(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if k != "Timestamp" && b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // checkTwoGWAccounting waits for a Stop of each of the 102 sessions and
 // checks the detail file: per Acct-Session-Id one Start and one Stop,
 // of one NAS, user and address; each client's one session at its
 // gateway, the mover's two at gw1 and gw2, each with octets both ways.
-func checkTwoGWAccounting(t *testing.T, fr *radiustest.Server, vips map[string]netip.Addr) {
+// FreeRADIUS keeps no answer to an Accounting-Request to repeat, so a
+// request the gateway retransmitted (its answer was slow) may be
+// recorded twice: a record may repeat only as itself, and no more often
+// than the gateways retransmitted.
+func checkTwoGWAccounting(t *testing.T, fr *radiustest.Server, vips map[string]netip.Addr, retransmitted int) {
 	t.Helper()
 	const sessions = twoGWClients + 2
 	var recs []map[string]string
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		recs = fr.Detail(t)
-		stops := 0
+		stopped := map[string]bool{}
 		for _, r := range recs {
 			if r["Acct-Status-Type"] == "Stop" {
-				stops++
+				stopped[r["Acct-Session-Id"]] = true
 			}
 		}
-		if stops >= sessions {
+		if len(stopped) >= sessions {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d Stops in the detail file 20 s after the clients stopped; want %d", stops, sessions)
+			t.Fatalf("%d sessions stopped in the detail file 20 s after the clients stopped; want %d", len(stopped), sessions)
 		}
 	}
 	type session struct{ start, stop map[string]string }
 	bySID := map[string]*session{}
 	ons := map[string]int{}        // NAS-Identifier → its Accounting-Ons
 	nasOf := map[string][]string{} // user → the NAS of each session, in order of Start
+	repeats := 0
 	for _, r := range recs {
 		sid := r["Acct-Session-Id"]
 		switch r["Acct-Status-Type"] {
 		case "Start":
-			if bySID[sid] != nil {
-				t.Fatalf("session %s started twice", sid)
+			if s := bySID[sid]; s != nil {
+				if !sameRecord(s.start, r) || s.stop != nil {
+					t.Fatalf("session %s started twice: %v, then %v", sid, s.start, r)
+				}
+				repeats++
+				continue
 			}
 			bySID[sid] = &session{start: r}
 			nasOf[r["User-Name"]] = append(nasOf[r["User-Name"]], r["NAS-Identifier"])
 		case "Stop":
 			s := bySID[sid]
-			if s == nil || s.stop != nil {
-				t.Fatalf("session %s: a Stop without a Start, or a second Stop: %v", sid, r)
+			if s == nil {
+				t.Fatalf("session %s: a Stop without a Start: %v", sid, r)
+			}
+			if s.stop != nil {
+				if !sameRecord(s.stop, r) {
+					t.Fatalf("session %s stopped twice: %v, then %v", sid, s.stop, r)
+				}
+				repeats++
+				continue
 			}
 			s.stop = r
 		case "Accounting-On":
@@ -346,6 +464,9 @@ func checkTwoGWAccounting(t *testing.T, fr *radiustest.Server, vips map[string]n
 	}
 	if len(bySID) != sessions {
 		t.Fatalf("%d sessions in the detail file; want %d", len(bySID), sessions)
+	}
+	if repeats > retransmitted {
+		t.Errorf("%d records repeated; the gateways retransmitted %d requests", repeats, retransmitted)
 	}
 	if ons["gw1"] != 1 || ons["gw2"] != 1 || len(ons) != 2 {
 		t.Errorf("Accounting-On by NAS: %v; want one of gw1 and one of gw2", ons)
@@ -375,5 +496,5 @@ func checkTwoGWAccounting(t *testing.T, fr *radiustest.Server, vips map[string]n
 	if got := fmt.Sprint(nasOf[twoGWMoverID]); got != "[gw1 gw2]" {
 		t.Errorf("the mover's sessions were at %s; want [gw1 gw2]", got)
 	}
-	t.Logf("accounting: %d sessions, each one Start and one Stop with octets, under its NAS", len(bySID))
+	t.Logf("accounting: %d sessions, each one Start and one Stop with octets, under its NAS (%d records repeated, of %d requests the gateways retransmitted)", len(bySID), repeats, retransmitted)
 }
