@@ -134,11 +134,15 @@ func (d *driver) collect(sa *SA) {
 
 // serve answers and retransmits until done reports true or ten seconds
 // pass (an error).
-func (d *driver) serve(done func() bool) error {
-	until := time.Now().Add(10 * time.Second)
+func (d *driver) serve(done func() bool) error { return d.serveWithin(10*time.Second, done) }
+
+// serveWithin is serve with a bound of bound, for a done that waits on
+// something slower than an exchange with charon (a scapy flood).
+func (d *driver) serveWithin(bound time.Duration, done func() bool) error {
+	until := time.Now().Add(bound)
 	for !done() {
 		if time.Now().After(until) {
-			return fmt.Errorf("timed out; errors so far: %v", d.errs)
+			return fmt.Errorf("timed out after %v; errors so far: %v", bound, d.errs)
 		}
 		var p packet
 		select {
