@@ -1,18 +1,12 @@
 package radiustest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 // PKI is a test CA and the certificates FreeRADIUS's EAP-TLS serves and
@@ -28,66 +22,17 @@ type PKI struct {
 
 // makePKI writes ca.pem, server.pem and server.key (the server's
 // certificate naming radius.test and serverNames), client.pem and
-// client.key into dir. ECDSA P-256, valid for an hour around now.
+// client.key into dir (package testpki).
 func makePKI(t testing.TB, dir string, serverNames []string) PKI {
 	t.Helper()
-	caKey, caCert, caDER := issue(t, "radiustest CA", nil, nil, true, 0)
-	srvKey, _, srvDER := issue(t, "radius.test", caCert, caKey, false, x509.ExtKeyUsageServerAuth, serverNames...)
-	cliKey, _, cliDER := issue(t, "alice", caCert, caKey, false, x509.ExtKeyUsageClientAuth)
-	writePEM(t, filepath.Join(dir, "ca.pem"), "CERTIFICATE", caDER)
-	writePEM(t, filepath.Join(dir, "server.pem"), "CERTIFICATE", srvDER)
-	k, err := x509.MarshalPKCS8PrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, "server.key"), "PRIVATE KEY", k)
-	writePEM(t, filepath.Join(dir, "client.pem"), "CERTIFICATE", cliDER)
-	ck, err := x509.MarshalPKCS8PrivateKey(cliKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writePEM(t, filepath.Join(dir, "client.key"), "PRIVATE KEY", ck)
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return PKI{CA: pool, Client: tls.Certificate{Certificate: [][]byte{cliDER}, PrivateKey: cliKey},
-		CAFile: filepath.Join(dir, "ca.pem"), ClientCertFile: filepath.Join(dir, "client.pem"), ClientKeyFile: filepath.Join(dir, "client.key")}
-}
-
-var serial int64
-
-func issue(t testing.TB, cn string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, ca bool, usage x509.ExtKeyUsage, names ...string) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, BasicConstraintsValid: true,
-	}
-	if ca {
-		tmpl.IsCA, tmpl.KeyUsage = true, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature
-		parent, parentKey = tmpl, key
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{usage}
-		tmpl.DNSNames = append([]string{cn}, names...)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, cert, der
-}
-
-func writePEM(t testing.TB, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := testpki.NewCA(t, "radiustest CA", testpki.Opts{})
+	srv := ca.Issue(t, "radius.test", testpki.Opts{DNS: append([]string{"radius.test"}, serverNames...), EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	cli := ca.Issue(t, "alice", testpki.Opts{EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	p := PKI{CA: x509.NewCertPool(), Client: tls.Certificate{Certificate: [][]byte{cli.DER}, PrivateKey: cli.Key},
+		CAFile: ca.WriteCert(t, filepath.Join(dir, "ca.pem")), ClientCertFile: cli.WriteCert(t, filepath.Join(dir, "client.pem")),
+		ClientKeyFile: cli.WriteKey(t, filepath.Join(dir, "client.key"), testpki.PKCS8)}
+	p.CA.AddCert(ca.Cert.Cert)
+	srv.WriteCert(t, filepath.Join(dir, "server.pem"))
+	srv.WriteKey(t, filepath.Join(dir, "server.key"), testpki.PKCS8)
+	return p
 }
