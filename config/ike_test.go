@@ -2,13 +2,7 @@ package config
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 const ikeSecret = "00112233445566778899aabbccddeeff"
@@ -415,38 +410,15 @@ func pki(t *testing.T, dir string) (caPath, certPath, keyPath, otherKeyPath stri
 	return pkiFor(t, dir, "gw.example.net")
 }
 
-// pkiFor is pki with the certificate's name.
+// pkiFor is pki with the certificate's name: ca.pem, gw.pem (for name),
+// gw.key (SEC1) and other.key, a key of no certificate (PKCS#8).
 func pkiFor(t *testing.T, dir, name string) (caPath, certPath, keyPath, otherKeyPath string) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	otherKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
-		DNSNames: []string{name}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	k1, _ := x509.MarshalECPrivateKey(leafKey)
-	k2, _ := x509.MarshalPKCS8PrivateKey(otherKey)
-	return write("ca.pem", "CERTIFICATE", caDER), write("gw.pem", "CERTIFICATE", leafDER),
-		write("gw.key", "EC PRIVATE KEY", k1), write("other.key", "PRIVATE KEY", k2)
+	ca := testpki.NewCA(t, "Test CA", testpki.Opts{})
+	gw := ca.Issue(t, name, testpki.Opts{})
+	other := ca.Issue(t, "other", testpki.Opts{})
+	return ca.WriteCert(t, filepath.Join(dir, "ca.pem")), gw.WriteCert(t, filepath.Join(dir, "gw.pem")),
+		gw.WriteKey(t, filepath.Join(dir, "gw.key"), testpki.SEC1), other.WriteKey(t, filepath.Join(dir, "other.key"), testpki.PKCS8)
 }
 
 // TestIKECertificates: cert, key and cacerts are read and checked as the
