@@ -1,76 +1,38 @@
 package profile
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
-// testPKI is a CA, the gateway's certificate (gw.example.net) and a
-// user's (b.test), with their keys, as PEM files in dir.
+// testPKI is a CA, the gateway's certificate (gw.example.net, also
+// a.test) and a user's (b.test), with their keys (PKCS#8), as PEM files
+// in dir (package testpki).
 type testPKI struct {
 	dir                          string
 	ca                           *x509.Certificate
 	caPEM, gwPEM, gwKey          string // paths
 	userPEM, userKey             string // paths
-	caKey                        *ecdsa.PrivateKey
 	userCertDER, userKeyPKCS8DER []byte
 }
 
 func newPKI(t *testing.T, dir string) *testPKI {
 	t.Helper()
-	p := &testPKI{dir: dir}
-	now := time.Now()
-	p.caKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "Profile Test CA", Organization: []string{"ipsecd"}},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &p.caKey.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ca, _ = x509.ParseCertificate(der)
-	p.caPEM = p.write(t, "ca.pem", "CERTIFICATE", der)
-	issue := func(serial int64, name string, eku x509.ExtKeyUsage, dns []string, email []string) ([]byte, []byte) {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			DNSNames: dns, EmailAddresses: email, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{eku}}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _ := x509.MarshalPKCS8PrivateKey(key)
-		return der, k
-	}
-	gw, gwKey := issue(2, "gw.example.net", x509.ExtKeyUsageServerAuth, []string{"gw.example.net", "a.test"}, nil)
-	p.gwPEM = p.write(t, "gw.pem", "CERTIFICATE", gw)
-	p.gwKey = p.write(t, "gw.key", "PRIVATE KEY", gwKey)
-	p.userCertDER, p.userKeyPKCS8DER = issue(3, "b.test", x509.ExtKeyUsageClientAuth, []string{"b.test"}, nil)
-	p.userPEM = p.write(t, "user.pem", "CERTIFICATE", p.userCertDER)
-	p.userKey = p.write(t, "user.key", "PRIVATE KEY", p.userKeyPKCS8DER)
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	ca := testpki.NewCA(t, "Profile Test CA", testpki.Opts{Org: "ipsecd"})
+	gw := ca.Issue(t, "gw.example.net", testpki.Opts{DNS: []string{"gw.example.net", "a.test"}, EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	user := ca.Issue(t, "b.test", testpki.Opts{EKU: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	path := func(name string) string { return filepath.Join(dir, name) }
+	return &testPKI{dir: dir, ca: ca.Cert.Cert,
+		caPEM: ca.WriteCert(t, path("ca.pem")), gwPEM: gw.WriteCert(t, path("gw.pem")), gwKey: gw.WriteKey(t, path("gw.key"), testpki.PKCS8),
+		userPEM: user.WriteCert(t, path("user.pem")), userKey: user.WriteKey(t, path("user.key"), testpki.PKCS8),
+		userCertDER: user.DER, userKeyPKCS8DER: user.KeyDER(t, testpki.PKCS8)}
 }
 
 // gatewayYAML is a remote-access gateway's config: the connection rw
