@@ -1,21 +1,12 @@
 package ikenode
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -23,6 +14,7 @@ import (
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 // parseYAML parses a whole config for an IKE daemon on loopback (port 0).
@@ -126,46 +118,16 @@ secrets:
 }
 
 // pki writes a CA and certificates for the given common names (subject
-// CN=name, the name as a DNS subjectAltName) with their keys (PKCS#8,
-// mode 0600) into dir: ca.pem, NAME.pem, NAME.key.
+// CN=name, the name as a DNS subjectAltName) with their keys (PKCS#8)
+// into dir: ca.pem, NAME.pem, NAME.key (package testpki).
 func pki(t *testing.T, dir string, names ...string) {
 	t.Helper()
-	write := func(name, typ string, der []byte, mode os.FileMode) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ipsecd test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	write("ca.pem", "CERTIFICATE", caDER, 0o644)
-	for i, name := range names {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p8, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		write(name+".pem", "CERTIFICATE", der, 0o644)
-		write(name+".key", "PRIVATE KEY", p8, 0o600)
+	ca := testpki.NewCA(t, "ipsecd test CA", testpki.Opts{})
+	ca.WriteCert(t, filepath.Join(dir, "ca.pem"))
+	for _, name := range names {
+		c := ca.Issue(t, name, testpki.Opts{})
+		c.WriteCert(t, filepath.Join(dir, name+".pem"))
+		c.WriteKey(t, filepath.Join(dir, name+".key"), testpki.PKCS8)
 	}
 }
 
