@@ -1,16 +1,8 @@
 package stackike
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	crand "crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,6 +10,7 @@ import (
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ikenode"
 	"github.com/ipsecd/ipsecd/internal/looppair"
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 // TestRoadWarriorEAP: the sidecar road warrior logs in to a sidecar
@@ -88,31 +81,11 @@ secrets:
 `, self, cert, key, secret))
 }
 
-// selfSigned writes a self-signed ECDSA P-256 certificate for name (a CA,
-// its own trust anchor) and its key into dir, and returns their paths.
+// selfSigned writes a self-signed certificate for name (a CA, its own
+// trust anchor; package testpki) and its key into dir, and returns
+// their paths.
 func selfSigned(t *testing.T, dir, name string) (cert, key string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name}, DNSNames: []string{name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, key = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cert, key
+	c := testpki.SelfSigned(t, name, testpki.Opts{})
+	return c.WriteCert(t, filepath.Join(dir, name+".pem")), c.WriteKey(t, filepath.Join(dir, name+".key"), testpki.PKCS8)
 }
