@@ -3,14 +3,7 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +17,7 @@ import (
 
 	"github.com/ipsecd/ipsecd/internal/charontest"
 	"github.com/ipsecd/ipsecd/internal/syncbuf"
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 // viciSwanctl runs the real swanctl against ipsecd's vici socket and
@@ -282,33 +276,21 @@ secrets {
 }
 
 // writeSwanctlCreds puts a CA certificate (PEM), a certificate (DER) and
-// an ECDSA key (PEM) where swanctl --load-all finds them under dir.
+// an ECDSA key (PEM, SEC1) where swanctl --load-all finds them under dir.
 func writeSwanctlCreds(t *testing.T, dir string) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	cert := func(ca bool) []byte {
-		tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gw"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: ca}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return der
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	for name, data := range map[string][]byte{
-		"x509ca/ca.pem": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert(true)}),
-		"x509/gw.der":   cert(false),
-		"ecdsa/gw.pem":  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o600); err != nil {
+	for _, sub := range []string{"x509ca", "x509", "ecdsa"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
+	ca := testpki.NewCA(t, "gw CA", testpki.Opts{})
+	gw := ca.Issue(t, "gw", testpki.Opts{})
+	ca.WriteCert(t, filepath.Join(dir, "x509ca", "ca.pem"))
+	if err := os.WriteFile(filepath.Join(dir, "x509", "gw.der"), gw.DER, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw.WriteKey(t, filepath.Join(dir, "ecdsa", "gw.pem"), testpki.SEC1)
 }
 
 // TestViciLoadAll: with no connection in ipsecd's file, swanctl
