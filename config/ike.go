@@ -104,10 +104,13 @@ type Connection struct {
 	Proposals []proposal.Proposal
 	// AllowLegacy lets proposals name legacy algorithms (modp1024) that
 	// no preset asks for (allow_legacy: true).
-	AllowLegacy   bool
-	Encap         bool          // force ESP in UDP (swanctl's encap = yes)
-	DPDDelay      time.Duration // 0: no liveness checks
-	RekeyTime     time.Duration // of the IKE SA
+	AllowLegacy bool
+	Encap       bool          // force ESP in UDP (swanctl's encap = yes)
+	DPDDelay    time.Duration // 0: no liveness checks
+	RekeyTime   time.Duration // of the IKE SA
+	// Unique is swanctl's unique: what a peer's INITIAL_CONTACT does
+	// to the other IKE SAs of its identity.
+	Unique        Unique
 	Local, Remote Endpoint
 	Children      []Child
 	// PSK is the secret of secrets: that serves the connection (shares
@@ -180,6 +183,22 @@ type Child struct {
 	DPDAction    DPDAction
 	Line         int
 }
+
+// Unique is a connection's unique (swanctl's uniqueness policy), as far
+// as ipsecd has it: keep and replace are not there yet.
+type Unique string
+
+// The values of unique.
+const (
+	// UniqueNo (the default): a peer's INITIAL_CONTACT drops the other
+	// IKE SAs of its identity (the same EAP identity with EAP), whose
+	// peer restarted; as an initiator we send INITIAL_CONTACT when we
+	// hold no IKE SA with the peer.
+	UniqueNo Unique = "no"
+	// UniqueNever: INITIAL_CONTACT is neither acted on nor sent, so
+	// that clients sharing an identity (one group PSK) all stay up.
+	UniqueNever Unique = "never"
+)
 
 // StartAction is a child's start_action (swanctl's): what the daemon
 // does with the child when the config is loaded.
@@ -288,9 +307,9 @@ func (c *IKEConfig) String() string {
 		c.IKE.Port, c.IKE.Retransmit.Timeout, c.IKE.Retransmit.Base, c.IKE.Retransmit.Tries, c.IKE.CookieThreshold,
 		c.IKE.BlockThreshold, c.IKE.InitLimitHalfOpen, c.IKE.MaxChildren, c.IKE.MaxIKESAsPerPeer, c.IKE.Keylog)
 	for _, cn := range c.Connections {
-		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v allow_legacy %t encap %t dpd_delay %s rekey_time %s local %s remote %s\n",
+		fmt.Fprintf(&b, "connection %s version %d local_addrs %s remote_addrs %s proposals %v allow_legacy %t encap %t dpd_delay %s rekey_time %s unique %s local %s remote %s\n",
 			cn.Name, cn.Version, addrList(cn.LocalAddrs, cn.LocalAny), addrList(cn.RemoteAddrs, cn.RemoteAny),
-			cn.Proposals, cn.AllowLegacy, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Local, cn.Remote)
+			cn.Proposals, cn.AllowLegacy, cn.Encap, cn.DPDDelay, cn.RekeyTime, cn.Unique, cn.Local, cn.Remote)
 		if len(cn.Pools) > 0 || len(cn.VIPs) > 0 {
 			fmt.Fprintf(&b, "  pools %v vips %v\n", cn.Pools, cn.VIPs)
 		}

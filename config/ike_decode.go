@@ -140,7 +140,7 @@ func (d *decoder) ikeSection(n *yaml.Node, i *IKE, udpPort uint16) {
 }
 
 var connectionFields = []string{"name", "version", "local_addrs", "remote_addrs", "proposals", "encap",
-	"dpd_delay", "rekey_time", "local", "remote", "children", "allow_legacy", "pools", "vips"}
+	"dpd_delay", "rekey_time", "unique", "local", "remote", "children", "allow_legacy", "pools", "vips"}
 
 // connections decodes connections: (swanctl's connections.<name>); a
 // connection with errors is left out of ic. poolErrs: pools: had errors,
@@ -159,7 +159,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			continue
 		}
 		before := len(d.errs)
-		cn := Connection{Version: 2, RekeyTime: DefaultIKERekeyTime, Line: it.Line}
+		cn := Connection{Version: 2, RekeyTime: DefaultIKERekeyTime, Unique: UniqueNo, Line: it.Line}
 		cn.Name = d.uniqueName(it, m["name"], f, names, "")
 		if v := m["version"]; v != nil {
 			if ver, ok := d.uint(v, join(f, "version"), 0, math.MaxUint32); ok && ver != 2 {
@@ -195,6 +195,13 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 		}
 		if v := m["rekey_time"]; v != nil {
 			cn.RekeyTime, _ = d.duration(v, join(f, "rekey_time"))
+		}
+		if v := m["unique"]; v != nil {
+			if v.Value == "keep" || v.Value == "replace" {
+				d.errorf(v, join(f, "unique"), "%s is not supported yet; no (the default: a peer's INITIAL_CONTACT drops the other IKE SAs of its identity) or never (clients sharing an identity all stay up)", v.Value)
+			} else {
+				cn.Unique, _ = oneOfTyped(d, v, join(f, "unique"), UniqueNo, UniqueNever)
+			}
 		}
 		for _, side := range []struct {
 			key   string

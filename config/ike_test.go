@@ -119,6 +119,17 @@ func TestIKEParseGood(t *testing.T) {
 	}
 }
 
+// TestIKEUnique: unique: never is kept; the default is no.
+func TestIKEUnique(t *testing.T) {
+	c, err := Load(writeConfig(t, ikeEdit(t, "encap: true", "encap: true\n    unique: never")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Connections[0].Unique; u != UniqueNever {
+		t.Errorf("unique %q; want never", u)
+	}
+}
+
 func TestIKEDefaults(t *testing.T) {
 	text := `
 interfaces: [{name: ipsec0, if_id: 1}]
@@ -142,7 +153,7 @@ secrets:
 		t.Errorf("ike defaults: got %+v", c.IKE)
 	}
 	cn := c.Connections[0]
-	if !cn.LocalAny || !cn.RemoteAny || len(cn.RemoteAddrs) != 1 || cn.Version != 2 || cn.RekeyTime != 4*time.Hour || cn.DPDDelay != 0 || cn.Encap {
+	if !cn.LocalAny || !cn.RemoteAny || len(cn.RemoteAddrs) != 1 || cn.Version != 2 || cn.RekeyTime != 4*time.Hour || cn.DPDDelay != 0 || cn.Encap || cn.Unique != UniqueNo {
 		t.Errorf("connection defaults: got %+v", cn)
 	}
 	ch := cn.Children[0]
@@ -170,6 +181,8 @@ func TestIKEErrors(t *testing.T) {
 		{"more ts than a TS payload holds", "remote_ts: [10.20.0.0/24]", "remote_ts: [" + strings.Join(tooMany, ", ") + "]",
 			"25: connections[0].children[0].remote_ts: 256 prefixes; at most 255, what a TS payload carries"},
 		{"unknown connection key", "encap: true", "encapp: true", "15: connections[0].encapp: unknown field; did you mean encap?"},
+		{"unique keep", "encap: true", "unique: keep", "15: connections[0].unique: keep is not supported yet; no (the default: a peer's INITIAL_CONTACT drops the other IKE SAs of its identity) or never (clients sharing an identity all stay up)"},
+		{"unique bad", "encap: true", "unique: yes", `15: connections[0].unique: want no or never, got "yes"`},
 		{"unknown child key", "mode: tunnel", "mod: tunnel", "23: connections[0].children[0].mod: unknown field; did you mean mode?"},
 		{"unknown ike key", "port: 500", "prot: 500", "5: ike.prot: unknown field; did you mean port?"},
 		{"unknown endpoint key", "{auth: psk, id: a.example.net}", "{auth: psk, id: a.example.net, certs: x}", "18: connections[0].local.certs: unknown field; did you mean cert?"},

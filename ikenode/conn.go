@@ -123,6 +123,11 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 		}
 		ec.AllocSPI = m.cfg.Node.AllocSPI // the engine says which went unused (EventSPIUnused)
 		ec.HasContact = m.hasContact
+		if cn.Unique == config.UniqueNever {
+			// swanctl's unique = never sends no INITIAL_CONTACT: say
+			// we always hold one.
+			ec.HasContact = func(ike.Identity, ike.Identity) bool { return true }
+		}
 		ec.VirtualIPs = vipsFor(m.cfg.Pools, ic, &cn)
 		if cn.Remote.Auth == ike.AuthEAPRADIUS {
 			if m.cfg.RADIUS == nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
 )
 
@@ -59,6 +60,12 @@ func samePeer(x, y *ikeSA) bool {
 // connection's peer's identity and drop its SAs.
 func (m *Daemon) initialContact(from *ikeSA, now time.Time) {
 	peer := from.sa.PeerID()
+	if from.conn.cfg.Unique == config.UniqueNever {
+		// Clients that share an identity (a group PSK) each send it
+		// at their first login; none replaces another.
+		m.log.WithFields(from.fields()).WithField("peer_id", peer.String()).Info("ike: the peer sent INITIAL_CONTACT; ignored (unique: never)")
+		return
+	}
 	dropped := 0
 	for _, x := range m.sas {
 		if !samePeer(from, x) {

@@ -200,18 +200,7 @@ func TestIKECharonRoadWarrior(t *testing.T) {
 func TestIKECharonTwoRoadWarriors(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
-	c := newNetns(t)
-	// A's veth0 and a second pair to C join on a bridge.
-	p.a.mustRun(t, "ip", "link", "add", "br0", "type", "bridge")
-	p.a.mustRun(t, "ip", "addr", "del", underlayA4+"/24", "dev", "veth0")
-	p.a.mustRun(t, "ip", "link", "set", "veth0", "master", "br0")
-	p.a.mustRun(t, "ip", "link", "add", "veth2", "type", "veth", "peer", "name", "veth3", "netns", c.name)
-	p.a.mustRun(t, "ip", "link", "set", "veth2", "master", "br0")
-	p.a.mustRun(t, "ip", "addr", "add", underlayA4+"/24", "dev", "br0")
-	p.a.mustRun(t, "ip", "link", "set", "veth2", "up")
-	p.a.mustRun(t, "ip", "link", "set", "br0", "up")
-	c.mustRun(t, "ip", "addr", "add", "192.0.2.3/24", "dev", "veth3")
-	c.mustRun(t, "ip", "link", "set", "veth3", "up")
+	c := thirdOnBridge(t, p)
 	caFile, cert, key := raPKI(t, t.TempDir())
 	alice := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
 	dave := newRoadWarrior(t, c, "192.0.2.3", "dave", "dave-mschapv2-pw", caFile)
@@ -229,6 +218,25 @@ func TestIKECharonTwoRoadWarriors(t *testing.T) {
 	dave.down(t, d, "dave")
 	dave.up(t, d, "dave again", "dave", "10.3.0.2")
 	ping(t, c, "198.51.100.1", 2)
+}
+
+// thirdOnBridge makes a third namespace, C at 192.0.2.3, on B's link to
+// A: A's veth0 and a second pair to C join a bridge, so that road
+// warriors in B and C reach the gateway in A at underlayA4.
+func thirdOnBridge(t *testing.T, p *pair) *netns {
+	t.Helper()
+	c := newNetns(t)
+	p.a.mustRun(t, "ip", "link", "add", "br0", "type", "bridge")
+	p.a.mustRun(t, "ip", "addr", "del", underlayA4+"/24", "dev", "veth0")
+	p.a.mustRun(t, "ip", "link", "set", "veth0", "master", "br0")
+	p.a.mustRun(t, "ip", "link", "add", "veth2", "type", "veth", "peer", "name", "veth3", "netns", c.name)
+	p.a.mustRun(t, "ip", "link", "set", "veth2", "master", "br0")
+	p.a.mustRun(t, "ip", "addr", "add", underlayA4+"/24", "dev", "br0")
+	p.a.mustRun(t, "ip", "link", "set", "veth2", "up")
+	p.a.mustRun(t, "ip", "link", "set", "br0", "up")
+	c.mustRun(t, "ip", "addr", "add", "192.0.2.3/24", "dev", "veth3")
+	c.mustRun(t, "ip", "link", "set", "veth3", "up")
+	return c
 }
 
 // TestIKEVirtualIPClient: the real binary as a road warrior of a charon

@@ -24,17 +24,21 @@ func listConns(r *request) *Message {
 }
 
 // connSection writes a connection as charon 5.9's list-conn does, key
-// for key (reauth_time 0: ipsecd does not reauthenticate; unique no:
-// ipsecd keeps no uniqueness policy), with if_id_in and if_id_out where
-// a child has an if_id.
+// for key (reauth_time 0: ipsecd does not reauthenticate; unique no or
+// never, the policies ipsecd has), with if_id_in and if_id_out where a
+// child has an if_id.
 func connSection(c config.Connection) *Message {
+	unique := "UNIQUE_NO"
+	if c.Unique == config.UniqueNever {
+		unique = "UNIQUE_NEVER"
+	}
 	m := NewMessage().
 		Set("local_addrs", addrs(c.LocalAddrs, c.LocalAny)).
 		Set("remote_addrs", addrs(c.RemoteAddrs, c.RemoteAny)).
 		Set("version", "IKEv2").
 		Set("reauth_time", "0").
 		Set("rekey_time", strconv.FormatInt(int64(c.RekeyTime.Seconds()), 10)).
-		Set("unique", "UNIQUE_NO")
+		Set("unique", unique)
 	if c.DPDDelay > 0 {
 		m.Set("dpd_delay", strconv.FormatInt(int64(c.DPDDelay.Seconds()), 10))
 	}

@@ -165,7 +165,7 @@ func clearCreds(r *request) *Message {
 // not do what they ask for.
 var (
 	connKeys = map[string]string{"local_addrs": "local_addrs", "remote_addrs": "remote_addrs", "version": "version",
-		"proposals": "proposals", "encap": "encap", "dpd_delay": "dpd_delay", "rekey_time": "rekey_time"}
+		"proposals": "proposals", "encap": "encap", "dpd_delay": "dpd_delay", "rekey_time": "rekey_time", "unique": "unique"}
 	childKeys = map[string]string{"local_ts": "local_ts", "remote_ts": "remote_ts", "esp_proposals": "esp_proposals",
 		"mode": "mode", "rekey_time": "rekey_time", "life_time": "life_time", "replay_window": "replay_window",
 		"start_action": "start_action", "dpd_action": "dpd_action"}

@@ -98,6 +98,32 @@ func swanctlConn(t *testing.T, edit func(conn, child *govici.Message)) *govici.M
 	return m
 }
 
+// TestLoadConnUnique: unique = never reaches the config file's unique
+// (clients sharing an identity all stay up); no, charon's default, is
+// left out; keep is refused by the config, naming it.
+func TestLoadConnUnique(t *testing.T) {
+	f := &fakeLoader{}
+	_, sess := serve(t, f, nil)
+	if _, err := sess.Call(context.Background(), "load-conn", swanctlConn(t, func(c, _ *govici.Message) { c.Set("unique", "never") })); err != nil {
+		t.Fatal(err)
+	}
+	item := f.conns["gw"]
+	if !strings.Contains(item, `unique: "never"`) {
+		t.Fatalf("item %s; want unique never", item)
+	}
+	doc := "interfaces: [{name: ipsec1, if_id: 1}]\nsecrets: [{ids: [a.test, b.test], secret: x}]\nconnections:\n  - " + item + "\n"
+	cfg, err := config.Parse("vici", []byte(doc))
+	if err != nil {
+		t.Fatalf("the item does not parse: %v", err)
+	}
+	if u := cfg.Connections[0].Unique; u != config.UniqueNever {
+		t.Errorf("unique %q; want never", u)
+	}
+	if _, err := config.Parse("vici", []byte(strings.Replace(doc, `unique: "never"`, `unique: "keep"`, 1))); err == nil || !strings.Contains(err.Error(), "keep is not supported yet") {
+		t.Errorf("unique keep: %v; want refused by name", err)
+	}
+}
+
 func TestLoadConnTranslatesSwanctlConf(t *testing.T) {
 	f := &fakeLoader{}
 	_, sess := serve(t, f, nil)
