@@ -131,6 +131,9 @@ type Endpoint struct {
 	// and its private key; CACerts the paths of remote's trust anchors.
 	Cert, Key string
 	CACerts   []string
+	// PeerCerts are the paths of remote's certs: the peer's certificates,
+	// pinned (the engine's PeerCerts); Certs holds them.
+	PeerCerts []string
 	// EAPID is eap_id with auth eap-*: remote's is the one EAP identity
 	// admitted, "" (%any) every user of an eap secret; local's is ours
 	// as a client, "" the id's text.
@@ -152,6 +155,9 @@ func (e Endpoint) String() string {
 	}
 	if len(e.CACerts) > 0 {
 		s += fmt.Sprintf(", cacerts: %v", e.CACerts)
+	}
+	if len(e.PeerCerts) > 0 {
+		s += fmt.Sprintf(", certs: %v", e.PeerCerts)
 	}
 	if e.EAPID != "" {
 		s += fmt.Sprintf(", eap_id: %q", e.EAPID)

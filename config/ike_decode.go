@@ -209,7 +209,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			known []string
 		}{
 			{"local", &cn.Local, []string{"auth", "id", "cert", "key", "eap_id"}},
-			{"remote", &cn.Remote, []string{"auth", "id", "cacerts", "eap_id"}},
+			{"remote", &cn.Remote, []string{"auth", "id", "cacerts", "certs", "eap_id"}},
 		} {
 			if v := m[side.key]; v == nil {
 				d.errorf(it, join(f, side.key), "missing; want {auth: psk|pubkey, id: ...}")

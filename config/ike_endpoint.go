@@ -109,6 +109,18 @@ func (d *decoder) endpoint(n *yaml.Node, field string, ep *Endpoint, known []str
 			}
 		}
 	}
+	if v := m["certs"]; v != nil { // remote's: pinned
+		items, _ := d.list(v, join(field, "certs"))
+		for j, cn := range items {
+			if p, ok := path(cn, index(join(field, "certs"), j)); ok {
+				ep.PeerCerts = append(ep.PeerCerts, p)
+				ep.Certs = append(ep.Certs, d.certFile(cn, index(join(field, "certs"), j), p)...)
+			}
+		}
+		if !ep.Identity.IsAny() && len(ep.Certs) > 0 && !slices.ContainsFunc(ep.Certs, func(c *x509.Certificate) bool { return ike.CertProves(c, ep.Identity) }) {
+			d.errorf(v, join(field, "certs"), "no certificate of them proves id %q (its subject or a subjectAltName): the peer could never authenticate", ep.ID)
+		}
+	}
 	d.endpointCerts(n, m, field, ep, known)
 }
 
@@ -124,7 +136,11 @@ func (d *decoder) endpointCerts(n *yaml.Node, m map[string]*yaml.Node, field str
 	switch {
 	case certs && local && (m["cert"] == nil || m["key"] == nil):
 		d.errorf(n, field, "auth %s needs cert: and key: (the certificate and its private key)", ep.Auth)
-	case certs && !local && m["cacerts"] == nil:
+	case m["certs"] != nil && ep.Auth != ike.AuthPubkey:
+		d.errorf(m["certs"], join(field, "certs"), "only with auth: pubkey (the peer's certificate, pinned)")
+	case ep.Auth == ike.AuthPubkey && !local && m["cacerts"] == nil && m["certs"] == nil:
+		d.errorf(n, join(field, "cacerts"), "missing; auth pubkey needs the trust anchors the peer's certificate chains to, or certs: the peer's certificate, pinned")
+	case certs && !local && ep.Auth != ike.AuthPubkey && m["cacerts"] == nil:
 		d.errorf(n, join(field, "cacerts"), "missing; auth %s needs the trust anchors the peer's certificate chains to", ep.Auth)
 	case certs || ep.Auth == ike.AuthEAPOnly:
 	default:

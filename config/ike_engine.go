@@ -44,6 +44,7 @@ func (cn *Connection) engineConfig(i IKE, ch *Child, eap func(string) ([]byte, b
 		LocalCerts:  cn.Local.Certs,
 		PrivateKey:  cn.Local.PrivateKey,
 		CACerts:     cn.Remote.CACertList,
+		PeerCerts:   cn.Remote.Certs, // remote's certs: pinned
 		Proposals:   cn.Proposals,
 		ForceEncap:  cn.Encap,
 		Retransmit:  i.Retransmit,

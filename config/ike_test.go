@@ -228,7 +228,9 @@ func TestIKEErrors(t *testing.T) {
 		{"bad auth", "local:  {auth: psk", "local:  {auth: eap-gtc", "18: connections[0].local.auth: want psk, pubkey, eap-mschapv2, eap-md5, eap-tls or eap, got \"eap-gtc\""},
 		{"cert with psk", "{auth: psk, id: a.example.net}", "{auth: psk, id: a.example.net, cert: a.pem}", "18: connections[0].local.cert: only with auth: pubkey, eap-tls or eap"},
 		{"pubkey without cacerts", "remote: {auth: psk,", "remote: {auth: pubkey,",
-			"19: connections[0].remote.cacerts: missing; auth pubkey needs the trust anchors the peer's certificate chains to"},
+			"19: connections[0].remote.cacerts: missing; auth pubkey needs the trust anchors the peer's certificate chains to, or certs: the peer's certificate, pinned"},
+		{"pinned certs with psk", "remote: {auth: psk, id: b.example.net}", "remote: {auth: psk, id: b.example.net, certs: [b.pem]}",
+			"19: connections[0].remote.certs: only with auth: pubkey (the peer's certificate, pinned)"},
 		{"ike port is the underlay's", "port: 500", "port: 4500",
 			"5: ike.port: 4500 is underlay.udp's port, where IKE moves after NAT detection; IKE_SA_INIT needs a port of its own (500)"},
 		{"bad base", "base: 1.8", "base: 0.5", "6: ike.retransmit.base: 0.5 is out of range; want 1..10"},
@@ -473,6 +475,20 @@ func TestIKECertificates(t *testing.T) {
 	if c.Connections[0].Local.PrivateKey != nil {
 		t.Error("WipeKeys left the private key")
 	}
+	// The peer's certificate pinned (remote certs), alone or with its CA.
+	for _, remote := range []string{"{auth: pubkey, id: gw.example.net, certs: [gw.pem]}", "{auth: pubkey, certs: [gw.pem], cacerts: [ca.pem]}"} {
+		c, err := load("{auth: pubkey, id: gw.example.net, cert: gw.pem, key: gw.key}", remote)
+		if err != nil {
+			t.Fatalf("%s: %v", remote, err)
+		}
+		ec, err := c.EngineConfig("site-b", "net")
+		if err != nil || ec.Validate() != nil || len(ec.PeerCerts) != 1 || !ec.PeerCerts[0].Equal(c.Connections[0].Local.Certs[0]) {
+			t.Errorf("%s: EngineConfig %v, PeerCerts %d", remote, err, len(ec.PeerCerts))
+		}
+		if !strings.Contains(c.Connections[0].Remote.String(), "certs: ["+filepath.Join(dir, "gw.pem")+"]") {
+			t.Errorf("%s: %s", remote, c.Connections[0].Remote)
+		}
+	}
 
 	tests := []struct{ name, local, remote, want string }{
 		{"wrong key", "{auth: pubkey, cert: gw.pem, key: other.key}", "{auth: pubkey, cacerts: [ca.pem]}",
@@ -489,6 +505,8 @@ func TestIKECertificates(t *testing.T) {
 			"18: connections[0].local.key: no such file or directory"},
 		{"junk cacert", "{auth: pubkey, cert: gw.pem, key: gw.key}", "{auth: pubkey, cacerts: [ca.pem, junk.pem]}",
 			"19: connections[0].remote.cacerts[1]: " + filepath.Join(dir, "junk.pem") + ": no PEM CERTIFICATE block"},
+		{"pinned certificate of another id", "{auth: pubkey, cert: gw.pem, key: gw.key}", "{auth: pubkey, id: b.example.net, certs: [gw.pem]}",
+			"19: connections[0].remote.certs: no certificate of them proves id \"b.example.net\" (its subject or a subjectAltName): the peer could never authenticate"},
 		{"key missing", "{auth: pubkey, cert: gw.pem}", "{auth: pubkey, cacerts: [ca.pem]}",
 			"18: connections[0].local: auth pubkey needs cert: and key: (the certificate and its private key)"},
 	}

@@ -99,8 +99,8 @@ func (c *Config) validateCerts() error {
 			return err
 		}
 	}
-	if c.remoteAuth() == AuthPubkey && len(c.CACerts) == 0 {
-		return errors.New("ike: remote auth pubkey needs cacerts (trust anchors)")
+	if c.remoteAuth() == AuthPubkey && len(c.CACerts) == 0 && len(c.PeerCerts) == 0 {
+		return errors.New("ike: remote auth pubkey needs cacerts (trust anchors) or certs (the peer's certificate, pinned)")
 	}
 	return nil
 }
@@ -233,20 +233,37 @@ func (s *SA) verifyPeerCert(ps []message.Payload, id Identity) (*x509.Certificat
 	if len(certs) == 0 {
 		return nil, fmt.Errorf(`%w: "%s" sent no X.509 certificate`, ErrAuthFailed, id)
 	}
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
-	for _, ca := range s.cfg.CACerts {
-		roots.AddCert(ca)
-	}
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
 	leaf := certs[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: s.now,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+	if err := s.trusted(leaf, certs[1:]); err != nil {
 		return nil, fmt.Errorf("%w: certificate %q (serial %x, issuer %q): %v", ErrAuthFailed, leaf.Subject, leaf.SerialNumber, leaf.Issuer, err)
 	}
 	if !certProves(leaf, id) {
 		return nil, fmt.Errorf(`%w: peer claims identity "%s", which its certificate %q does not contain (subject or subjectAltName)`, ErrAuthFailed, id, leaf.Subject)
 	}
 	return leaf, nil
+}
+
+// trusted checks the peer's certificate leaf, with the chain the peer
+// sent: pinned (PeerCerts) it must be one of them; it must chain to
+// CACerts when there are any, else (pinned alone) be valid now.
+func (s *SA) trusted(leaf *x509.Certificate, chain []*x509.Certificate) error {
+	if len(s.cfg.PeerCerts) > 0 && !slices.ContainsFunc(s.cfg.PeerCerts, leaf.Equal) {
+		return errors.New("not the certificate pinned for this peer (remote certs)")
+	}
+	if len(s.cfg.CACerts) == 0 {
+		if s.now.Before(leaf.NotBefore) || s.now.After(leaf.NotAfter) {
+			return fmt.Errorf("pinned, and expired or not yet valid (valid from %s to %s)", leaf.NotBefore.UTC(), leaf.NotAfter.UTC())
+		}
+		return nil
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	for _, ca := range s.cfg.CACerts {
+		roots.AddCert(ca)
+	}
+	for _, c := range chain {
+		inter.AddCert(c)
+	}
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: s.now,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err
 }

@@ -319,3 +319,60 @@ func TestCertIdentityFoldsASCIIOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestCertPinned: with PeerCerts (remote.certs) only that certificate
+// authenticates the peer: another of the same CA, for the same identity,
+// is refused; pinned alone (no CACerts) it is its own trust anchor, but
+// must still be valid now.
+func TestCertPinned(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, ci, cr *Config, ca *testCert)
+		want  string // "" : established
+	}{
+		{"pinned, with the CA", func(t *testing.T, ci, cr *Config, ca *testCert) {
+			cr.PeerCerts = ci.LocalCerts[:1]
+		}, ""},
+		{"pinned alone", func(t *testing.T, ci, cr *Config, ca *testCert) {
+			cr.PeerCerts, cr.CACerts = ci.LocalCerts[:1], nil
+		}, ""},
+		{"another certificate of the same CA", func(t *testing.T, ci, cr *Config, ca *testCert) {
+			other := makeCert(t, testKey(t, "p256", "a2"), certOpts{CN: "a.test", DNS: []string{"a.test"}}, ca)
+			cr.PeerCerts = []*x509.Certificate{other.Cert}
+		}, "not the certificate pinned for this peer"},
+		{"another, pinned alone", func(t *testing.T, ci, cr *Config, ca *testCert) {
+			other := makeCert(t, testKey(t, "p256", "a2"), certOpts{CN: "a.test", DNS: []string{"a.test"}}, ca)
+			cr.PeerCerts, cr.CACerts = []*x509.Certificate{other.Cert}, nil
+		}, "not the certificate pinned for this peer"},
+		{"pinned alone, expired", func(t *testing.T, ci, cr *Config, ca *testCert) {
+			c := makeCert(t, testKey(t, "p256", "a"), certOpts{CN: "a.test", DNS: []string{"a.test"},
+				NotBefore: t0.Add(-48 * time.Hour), NotAfter: t0.Add(-24 * time.Hour)}, ca)
+			ci.LocalCerts, ci.PrivateKey = []*x509.Certificate{c.Cert}, c.Key
+			cr.PeerCerts, cr.CACerts = ci.LocalCerts, nil
+		}, "expired"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ci, cr, ca := certPairConfigs(t, "p256")
+			tt.setup(t, ci, cr, ca)
+			ini, res, errI, errR := runUnchecked(t, ci, cr, func(*SA) {})
+			if tt.want == "" {
+				if errI != nil || errR != nil {
+					t.Fatalf("initiator: %v; responder: %v", errI, errR)
+				}
+				checkPair(t, ini, res)
+				return
+			}
+			if !errors.Is(errR, ErrAuthFailed) || !strings.Contains(errR.Error(), tt.want) {
+				t.Fatalf("responder: %v; want ErrAuthFailed saying %q", errR, tt.want)
+			}
+			if res.State() != StateFailed || len(res.Children()) != 0 {
+				t.Fatalf("responder %v with %d children after a refusal", res.State(), len(res.Children()))
+			}
+		})
+	}
+	_, cr, _ := certPairConfigs(t, "p256")
+	cr.CACerts = nil
+	if err := cr.Validate(); err == nil || !strings.Contains(err.Error(), "needs cacerts (trust anchors) or certs") {
+		t.Errorf("remote pubkey with neither cacerts nor certs: %v", err)
+	}
+}

@@ -37,6 +37,12 @@ type Config struct {
 	// (remote.cacerts), for RemoteAuth pubkey; they are also named in
 	// our CERTREQ payloads.
 	CACerts []*x509.Certificate
+	// PeerCerts pin the peer's certificate (remote.certs), for RemoteAuth
+	// pubkey: only a certificate equal to one of them, byte for byte,
+	// authenticates the peer. It must be valid now and prove RemoteID,
+	// and chain to CACerts when there are any; without CACerts a pinned
+	// certificate is its own trust anchor, as in strongSwan.
+	PeerCerts []*x509.Certificate
 	// ClassicSignatures leaves SIGNATURE_HASH_ALGORITHMS out of
 	// IKE_SA_INIT, so that both sides sign with the classic methods (RSA
 	// with SHA-1, ECDSA by curve) instead of RFC 7427's (strongSwan's

@@ -114,6 +114,7 @@ func (r *request) heldCerts() ([]*x509.Certificate, map[string]bool) {
 	for _, c := range r.conn.s.backend.Connections() {
 		add(c.Local.Certs...)
 		add(c.Remote.CACertList...)
+		add(c.Remote.Certs...) // pinned
 		if c.Local.PrivateKey != nil {
 			if id, err := keyID(c.Local.PrivateKey.Public()); err == nil {
 				keyIDs[id] = true

@@ -103,14 +103,74 @@ func (c *creds) remoteCAs(b *strings.Builder, files connFiles, blobs []string) e
 	return nil
 }
 
-// sideCerts writes local.certs or remote.cacerts (certKey), a list.
+// pinnedCerts writes certs: for remote.certs: the peer's certificates,
+// pinned, so that only one of them authenticates it (as charon's, each
+// is its own trust anchor; with remote.cacerts it must chain to them too).
+func pinnedCerts(b *strings.Builder, files connFiles, blobs []string) error {
+	if len(blobs) == 0 {
+		return fmt.Errorf("empty")
+	}
+	names := make([]string, len(blobs))
+	for i, blob := range blobs {
+		cert, err := parseCert([]byte(blob))
+		if err != nil {
+			return fmt.Errorf("certificate %d: %v", i+1, err)
+		}
+		name := fmt.Sprintf("%speer%d.crt", memDir, i)
+		files[name] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+		names[i] = quote(name)
+	}
+	fmt.Fprintf(b, "certs: [%s]", strings.Join(names, ", "))
+	return nil
+}
+
+// localCAs checks local.cacerts: charon picks by them which of its
+// certificates to send; ipsecd sends local.certs' first, which must then
+// chain to one of them (through the others of local.certs).
+func localCAs(certs, cas any) error {
+	own, _ := certs.([]string)
+	blobs, ok := cas.([]string)
+	switch {
+	case !ok:
+		return fmt.Errorf("want a list of certificates")
+	case len(own) == 0:
+		return fmt.Errorf("ipsecd picks no certificate of its own by its CA: give local.certs")
+	}
+	leaf, err := parseCert([]byte(own[0]))
+	if err != nil {
+		return fmt.Errorf("local.certs: certificate 1: %v", err)
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	for i, blob := range blobs {
+		ca, err := parseCert([]byte(blob))
+		if err != nil {
+			return fmt.Errorf("certificate %d: %v", i+1, err)
+		}
+		roots.AddCert(ca)
+	}
+	for _, blob := range own[1:] {
+		if c, err := parseCert([]byte(blob)); err == nil {
+			inter.AddCert(c)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return fmt.Errorf("our certificate %q does not chain to them: %v", leaf.Subject, err)
+	}
+	return nil
+}
+
+// sideCerts writes local.certs, remote.cacerts or remote.certs
+// (certKey), a list.
 func sideCerts(b *strings.Builder, store *creds, files connFiles, certKey string, v any) error {
 	blobs, ok := v.([]string)
 	if !ok {
 		return fmt.Errorf("want a list of certificates")
 	}
-	if certKey == "local.certs" {
+	switch certKey {
+	case "local.certs":
 		return store.localCerts(b, files, blobs)
+	case "remote.certs":
+		return pinnedCerts(b, files, blobs)
 	}
 	return store.remoteCAs(b, files, blobs)
 }

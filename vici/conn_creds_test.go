@@ -105,3 +105,62 @@ func TestLoadConnCerts(t *testing.T) {
 		t.Errorf("junk CA: %v", err)
 	}
 }
+
+// TestLoadConnPinned: remote.certs pins the peer's certificate: it
+// reaches config as certs: (the engine's PeerCerts), without the CAs of
+// load-cert (a pinned certificate is its own anchor, as charon's);
+// local.cacerts is taken when our certificate chains to one of them,
+// and refused by name when it does not.
+func TestLoadConnPinned(t *testing.T) {
+	f := &fakeLoader{}
+	_, sess := serve(t, f, nil)
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := selfSigned(t, caKey, true)
+	ours, ourKey := issued(t, ca, caKey, "a.test")
+	peer, _ := issued(t, ca, caKey, "b.test")
+	stranger := selfSigned(t, caKey, false)
+	keyDER, _ := x509.MarshalECPrivateKey(ourKey)
+	for _, c := range [][]string{
+		{"load-key", "type", "ecdsa", "data", string(keyDER)},
+		{"load-cert", "type", "X509", "flag", "CA", "data", string(ca.Raw)},
+	} {
+		if resp, err := call(t, sess, c[0], c[1:]...); err != nil {
+			t.Fatalf("%s: %v %v", c[0], resp, err)
+		}
+	}
+	conn := func(localCAs []string) *govici.Message {
+		return swanctlConn(t, func(c, _ *govici.Message) {
+			l, r := govici.NewMessage(), govici.NewMessage()
+			l.Set("auth", "pubkey")
+			l.Set("certs", []string{string(ours.Raw)})
+			if localCAs != nil {
+				l.Set("cacerts", localCAs)
+			}
+			r.Set("auth", "pubkey")
+			r.Set("id", "b.test")
+			r.Set("certs", []string{string(peer.Raw)})
+			c.Set("local", l)
+			c.Set("remote", r)
+		})
+	}
+	if resp, err := sess.Call(context.Background(), "load-conn", conn([]string{string(ca.Raw)})); err != nil {
+		t.Fatalf("load-conn: %v %v", resp, err)
+	}
+	item := f.conns["gw"]
+	if want := `remote: {auth: "pubkey", id: "b.test", certs: ["vici-creds/peer0.crt"]}`; !strings.Contains(item, want) {
+		t.Fatalf("item %s\nwithout %s", item, want)
+	}
+	doc := "interfaces: [{name: ipsec1, if_id: 1}]\nconnections:\n  - " + item + "\n"
+	cfg, err := config.ParseMem("vici", []byte(doc), f.files)
+	if err != nil {
+		t.Fatalf("the item does not parse: %v", err)
+	}
+	ec, err := cfg.EngineConfig("gw", "net")
+	if err != nil || len(ec.PeerCerts) != 1 || !ec.PeerCerts[0].Equal(peer) || len(ec.CACerts) != 0 {
+		t.Errorf("engine config: %v; pinned %d, CAs %d; want the peer's certificate alone", err, len(ec.PeerCerts), len(ec.CACerts))
+	}
+	resp, err := sess.Call(context.Background(), "load-conn", conn([]string{string(stranger.Raw)}))
+	if err == nil || !strings.Contains(fmt.Sprint(resp.Get("errmsg")), `local.cacerts: our certificate "CN=a.test" does not chain to them`) {
+		t.Errorf("local.cacerts of another CA: %v %v", resp, err)
+	}
+}

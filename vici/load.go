@@ -231,18 +231,24 @@ func connItem(name string, sec *Message, store *creds, files connFiles) ([]byte,
 			first = false
 		}
 		for _, k := range auth.Keys() {
-			if certKey := side.key + "." + k; certKey == "local.certs" || certKey == "remote.cacerts" {
+			switch certKey := side.key + "." + k; certKey {
+			case "local.certs", "remote.cacerts", "remote.certs":
 				sep()
 				if err := sideCerts(&b, store, files, certKey, auth.Get(k)); err != nil {
 					return nil, fmt.Errorf("%s.%s: %v", side.found[0], k, err)
 				}
 				continue
+			case "local.cacerts":
+				if err := localCAs(auth.Get("certs"), auth.Get(k)); err != nil {
+					return nil, fmt.Errorf("%s.%s: %v", side.found[0], k, err)
+				}
+				continue // a check: it picks no other certificate of ours
+			case "local.pubkeys", "remote.pubkeys":
+				return nil, fmt.Errorf("%s.%s: raw public keys are not supported by ipsecd, whose IKE authenticates with X.509 certificates (RFC 7670's raw keys are not implemented); %s", side.found[0], k,
+					map[string]string{"local": "use local.certs, with the certificate's key loaded (load-key)", "remote": "pin the peer's certificate with remote.certs"}[side.key])
 			}
 			to, ok := authKeys[k]
 			if !ok {
-				if k == "certs" || k == "cacerts" || k == "pubkeys" {
-					return nil, fmt.Errorf("%s.%s: not supported by ipsecd, which takes local.certs (ours, with the key of load-key) and remote.cacerts", side.found[0], k)
-				}
 				return nil, fmt.Errorf("%s.%s is not supported by ipsecd", side.found[0], k)
 			}
 			sep()
@@ -250,7 +256,7 @@ func connItem(name string, sec *Message, store *creds, files connFiles) ([]byte,
 				return nil, fmt.Errorf("%s.%s: %v", side.found[0], k, err)
 			}
 		}
-		if side.key == "remote" && auth.String("auth") == "pubkey" && auth.Get("cacerts") == nil {
+		if side.key == "remote" && auth.String("auth") == "pubkey" && auth.Get("cacerts") == nil && auth.Get("certs") == nil {
 			sep()
 			if err := store.remoteCAs(&b, files, nil); err != nil {
 				return nil, fmt.Errorf("%s.cacerts: %v", side.found[0], err)

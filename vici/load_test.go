@@ -186,7 +186,25 @@ func TestLoadConnRefuses(t *testing.T) {
 			r.Set("auth", "pubkey")
 			r.Set("certs", []string{"x"})
 			c.Set("remote", r)
-		}, "remote.certs: not supported by ipsecd, which takes local.certs"},
+		}, "remote.certs: certificate 1: x509: malformed certificate"},
+		{"remote pubkeys", func(c, _ *govici.Message) {
+			r := govici.NewMessage()
+			r.Set("auth", "pubkey")
+			r.Set("pubkeys", []string{"x"})
+			c.Set("remote", r)
+		}, "remote.pubkeys: raw public keys are not supported by ipsecd, whose IKE authenticates with X.509 certificates (RFC 7670's raw keys are not implemented); pin the peer's certificate with remote.certs"},
+		{"local pubkeys", func(c, _ *govici.Message) {
+			l := govici.NewMessage()
+			l.Set("auth", "pubkey")
+			l.Set("pubkeys", []string{"x"})
+			c.Set("local", l)
+		}, "local.pubkeys: raw public keys are not supported by ipsecd"},
+		{"local cacerts without certs", func(c, _ *govici.Message) {
+			l := govici.NewMessage()
+			l.Set("auth", "pubkey")
+			l.Set("cacerts", []string{"x"})
+			c.Set("local", l)
+		}, "local.cacerts: ipsecd picks no certificate of its own by its CA: give local.certs"},
 		{"two rounds", func(c, _ *govici.Message) {
 			l := govici.NewMessage()
 			l.Set("auth", "eap")
