@@ -251,6 +251,9 @@ func (s *SA) trusted(leaf *x509.Certificate, chain []*x509.Certificate) error {
 		return errors.New("not the certificate pinned for this peer (remote certs)")
 	}
 	if len(s.cfg.CACerts) == 0 {
+		if len(s.cfg.PeerCerts) == 0 { // Validate refuses this; never trust nothing
+			return errors.New("no trust anchors (cacerts) and no pinned certificate (certs)")
+		}
 		if s.now.Before(leaf.NotBefore) || s.now.After(leaf.NotAfter) {
 			return fmt.Errorf("pinned, and expired or not yet valid (valid from %s to %s)", leaf.NotBefore.UTC(), leaf.NotAfter.UTC())
 		}
