@@ -345,8 +345,16 @@ func TestRATwoGateways(t *testing.T) {
 	if stop := findRecord(fr.Detail(t), moverRec("Stop", "gw1")); stop != nil {
 		t.Fatalf("gw1's Stop of the mover arrived before its Start at gw2: %v", stop)
 	}
+	// FreeRADIUS answers the Stop once its accounting section, detail
+	// and sqlippool, is done: the lease is read after gw1 got the answer.
+	answered := radiusCount(t, n.sites[0].ns, "accounting_response")
 	dropAccounting(t, n.sites[0].ns, false)
 	waitRecord(t, fr, 10*time.Second, moverRec("Stop", "gw1"))
+	for deadline := time.Now().Add(10 * time.Second); radiusCount(t, n.sites[0].ns, "accounting_response") == answered; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("gw1 got no answer to its late Stop within 10 s")
+		}
+	}
 	lateAfter := time.Since(moved)
 	if l := fr.Leases(t); l[mover] != twoGWMoverID {
 		t.Fatalf("after gw1's late Stop FreeRADIUS leases %v to %q; want the mover's, in use at gw2", mover, l[mover])
@@ -362,22 +370,22 @@ func TestRATwoGateways(t *testing.T) {
 		t.Fatal(err)
 	}
 	retransmitted := 0
-	for i, gw := range gws {
-		retransmitted += radiusRetransmissions(t, n.sites[i].ns)
-		_ = gw
+	for _, site := range n.sites {
+		retransmitted += radiusCount(t, site.ns, "retransmission")
 	}
 	checkTwoGWAccounting(t, fr, vips, retransmitted)
 	t.Logf("every Stop recorded %.2f s after the clients' daemon was told to stop", time.Since(stopped).Seconds())
 	t.Logf("the whole test: %.1f s", time.Since(begin).Seconds())
 }
 
-// radiusRetransmissions is how many RADIUS requests the gateway in ns
-// sent again for want of an answer (ipsecd_radius_packets_total).
-func radiusRetransmissions(t *testing.T, ns *netns) int {
+// radiusCount is the gateway's ipsecd_radius_packets_total of kind
+// (retransmission: requests sent again for want of an answer;
+// accounting_response: Accounting-Requests answered).
+func radiusCount(t *testing.T, ns *netns, kind string) int {
 	t.Helper()
-	m := regexp.MustCompile(`\nipsecd_radius_packets_total\{kind="retransmission",server="freeradius"\} (\d+)\n`).FindStringSubmatch(scrape(t, ns, "http://"+ikeMetricsAddr+"/metrics"))
+	m := regexp.MustCompile(`\nipsecd_radius_packets_total\{kind="` + kind + `",server="freeradius"\} (\d+)\n`).FindStringSubmatch(scrape(t, ns, "http://"+ikeMetricsAddr+"/metrics"))
 	if m == nil {
-		t.Fatalf("the gateway in %s has no retransmission counter", ns.name)
+		t.Fatalf("the gateway in %s has no %s counter", ns.name, kind)
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
