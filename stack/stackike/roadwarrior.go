@@ -79,34 +79,9 @@ const (
 
 // file returns the config r stands for.
 func (r *RoadWarrior) file() (*config.Config, error) {
-	gateway, self := r.Gateway.Unmap(), r.Local.Unmap()
-	bad := func(field, msg string) error {
-		return fmt.Errorf("%w: RoadWarrior.%s: %s", stack.ErrInvalidConfig, field, msg)
-	}
-	switch {
-	case !gateway.IsValid() || gateway.IsUnspecified():
-		return nil, bad("Gateway", "missing; want the gateway's IP address")
-	case r.GatewayID == "":
-		return nil, bad("GatewayID", "missing; want the identity the gateway's certificate names (vpn.corp.example)")
-	case len(r.CA) == 0:
-		return nil, bad("CA", "missing; want the PEM certificate of the CA that issued the gateway's certificate")
-	case r.User == "":
-		return nil, bad("User", "missing; want the EAP identity (the user name)")
-	case len(r.Password) == 0:
-		return nil, bad("Password", "empty")
-	case self.IsValid() && self.Is4() != gateway.Is4():
-		return nil, bad("Local", fmt.Sprintf("%v: not of the Gateway's family (%v)", self, gateway))
-	}
-	if _, err := ike.ParseCertificatesPEM(r.CA); err != nil {
-		return nil, bad("CA", err.Error())
-	}
-	local := self
-	switch {
-	case local.IsValid():
-	case gateway.Is4():
-		local = netip.IPv4Unspecified()
-	default:
-		local = netip.IPv6Unspecified()
+	gateway, local, err := r.addrs()
+	if err != nil {
+		return nil, err
 	}
 	nets := r.Networks
 	if len(nets) == 0 {
@@ -144,15 +119,56 @@ func (r *RoadWarrior) file() (*config.Config, error) {
 	if !local.IsUnspecified() {
 		conn["local_addrs"] = []netip.Addr{local} // IKE's source: the socket's
 	}
+	// The password's JSON text, in bytes that can be zeroed (a string
+	// cannot): "0x", the hex, the quotes.
+	secret := make([]byte, 2*len(r.Password)+4)
+	copy(secret, `"0x`)
+	hex.Encode(secret[3:], r.Password)
+	secret[len(secret)-1] = '"'
+	defer clear(secret)
 	text, err := json.Marshal(obj{
 		"underlay":    obj{"udp": netip.AddrPortFrom(local, ike.NATTPort).String()},
 		"interfaces":  []obj{{"name": RoadWarriorConnection, "if_id": 1, "routes": nets}},
 		"connections": []obj{conn},
-		"secrets":     []obj{{"type": "eap", "ids": []string{r.User}, "secret": "0x" + hex.EncodeToString(r.Password)}},
+		"secrets":     []obj{{"type": "eap", "ids": []string{r.User}, "secret": json.RawMessage(secret)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("stackike: RoadWarrior: %w", err)
 	}
 	defer clear(text) // it holds the password
 	return config.ParseMem(RoadWarriorFile, text, map[string][]byte{caPath: r.CA})
+}
+
+// addrs checks r and returns the gateway's address and the socket's
+// (every address of the gateway's family unless Local says one).
+func (r *RoadWarrior) addrs() (gateway, local netip.Addr, err error) {
+	gateway, local = r.Gateway.Unmap(), r.Local.Unmap()
+	bad := func(field, msg string) error {
+		return fmt.Errorf("%w: RoadWarrior.%s: %s", stack.ErrInvalidConfig, field, msg)
+	}
+	switch {
+	case !gateway.IsValid() || gateway.IsUnspecified():
+		return gateway, local, bad("Gateway", "missing; want the gateway's IP address")
+	case r.GatewayID == "":
+		return gateway, local, bad("GatewayID", "missing; want the identity the gateway's certificate names (vpn.corp.example)")
+	case len(r.CA) == 0:
+		return gateway, local, bad("CA", "missing; want the PEM certificate of the CA that issued the gateway's certificate")
+	case r.User == "":
+		return gateway, local, bad("User", "missing; want the EAP identity (the user name)")
+	case len(r.Password) == 0:
+		return gateway, local, bad("Password", "empty")
+	case local.IsValid() && local.Is4() != gateway.Is4():
+		return gateway, local, bad("Local", fmt.Sprintf("%v: not of the Gateway's family (%v)", local, gateway))
+	}
+	if _, err := ike.ParseCertificatesPEM(r.CA); err != nil {
+		return gateway, local, bad("CA", err.Error())
+	}
+	switch {
+	case local.IsValid():
+	case gateway.Is4():
+		local = netip.IPv4Unspecified()
+	default:
+		local = netip.IPv6Unspecified()
+	}
+	return gateway, local, nil
 }
