@@ -273,3 +273,31 @@ func TestRoadWarriorFullTunnel(t *testing.T) {
 		t.Errorf("after the last stop, ipsecd left:\n%s", got)
 	}
 }
+
+// TestRoadWarriorFullTunnelNoMark: the full tunnel with an underlay that
+// marks nothing: the rule sends every packet to table 220, and the
+// throw route of the gateway alone keeps IKE and ESP outside the tunnel
+// they carry, across a child rekey.
+func TestRoadWarriorFullTunnelNoMark(t *testing.T) {
+	charontest.Require(t)
+	n, caFile := newRWRoutesNet(t, "0.0.0.0/0")
+	n.a.mustRun(t, "ip", "route", "add", "default", "via", underlayB4)
+	d := startDaemon(t, n.a, rwRoutesConfig(caFile, ", table: 220, rule_priority: 220", "", "0.0.0.0/0"))
+	old := d.waitIKE("the full tunnel", anyChild)
+	mustHave(t, "ip rule", n.a.mustRun(t, "ip", "rule", "show"), []string{"220:\tfrom all lookup 220 proto 90"}, []string{"fwmark"})
+	mustHave(t, "the route to the gateway", n.a.mustRun(t, "ip", "route", "get", underlayB4), []string{"dev veth0"}, []string{"ipsec1"})
+	before := childPackets(t, d)
+	ping(t, n.a, internetHost4, 3)
+	if got := childPackets(t, d) - before; got < 3 {
+		t.Errorf("the child carried %d packets of the pings to %s, want 3 or more", got, internetHost4)
+	}
+	d.mustCtl(t, "ike", "rekey", "--child", "net")
+	d.waitIKE("the rekeyed child", func(_ control.IKESAInfo, c control.IKEChildInfo) bool { return c.SPIIn != old.Children[0].SPIIn })
+	ping(t, n.a, internetHost4, 3)
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.ours(t); got != "" {
+		t.Errorf("after a stop, ipsecd left:\n%s", got)
+	}
+}
