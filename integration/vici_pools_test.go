@@ -1,0 +1,81 @@
+//go:build linux
+
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ipsecd/ipsecd/internal/charontest"
+)
+
+// swanctlLoadPools runs swanctl --load-pools against sock with
+// swanctl.conf text conf; it returns the output and the error.
+func swanctlLoadPools(t *testing.T, sock, conf string) (string, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "swanctl.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("timeout", "30", "swanctl", "--load-pools", "--file", path, "--uri", "unix://"+sock).CombinedOutput()
+	return string(out), err
+}
+
+// TestViciLoadPools: the gateway's file names a pool it does not have
+// (rw), which swanctl 5.9.8 --load-pools loads over vici; charon as a
+// road warrior (EAP-MSCHAPv2) gets 10.3.0.1 from it, which
+// --list-pools --leases shows online under alice. While she is online,
+// swanctl --load-pools with other addrs is refused, and so is the
+// unload-pool of a swanctl.conf without the pool, as charon refuses
+// them; once she is gone the pool unloads.
+func TestViciLoadPools(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	caFile, cert, key := raPKI(t, t.TempDir())
+	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
+	sock := filepath.Join(t.TempDir(), "charon.vici")
+	gw := raGateway(cert, key)
+	filePools := "pools:\n  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}\n"
+	if !strings.Contains(gw, filePools) {
+		t.Fatalf("raGateway changed; its pools are not\n%s", filePools)
+	}
+	d := startDaemon(t, p.a, strings.Replace(gw, filePools, "", 1)+"vici: "+sock+"\n")
+
+	pools := "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"
+	out, err := swanctlLoadPools(t, sock, pools)
+	if err != nil || !strings.Contains(out, "loaded pool 'rw'") || !strings.Contains(out, "successfully loaded 1 pools, 0 unloaded") {
+		t.Fatalf("swanctl --load-pools: %v\n%s", err, out)
+	}
+	rw.up(t, d, "connect", "alice", "10.3.0.1")
+	out = viciSwanctl(t, sock, "--list-pools", "--leases")
+	for _, want := range []string{"rw ", "10.3.0.0", "1 / 0 / 254", "10.3.0.1", "online", "'alice'"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("swanctl --list-pools --leases: no %q in\n%s", want, out)
+		}
+	}
+	t.Logf("swanctl --list-pools --leases:\n%s", out)
+
+	// In use: other addrs, and unloading, are refused; the pool stays.
+	out, err = swanctlLoadPools(t, sock, strings.Replace(pools, "10.3.0.0/24", "10.4.0.0/24", 1))
+	if err == nil || !strings.Contains(out, "loading pool 'rw' failed: load-pool: rw: vici pool rw has 1 online leases, unable to replace") {
+		t.Errorf("swanctl --load-pools, other addrs while alice is online: %v\n%s", err, out)
+	}
+	out, _ = swanctlLoadPools(t, sock, "")
+	if !strings.Contains(out, "unloading pool 'rw' failed: unload-pool: rw has 1 online leases, unable to unload") || !strings.Contains(out, "0 unloaded") {
+		t.Errorf("swanctl --load-pools without rw while alice is online:\n%s", out)
+	}
+	if out := viciSwanctl(t, sock, "--list-pools"); !strings.Contains(out, "1 / 0 / 254") {
+		t.Errorf("swanctl --list-pools after the refusals:\n%s", out)
+	}
+	rw.down(t, d, "alice")
+	out, err = swanctlLoadPools(t, sock, "")
+	if err != nil || !strings.Contains(out, "no pools found, 1 unloaded") {
+		t.Errorf("swanctl --load-pools without rw, alice gone: %v\n%s", err, out)
+	}
+	if out := viciSwanctl(t, sock, "--list-pools"); strings.Contains(out, "rw") {
+		t.Errorf("swanctl --list-pools after unloading:\n%s", out)
+	}
+}
