@@ -107,6 +107,7 @@ func (m *Daemon) setConnections(ic *config.IKEConfig, now time.Time) {
 
 // connsFrom builds the connections of ic, in file order.
 func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
+	m.storePoolAttrs(ic) // vips.go: for the connections kept too
 	var out []*conn
 	settings := engineSettings(ic.IKE)
 	for i := range ic.Connections {
@@ -128,7 +129,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
 			// we always hold one.
 			ec.HasContact = func(ike.Identity, ike.Identity) bool { return true }
 		}
-		ec.VirtualIPs = vipsFor(m.cfg.Pools, ic, &cn)
+		ec.VirtualIPs = m.vipsFor(&cn)
 		if cn.Remote.Auth == ike.AuthEAPRADIUS {
 			if m.cfg.RADIUS == nil {
 				m.log.WithField("connection", cn.Name).Error("ike: connection skipped: remote auth eap-radius, and no RADIUS client (eap_radius:)")

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -145,6 +146,10 @@ type Daemon struct {
 	sas       []*ikeSA
 	index     saIndex         // finds sas' SAs by SPIs, counts the half-open ones
 	vipsAdded map[vipKey]bool // virtual IPs we put on interfaces (vips.go)
+	// poolAttrs are the pools' DNS servers, subnets and domains by pool
+	// name, as the config IKE runs last says (connsFrom): a connection
+	// a reload keeps hands out what the new config says (vips.go).
+	poolAttrs atomic.Pointer[map[string]config.Pool]
 	// resolveFile is ike.resolve_file; resolv the file we wrote to
 	// (resolv.go).
 	resolveFile string

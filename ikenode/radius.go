@@ -123,8 +123,12 @@ func relayFailure(err error) string {
 // the attributes of the connection's first pool of its family that has
 // radius: true; the pools' own addresses are left alone.
 func (v *poolVIPs) Assigned(identity string, addr netip.Addr, peer netip.AddrPort) (ike.Lease, error) {
+	attrs := v.attrs.Load()
 	for _, name := range v.names {
-		at, ok := v.attrs[name]
+		if attrs == nil {
+			break
+		}
+		at, ok := (*attrs)[name]
 		if !ok || !at.RADIUS || at.Addrs.First.Is4() != addr.Is4() {
 			continue
 		}

@@ -3,6 +3,7 @@ package ikenode
 import (
 	"net/netip"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/ike"
@@ -11,26 +12,31 @@ import (
 
 // poolVIPs is the engine's VirtualIPs of a connection with pools: the
 // daemon's address pools (Config.Pools), tried in the connection's
-// order, and what its config says of each pool (DNS servers, split
-// include, DNS domains). Safe for concurrent use, as pool.Set is.
+// order, and what the config says of each pool (DNS servers, split
+// include, DNS domains), read at each lease from the daemon's poolAttrs,
+// so that a reload or a pool loaded again with new attributes reaches
+// connections that stay. Safe for concurrent use, as pool.Set is.
 type poolVIPs struct {
 	set   *pool.Set
 	names []string
-	attrs map[string]config.Pool // by pool name: its DNS, subnets, domains
+	attrs *atomic.Pointer[map[string]config.Pool] // by pool name: its DNS, subnets, domains
 }
 
 // vipsFor returns the VirtualIPs of connection cn, nil without pools.
-func vipsFor(set *pool.Set, ic *config.IKEConfig, cn *config.Connection) ike.VirtualIPs {
-	if set == nil || len(cn.Pools) == 0 {
+func (m *Daemon) vipsFor(cn *config.Connection) ike.VirtualIPs {
+	if m.cfg.Pools == nil || len(cn.Pools) == 0 {
 		return nil
 	}
-	v := &poolVIPs{set: set, names: cn.Pools, attrs: map[string]config.Pool{}}
-	for _, name := range cn.Pools {
-		if p := ic.Pool(name); p != nil {
-			v.attrs[name] = *p
-		}
+	return &poolVIPs{set: m.cfg.Pools, names: cn.Pools, attrs: &m.poolAttrs}
+}
+
+// storePoolAttrs makes ic's pools what leases are handed out with.
+func (m *Daemon) storePoolAttrs(ic *config.IKEConfig) {
+	attrs := make(map[string]config.Pool, len(ic.Pools))
+	for _, p := range ic.Pools {
+		attrs[p.Name] = p
 	}
-	return v
+	m.poolAttrs.Store(&attrs)
 }
 
 func (v *poolVIPs) Acquire(identity string, requested netip.Addr, peer netip.AddrPort) (ike.Lease, error) {
@@ -38,7 +44,10 @@ func (v *poolVIPs) Acquire(identity string, requested netip.Addr, peer netip.Add
 	if err != nil {
 		return ike.Lease{}, err
 	}
-	at := v.attrs[p.Name()]
+	var at config.Pool
+	if attrs := v.attrs.Load(); attrs != nil {
+		at = (*attrs)[p.Name()]
+	}
 	return ike.Lease{Addr: a, Identity: identity, Pool: p.Name(), DNS: at.DNS, Subnets: at.SplitInclude, Domains: at.DNSDomains}, nil
 }
 
