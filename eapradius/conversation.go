@@ -88,6 +88,14 @@ func (cv *Conversation) Identity() string {
 	return cv.identity
 }
 
+// Method returns the EAP method the client answered the server's
+// requests with (the last that was not a Nak), 0 before it did.
+func (cv *Conversation) Method() message.EAPType {
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	return cv.method
+}
+
 // Accept returns what the Access-Accept granted once Succeeded, nil
 // before or after a failure.
 func (cv *Conversation) Accept() *Accept {

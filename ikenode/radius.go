@@ -9,6 +9,7 @@ import (
 	"github.com/ipsecd/ipsecd/eapradius"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/eap"
+	"github.com/ipsecd/ipsecd/ike/message"
 )
 
 // radiusRelay is the engine's EAPRelay of a connection with remote auth
@@ -98,6 +99,16 @@ func (m *Daemon) eapAnswered(sa *ike.SA, st eapradius.Step, now time.Time) {
 		l, r := sa.Addrs()
 		m.sendAll(x, out, l, r)
 	}
+}
+
+// eapMethodOf is the EAP method x's peer logged in with: the
+// connection's, or for eap-radius the one the client ran with the server
+// (its relay is kept until x is up).
+func (m *Daemon) eapMethodOf(x *ikeSA) message.EAPType {
+	if r := m.relays[x.sa]; r != nil {
+		return r.cv.Method()
+	}
+	return x.sa.PeerAuth().EAPType()
 }
 
 // relayFailure names why a login relayed to RADIUS failed, one of

@@ -110,11 +110,12 @@ func (m *Daemon) event(x *ikeSA, e ike.Event, now time.Time) {
 		m.addVIPs(x)     // vips.go
 		m.updateResolv() // resolv.go
 		m.setRADIUSLimits(x, now)
+		method := m.eapMethodOf(x) // before startAccounting, which forgets the relay
 		m.startAccounting(x)
 		x.conn.backoff = 0
 		f := logrus.Fields{"peer_id": x.sa.PeerID().String(), "suite": x.sa.Suite().String()}
 		if id := x.sa.EAPIdentity(); id != "" {
-			m.ctr.countEAP(x.sa.PeerAuth().EAPType(), true)
+			m.ctr.countEAP(method, true)
 			f["eap_id"], f["vips"] = printable.Escape(id), x.sa.VirtualIPs()
 		}
 		m.log.WithFields(x.fields()).WithFields(f).Info("ike: IKE SA established")

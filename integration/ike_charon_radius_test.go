@@ -156,7 +156,8 @@ func TestIKECharonRADIUS(t *testing.T) {
 	// Counted by reason, and logged with it.
 	body := scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics")
 	for _, w := range []string{`ipsecd_ike_eap_failures_total{reason="radius_reject"} 1`, `ipsecd_ike_eap_failures_total{reason="radius_timeout"} 0`,
-		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_auth_failures_total 1`} {
+		`ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="failed"} 1`, `ipsecd_ike_eap_total{method="EAP-MSCHAPv2",result="succeeded"} 1`,
+		`ipsecd_ike_auth_failures_total 1`} {
 		if !strings.Contains(body, "\n"+w+"\n") {
 			t.Errorf("metrics lack %s", w)
 		}
@@ -209,6 +210,9 @@ func TestIKECharonRADIUS(t *testing.T) {
 		t.Errorf("charon's log does not say EAP-TLS established an MSK")
 	}
 	ping(t, p.b, "198.51.100.1", 2)
+	if body := scrape(t, p.a, "http://"+ikeMetricsAddr+"/metrics"); !strings.Contains(body, "\n"+`ipsecd_ike_eap_total{method="EAP-TLS",result="succeeded"} 1`+"\n") {
+		t.Errorf("metrics do not count the EAP-TLS login")
+	}
 	if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
 		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
 	}
