@@ -365,12 +365,7 @@ func TestViciLoadAll(t *testing.T) {
 // its lease online under its EAP identity, --list-sas its EAP identity
 // and virtual IP, --list-conns the EAP class.
 func TestViciRoadWarrior(t *testing.T) {
-	charontest.Require(t)
-	p := newPair(t)
-	caFile, cert, key := raPKI(t, t.TempDir())
-	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
-	sock := filepath.Join(t.TempDir(), "charon.vici")
-	d := startDaemon(t, p.a, raGateway(cert, key)+"vici: "+sock+"\n")
+	rw, d, sock := viciRoadWarrior(t, func(gw string) string { return gw })
 	rw.up(t, d, "connect", "alice", "10.3.0.1")
 
 	out := viciSwanctl(t, sock, "--list-pools", "--leases")
@@ -391,4 +386,18 @@ func TestViciRoadWarrior(t *testing.T) {
 	if out := viciSwanctl(t, sock, "--list-pools", "--leases"); !strings.Contains(out, "offline") {
 		t.Errorf("after the disconnect, swanctl --list-pools --leases:\n%s", out)
 	}
+}
+
+// viciRoadWarrior starts charon in b as alice's road warrior and the
+// real binary in a as its gateway (raGateway, edited by edit) with a
+// vici socket, which it returns.
+func viciRoadWarrior(t *testing.T, edit func(gw string) string) (rw *roadWarrior, d *daemon, sock string) {
+	t.Helper()
+	charontest.Require(t)
+	p := newPair(t)
+	caFile, cert, key := raPKI(t, t.TempDir())
+	rw = newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
+	sock = filepath.Join(t.TempDir(), "charon.vici")
+	d = startDaemon(t, p.a, edit(raGateway(cert, key))+"vici: "+sock+"\n")
+	return rw, d, sock
 }

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ipsecd/ipsecd/internal/charontest"
 )
 
 // swanctlLoadPools runs swanctl --load-pools against sock with
@@ -32,17 +30,13 @@ func swanctlLoadPools(t *testing.T, sock, conf string) (string, error) {
 // unload-pool of a swanctl.conf without the pool, as charon refuses
 // them; once she is gone the pool unloads.
 func TestViciLoadPools(t *testing.T) {
-	charontest.Require(t)
-	p := newPair(t)
-	caFile, cert, key := raPKI(t, t.TempDir())
-	rw := newRoadWarrior(t, p.b, underlayB4, "alice", "alice-mschapv2-pw", caFile)
-	sock := filepath.Join(t.TempDir(), "charon.vici")
-	gw := raGateway(cert, key)
 	filePools := "pools:\n  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}\n"
-	if !strings.Contains(gw, filePools) {
-		t.Fatalf("raGateway changed; its pools are not\n%s", filePools)
-	}
-	d := startDaemon(t, p.a, strings.Replace(gw, filePools, "", 1)+"vici: "+sock+"\n")
+	rw, d, sock := viciRoadWarrior(t, func(gw string) string {
+		if !strings.Contains(gw, filePools) {
+			t.Fatalf("raGateway changed; its pools are not\n%s", filePools)
+		}
+		return strings.Replace(gw, filePools, "", 1)
+	})
 
 	pools := "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"
 	out, err := swanctlLoadPools(t, sock, pools)
