@@ -151,7 +151,9 @@ func (s *SA) eapClientStep(in []byte, ps []message.Payload, now time.Time) ([]by
 	switch st {
 	case eap.Failed:
 		err = fmt.Errorf("%w: %w", ErrAuthFailed, err)
-		if _, ok := notifyOf(ps, message.AuthenticationFailed); ok || message.EAP(in).Code() == message.EAPFailure {
+		// in may be any bytes the gateway sent (an empty EAP payload, say):
+		// only a valid packet has a Code to read.
+		if _, ok := notifyOf(ps, message.AuthenticationFailed); ok || message.EAP(in).IsValid() && message.EAP(in).Code() == message.EAPFailure {
 			return nil, s.fail(err) // the gateway ended it already
 		}
 		return s.refuseGateway(err, now)
