@@ -43,12 +43,15 @@ func TestViciLoadAllPinned(t *testing.T) {
 				r.waitChildren(t, "initiating over vici", names, nil)
 				r.pingChildren(t, names)
 			}
-			// The CA as swanctl prints it, from ipsecd and from charon.
-			args := []string{"--list-certs", "--subject", "CN=ipsecd vici test CA", "--utc"}
-			ours := viciSwanctl(t, sock, args...)
-			theirs, err := r.ch.Swanctl(args...)
-			if err != nil || ours != theirs || !strings.Contains(ours, "ipsecd vici test CA") {
-				t.Errorf("swanctl --list-certs: ipsecd's\n%s\ncharon's (%v)\n%s", ours, err, theirs)
+			// The CA as swanctl prints it, from ipsecd and from charon,
+			// selected by subject and by type and flag.
+			for _, args := range [][]string{{"--list-certs", "--subject", "CN=ipsecd vici test CA", "--utc"},
+				{"--list-certs", "--type", "x509", "--flag", "ca", "--utc"}} {
+				ours := viciSwanctl(t, sock, args...)
+				theirs, err := r.ch.Swanctl(args...)
+				if err != nil || ours != theirs || !strings.Contains(ours, "ipsecd vici test CA") {
+					t.Errorf("swanctl %v: ipsecd's\n%s\ncharon's (%v)\n%s", args, ours, err, theirs)
+				}
 			}
 			all := viciSwanctl(t, sock, "--list-certs", "--utc", "--short")
 			if strings.Count(all, "subject:") != 3 || !strings.Contains(all, "has private key") {
