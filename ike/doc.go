@@ -64,6 +64,15 @@
 // when Config.HasContact says the daemon holds no other IKE SA with the
 // peer. The package does not install anything itself.
 //
+// Remote access: EAP in IKE_AUTH (§2.16) as the gateway (eap.go, and
+// eaprelay.go for RADIUS) and as the client (eap_client.go), with
+// EAP-MSCHAPv2, EAP-MD5 and EAP-TLS (eap_methods.go: certificates inside
+// EAP, held to the same identity rule as AUTH's), and EAP-only
+// authentication (RFC 5998, eaponly.go: a gateway of local auth eap
+// proves itself by a mutual method and its MSK-keyed AUTH alone, to
+// clients that sent EAP_ONLY_AUTHENTICATION); configuration payloads
+// (cp.go, cp_client.go) hand out and take virtual IPs.
+//
 // Identities (§3.5) are Identity values, an ID type and its bytes,
 // parsed once from the config's strings (ParseIdentity) or from the
 // peer's ID payload (IdentityOf) and compared by value (Equal), never by

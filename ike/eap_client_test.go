@@ -117,6 +117,35 @@ func FuzzEAPClient(f *testing.F) {
 	f.Add(uint8(1), uint8(message.TypeEAP), eapReq)
 	f.Add(uint8(2), uint8(message.TypeEAP), []byte{0, 0, 0, 8, 3, 2, 0, 4})
 	f.Add(uint8(3), uint8(message.TypeAUTH), []byte{0, 0, 0, 12, 2, 0, 0, 0, 1, 2, 3, 4})
+	fuzzEAPClientRounds(f, ci, cr)
+}
+
+// FuzzEAPOnlyClient is FuzzEAPClient for an EAP-TLS client that accepts
+// a gateway proving itself by EAP alone (remote auth eap, eaponly.go):
+// a first response without AUTH, EAP-TLS requests and fragments, and a
+// forged last AUTH never establish it.
+func FuzzEAPOnlyClient(f *testing.F) {
+	ci, cr := eapOnlyConfigs(f, AuthEAPTLS)
+	first, _ := message.AppendPayloads(nil, []message.Payload{
+		{Type: message.TypeIDr, Body: ci.RemoteID.payload()},
+		{Type: message.TypeEAP, Body: message.AppendEAP(nil, message.EAPRequest, 1, message.EAPIdentity, nil)},
+	})
+	f.Add(uint8(0), uint8(message.TypeIDr), first)
+	start, _ := message.AppendPayloads(nil, []message.Payload{{Type: message.TypeEAP, Body: message.AppendEAP(nil, message.EAPRequest, 2, message.EAPTLS, []byte{0x20})}})
+	f.Add(uint8(1), uint8(message.TypeEAP), start)
+	frag, _ := message.AppendPayloads(nil, []message.Payload{{Type: message.TypeEAP, Body: message.AppendEAP(nil, message.EAPRequest, 3, message.EAPTLS, []byte{0xc0, 0, 0, 0, 9, 22, 3, 3})}})
+	f.Add(uint8(2), uint8(message.TypeEAP), frag)
+	f.Add(uint8(4), uint8(message.TypeAUTH), []byte{0, 0, 0, 12, 2, 0, 0, 0, 1, 2, 3, 4})
+	fuzzEAPClientRounds(f, ci, cr)
+}
+
+// fuzzEAPClientRounds: the gateway cr answers ci's IKE_AUTH request of
+// round step (0: the first; then the EAP rounds) with whatever
+// authenticated payloads it likes. The client answers, fails or drops
+// them without panicking, and is never established by them: that takes
+// the gateway's proof (a signature, or EAP-only's method) and its AUTH
+// keyed by the MSK.
+func fuzzEAPClientRounds(f *testing.F, ci, cr *Config) {
 	f.Fuzz(func(t *testing.T, step, first uint8, chain []byte) {
 		ini, msg, err := Initiate(ci, addrA, addrB, t0)
 		if err != nil {

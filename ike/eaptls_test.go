@@ -196,6 +196,46 @@ func TestEAPOnlyValidate(t *testing.T) {
 	}
 }
 
+// FuzzEAPOnlyGateway: a client sends an EAP-only gateway (local auth
+// eap, remote auth eap-tls) whatever first IKE_AUTH request it likes,
+// authenticated: the gateway answers or refuses it without panicking,
+// and is never established by it.
+func FuzzEAPOnlyGateway(f *testing.F) {
+	ci, cr := eapOnlyConfigs(f, AuthEAPTLS)
+	ok, _ := message.AppendPayloads(nil, []message.Payload{
+		{Type: message.TypeIDi, Body: ci.LocalID.payload()},
+		{Type: message.TypeN, Body: message.AppendNotify(nil, 0, message.EAPOnlyAuthentication, nil, nil)},
+		{Type: message.TypeIDr, Body: ci.RemoteID.payload()},
+	})
+	f.Add(uint8(message.TypeIDi), ok)
+	withAuth, _ := message.AppendPayloads(nil, []message.Payload{
+		{Type: message.TypeIDi, Body: ci.LocalID.payload()},
+		{Type: message.TypeAUTH, Body: message.AppendAuth(nil, message.AuthSharedKey, make([]byte, 32))},
+	})
+	f.Add(uint8(message.TypeIDi), withAuth)
+	f.Fuzz(func(t *testing.T, first uint8, chain []byte) {
+		ini, msg, err := Initiate(ci, addrA, addrB, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, reply, err := Respond(cr, addrB, addrA, msg, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ini.Handle(reply, t0); err != nil {
+			t.Fatal(err)
+		}
+		req, err := ini.seal.Seal(ini.header(message.IKEAuth, 1, false), message.PayloadType(first), chain)
+		if err != nil {
+			return
+		}
+		res.Handle(req, t0)
+		if res.State() == StateEstablished {
+			t.Fatal("the gateway is established by one request")
+		}
+	})
+}
+
 // openResponse returns the payloads of a response sealed for ini.
 func openResponse(t *testing.T, ini *SA, raw []byte) []message.Payload {
 	t.Helper()

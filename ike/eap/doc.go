@@ -33,7 +33,12 @@
 //     identity. A TLS 1.3 server ends with the one-byte success
 //     indication of RFC 9190 §2.5. MSK: TLS 1.3's exporter
 //     "EXPORTER_EAP_TLS_Key_Material" with context 0x0D; TLS 1.2's
-//     PRF(master, "client EAP encryption", randoms), 64 bytes.
+//     PRF(master, "client EAP encryption", randoms), 64 bytes, computed
+//     here (tls12msk.go) from crypto/tls's key log and the ServerHello,
+//     since crypto/tls exports nothing from a TLS 1.2 peer without the
+//     Extended Master Secret, such as strongSwan 5.9.8. The IKE engine
+//     may hold both certificates to its own identity rule
+//     (TLSServerConfig.VerifyPeer, TLSClientConfig.VerifyServer).
 //
 // Rules that make it safe: a wrong password and an unknown identity fail
 // the same way for the peer (the computation runs against a random hash
