@@ -51,10 +51,19 @@ type roadRoutes struct {
 	table  ruleTable
 
 	mu sync.Mutex
-	// mu guards: rules, leftover, throws.
+	// mu guards: rules, leftover, throws, tables.
 	rules    map[tun.Rule]bool // installed or adopted
 	leftover map[tun.Rule]bool // adopted from a previous run
 	throws   map[tun.Throw]int // with the number of routes that need each
+	// tables holds the table each route went into, for its removal
+	// after a reload removed or replaced its interface.
+	tables map[routeID]uint32
+}
+
+// routeID is a road warrior's route as AddRoute was given it.
+type routeID struct {
+	ifID   uint32
+	prefix netip.Prefix
 }
 
 var _ ikenode.Router = (*roadRoutes)(nil)
@@ -67,7 +76,8 @@ func openRoadRoutes(cfg *config.Config, reg *xfrmif.Registry, g *guards, log log
 	if err != nil {
 		return nil, fmt.Errorf("routing rules: %w", err)
 	}
-	r := &roadRoutes{log: log, reg: reg, guards: g, table: t, rules: map[tun.Rule]bool{}, leftover: map[tun.Rule]bool{}, throws: map[tun.Throw]int{}}
+	r := &roadRoutes{log: log, reg: reg, guards: g, table: t, rules: map[tun.Rule]bool{}, leftover: map[tun.Rule]bool{}, throws: map[tun.Throw]int{},
+		tables: map[routeID]uint32{}}
 	return r, r.adopt(wantRules(cfg))
 }
 
@@ -205,15 +215,26 @@ func (r *roadRoutes) AddRoute(rt ikenode.Route) error {
 	if err != nil && throw {
 		r.removeThrow(th)
 	}
+	if err == nil {
+		r.mu.Lock()
+		r.tables[routeID{rt.IfID, rt.Prefix}] = table
+		r.mu.Unlock()
+	}
 	return err
 }
 
 // RemoveRoute takes out what AddRoute put in.
 func (r *roadRoutes) RemoveRoute(rt ikenode.Route) error {
 	var errs []error
-	table := uint32(0)
-	if ifc := r.reg.Lookup(rt.IfID); ifc != nil { // else gone, and its routes with it
-		table = ifc.Config().Table
+	r.mu.Lock()
+	id := routeID{rt.IfID, rt.Prefix}
+	table, ok := r.tables[id]
+	delete(r.tables, id)
+	r.mu.Unlock()
+	if !ok {
+		return nil // AddRoute failed: nothing went in
+	}
+	if ifc := r.reg.Lookup(rt.IfID); ifc != nil && ifc.Config().Table == table { // else gone, and its routes with it
 		errs = append(errs, ifc.RemoveDynamicRoute(rt.Prefix))
 	}
 	errs = append(errs, r.guards.removeDynamic(tun.Guard{Table: table, Prefix: rt.Prefix}))

@@ -82,7 +82,8 @@ func (f *fakeRuleTable) state() string {
 // TestRoadRoutes: a start adopts the rule its config wants and removes
 // another of a previous run and its throw route; a route that holds
 // the gateway comes with one throw route, counted, and its guard, and is
-// refused into the main table; a reload moves the rule; a stop removes
+// refused into the main table; a reload moves the rule, and a route of
+// an interface a reload removed leaves its guard's table; a stop removes
 // the rest, or keeps the rules with keep_on_stop.
 func TestRoadRoutes(t *testing.T) {
 	rule := func(prio uint32, v6 bool) tun.Rule {
@@ -104,7 +105,8 @@ func TestRoadRoutes(t *testing.T) {
 				}
 			}
 			cfg := &config.Config{Underlay: config.Underlay{Mark: 0x100}, Interfaces: []config.Interface{{Name: "ipsec1", IfID: 1, Table: 220, RulePriority: 220}}}
-			r := &roadRoutes{log: g.log, reg: reg, guards: g, table: f, rules: map[tun.Rule]bool{}, leftover: map[tun.Rule]bool{}, throws: map[tun.Throw]int{}}
+			r := &roadRoutes{log: g.log, reg: reg, guards: g, table: f, rules: map[tun.Rule]bool{}, leftover: map[tun.Rule]bool{}, throws: map[tun.Throw]int{},
+				tables: map[routeID]uint32{}}
 			if err := r.adopt(wantRules(cfg)); err != nil {
 				t.Fatal(err)
 			}
@@ -152,8 +154,19 @@ func TestRoadRoutes(t *testing.T) {
 			if got, want := f.state(), "ip -6 rule priority 221 not fwmark 0x100 lookup 220 proto 90; ip rule priority 221 not fwmark 0x100 lookup 220 proto 90"; got != want {
 				t.Errorf("after a reload: %s, want %s", got, want)
 			}
-			if err := r.AddRoute(all); err != nil {
+			for _, rt := range []ikenode.Route{all, half} {
+				if err := r.AddRoute(rt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A reload removed the interface: the guard goes from the
+			// table the route was in.
+			reg.Remove(1)
+			if err := r.RemoveRoute(half); err != nil {
 				t.Fatal(err)
+			}
+			if got := gt.prefixes(); fmt.Sprint(got) != "[0.0.0.0/0 table 220]" {
+				t.Errorf("guards after the interface went and a route with it: %v, want 0.0.0.0/0's alone", got)
 			}
 			if err := r.close(keep, false); err != nil {
 				t.Fatal(err)
