@@ -69,9 +69,9 @@ type Accounting struct {
 	sessions map[string]*acctSession
 	closed   bool
 	inflight sync.WaitGroup
-	// held counts the Stops held for their Start (see Stop), which Off
-	// waits for.
-	held sync.WaitGroup
+	// stops counts the Stops not yet answered (or given up), those held
+	// for their Start (see Stop) included, which Off waits for.
+	stops sync.WaitGroup
 }
 
 type acctSession struct {
@@ -102,10 +102,10 @@ var ErrSessionExists = errors.New("eapradius: accounting session already started
 func (a *Accounting) On(done func(error)) { a.nas(rfc2866.AcctStatusType_Value_AccountingOn, done) }
 
 // Off sends Accounting-Off: the gateway stops, and its sessions with it.
-// It first waits for the Stops held for their Start (each at most the
-// servers' tries), so that none follows the Off.
+// It first waits for the Stops sent or held for their Start (each at
+// most the servers' tries), so that none follows the Off.
 func (a *Accounting) Off(done func(error)) {
-	a.held.Wait()
+	a.stops.Wait()
 	a.nas(rfc2866.AcctStatusType_Value_AccountingOff, done)
 }
 
@@ -152,8 +152,8 @@ func (a *Accounting) started(as *acctSession) {
 	as.heldStop = nil
 	as.mu.Unlock()
 	if p != nil {
-		// inflight and held counted it in Stop.
-		a.dispatch(p, "Stop", as.ID, func(error) { a.held.Done() })
+		// inflight and stops counted it in Stop.
+		a.dispatch(p, "Stop", as.ID, func(error) { a.stops.Done() })
 	}
 }
 
@@ -221,15 +221,15 @@ func (a *Accounting) Stop(id string, u Usage, cause Cause) bool {
 		as.timer.Stop()
 	}
 	p := a.record(as, rfc2866.AcctStatusType_Value_Stop, u, cause)
+	a.stops.Add(1)
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if as.startPending {
 		as.heldStop = p
 		a.inflight.Add(1) // under mu, as send's: Close waits for it
-		a.held.Add(1)
 		return true
 	}
-	a.send(p, "Stop", id, nil)
+	a.send(p, "Stop", id, func(error) { a.stops.Done() })
 	return true
 }
 

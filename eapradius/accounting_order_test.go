@@ -3,6 +3,7 @@ package eapradius
 import (
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,4 +125,42 @@ func TestStopWaitsForStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInterimWaitsForStart: Interim-Updates due while the Start waits
+// for its answer are skipped, so that the server hears of the session
+// first from its Start; those after it go out. The Stop, sent at once
+// here, is answered before Accounting-Off goes.
+func TestInterimWaitsForStart(t *testing.T) {
+	secret := []byte("accounting-order-secret")
+	srv := newSlowStartServer(t, secret, 1)
+	c := testClient(t, Config{
+		Servers: []Server{{Address: "127.0.0.1:1", AcctAddress: srv.pc.LocalAddr().String(), Secret: secret}},
+		Timeout: 300 * time.Millisecond, Base: 1, Tries: 2,
+	})
+	acct := c.NewAccounting()
+	defer acct.Close()
+	if err := acct.Start(Session{ID: "s", UserName: "alice", Peer: testPeer, Interim: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// The Start's retransmission is answered at 0.3 s; interims every
+	// 0.1 s; at 0.7 s several followed it.
+	time.Sleep(700 * time.Millisecond)
+	acct.Stop("s", Usage{}, CauseUserRequest)
+	off := make(chan error, 1)
+	acct.Off(func(err error) { off <- err })
+	<-off
+	got := srv.events()
+	start := slices.Index(got, "Start")
+	if start < 0 || slices.Contains(got[:start], "Interim-Update") {
+		t.Fatalf("server saw %q; want no Interim-Update before the Start", got)
+	}
+	if n := strings.Count(strings.Join(got, ","), "Interim-Update"); n < 1 {
+		t.Errorf("server saw %q; want Interim-Updates after the Start", got)
+	}
+	// Off waits for the Stop in flight (it overtook it before).
+	if n := len(got); n < 2 || got[n-2] != "Stop" || got[n-1] != "Accounting-Off" {
+		t.Errorf("server saw %q; want Stop, then Accounting-Off last", got)
+	}
+	t.Logf("%q", got)
 }
