@@ -228,3 +228,32 @@ func TestIKEEAPTLSClient(t *testing.T) {
 		})
 	}
 }
+
+// TestIKEEAPOnlyMSCHAPv2Client: the real binary as an EAP-MSCHAPv2 road
+// warrior that accepts a gateway proving itself by EAP alone (remote
+// auth eap) against a charon 5.9.8 gateway of local auth = eap, which
+// has no certificate at all: charon's first response carries no AUTH,
+// the gateway's MSCHAPv2 authenticator response and its MSK-keyed AUTH
+// prove it, and the client gets 10.3.0.7 and pings behind it.
+func TestIKEEAPOnlyMSCHAPv2Client(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	caFile, _, _ := raPKI(t, t.TempDir())
+	ch := charontest.Start(t, p.b.name, "")
+	ch.Load(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: "eap", ID: "a.test"}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},
+		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw", EAPSecret: "alice-mschapv2-pw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n  }\n}\n"}.String())
+	cfg := eapRoadWarrior(caFile, "alice-mschapv2-pw", filepath.Join(t.TempDir(), "resolv.conf"))
+	d := startDaemon(t, p.a, strings.Replace(cfg, "remote: {auth: pubkey,", "remote: {auth: eap,", 1))
+	s := d.waitIKE("the child of 10.3.0.7", anyChild)
+	if fmt.Sprint(s.LocalVIPs) != "[10.3.0.7]" || s.RemoteAuth != "eap" {
+		t.Errorf("ike list: local virtual IPs %v, the gateway by %q; want 10.3.0.7 by eap", s.LocalVIPs, s.RemoteAuth)
+	}
+	ping(t, p.a, innerB4, 3)
+	if log := ch.LogSince(0); !strings.Contains(log, "EAP method EAP_MSCHAPV2 succeeded, MSK established") || strings.Contains(log, "authentication of 'a.test' (myself) with ECDSA") {
+		t.Errorf("charon's log does not show EAP-MSCHAPv2 with an MSK, or shows a signature of ours")
+	}
+}
