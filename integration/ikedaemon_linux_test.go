@@ -150,6 +150,7 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	// while numbered UDP datagrams flow each way and a TCP stream from A
 	// to B, none of which may be lost (make-before-break).
 	st := startStreams(t, p)
+	countersA, countersB := a.stats(), b.stats()
 	time.Sleep(300 * time.Millisecond)
 	for _, step := range []struct {
 		d    *daemon
@@ -169,6 +170,8 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	st.stopAndCheck(t, false)
+	logDropCounters(t, "A", countersA, a.stats())
+	logDropCounters(t, "B", countersB, b.stats())
 	if got := len(a.ikeList()); got > 2 {
 		t.Errorf("A lists %d IKE SAs after the rekeys, want 1 (or 2 while the old one's delete completes)", got)
 	}

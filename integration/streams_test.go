@@ -97,6 +97,18 @@ func (s *streams) stopAndCheck(t *testing.T, allRotations bool) {
 	}
 }
 
+// logDropCounters logs the counters of a daemon (who) that say why it
+// dropped a packet and that moved from before to after (d.stats()):
+// where a stream lost a datagram, they say at which step.
+func logDropCounters(t *testing.T, who string, before, after map[string]uint64) {
+	t.Helper()
+	for _, c := range []string{"XfrmInNoStates", "XfrmOutNoStates", "XfrmInStateProtoError", "XfrmInError", "XfrmOutError", "XfrmInStateSeqError", "XfrmOutPolBlock", "XfrmInTmplMismatch"} {
+		if d := after[c] - before[c]; d != 0 {
+			t.Logf("%s: %s went up by %d during the streams", who, c, d)
+		}
+	}
+}
+
 // helperProc is the test binary running a helper mode in a namespace. Its
 // standard input stays open until finish: closing it ends the helper.
 type helperProc struct {
