@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -307,4 +308,45 @@ func (r *roadRoutes) close(keep, failedStart bool) error {
 		r.log.Infof("road warrior: rules removed: %d", n)
 	}
 	return errors.Join(errs...)
+}
+
+// ReportRules writes to w which of the rules and throw routes a previous
+// run left in the calling thread's network namespace a start with c
+// would keep and which it would remove (ipsecd check, beside
+// ReportGuards). It changes nothing, and says nothing when there are
+// none or they cannot be read.
+func ReportRules(w io.Writer, file string, c *config.Config) {
+	t, err := tun.OpenGuards()
+	if err != nil {
+		return
+	}
+	defer t.Close()
+	rules, err := t.Rules()
+	if err != nil {
+		return
+	}
+	throws, err := t.Throws()
+	if err != nil || len(rules)+len(throws) == 0 {
+		return
+	}
+	want := wantRules(c)
+	var keep, remove []string
+	for _, r := range rules {
+		if slices.Contains(want, r) {
+			keep = append(keep, r.String())
+		} else {
+			remove = append(remove, r.String())
+		}
+	}
+	for _, th := range throws {
+		remove = append(remove, th.String())
+	}
+	fmt.Fprintf(w, "%s: road warrior rules and throw routes in this network namespace: %d; a start with this file keeps %d and removes %d\n",
+		file, len(rules)+len(throws), len(keep), len(remove))
+	if len(keep) != 0 {
+		fmt.Fprintf(w, "  keeps: %s\n", strings.Join(keep, "; "))
+	}
+	if len(remove) != 0 {
+		fmt.Fprintf(w, "  removes: %s\n", strings.Join(remove, "; "))
+	}
 }

@@ -258,6 +258,9 @@ func TestRoadWarriorFullTunnel(t *testing.T) {
 	if err := os.WriteFile(d.cfgPath, []byte(d.file(cfg(221))), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	mustHave(t, "ipsecd check", n.a.mustRun(t, ipsecdBin, "check", "--config", d.cfgPath), []string{
+		"road warrior rules and throw routes in this network namespace: 3; a start with this file keeps 0 and removes 3",
+		"removes: ip rule priority 220 not fwmark 0x100 lookup 220 proto 90; ip -6 rule priority 220 not fwmark 0x100 lookup 220 proto 90; throw 192.0.2.2/32 table 220 proto 90"}, nil)
 	d.start()
 	up("the full tunnel after the crash")
 	got := n.ours(t)

@@ -50,5 +50,6 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	c.WipeKeys()
 	fmt.Fprintf(stdout, "%s: ok: %s\n", *file, c.Summary())
 	daemon.ReportGuards(stdout, *file, c)
+	daemon.ReportRules(stdout, *file, c)
 	return nil
 }
