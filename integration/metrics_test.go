@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +24,16 @@ import (
 )
 
 // httpGet is the http-get helper: it prints the body of a GET of url,
-// retrying until the server answers (for up to 5 s).
+// retrying until the server answers (for up to 5 s). A request that asks
+// for seconds=N (a pprof CPU profile) gets N seconds more to answer.
 func httpGet(url string) error {
-	client := &http.Client{Timeout: 5 * time.Second}
+	timeout := 5 * time.Second
+	if u, err := neturl.Parse(url); err == nil {
+		if n, err := strconv.Atoi(u.Query().Get("seconds")); err == nil && n > 0 {
+			timeout += time.Duration(n) * time.Second
+		}
+	}
+	client := &http.Client{Timeout: timeout}
 	var err error
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		var resp *http.Response

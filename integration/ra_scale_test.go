@@ -274,6 +274,30 @@ func raSaveProfile(t *testing.T, p *pair, file, kind string) {
 	}
 }
 
+// raMemStats are the gateway's runtime.MemStats figures that say where
+// its RSS went (from /debug/pprof/heap?debug=1), in bytes by name.
+func raMemStats(t *testing.T, p *pair) map[string]int64 {
+	stats := map[string]int64{}
+	for _, line := range strings.Split(scrape(t, p.a, "http://"+ikeMetricsAddr+"/debug/pprof/heap?debug=1"), "\n") {
+		name, v, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = ")
+		if n, err := strconv.ParseInt(v, 10, 64); ok && err == nil {
+			stats[name] = n
+		}
+	}
+	return stats
+}
+
+// raLogMemStats logs what each client added to the gateway's heap (in
+// use, in live objects, and the garbage collector's goal), stacks and
+// runtime metadata, from before and after.
+func raLogMemStats(t *testing.T, before, after map[string]int64, n int) {
+	var b strings.Builder
+	for _, name := range []string{"HeapAlloc", "HeapInuse", "HeapIdle", "HeapReleased", "StackInuse", "MSpanInuse", "GCSys", "OtherSys", "NextGC", "Sys"} {
+		fmt.Fprintf(&b, " %s %+.1f", name, float64(after[name]-before[name])/1024/float64(n))
+	}
+	t.Logf("per client, KiB:%s; GCs %d", b.String(), after["NumGC"]-before["NumGC"])
+}
+
 // TestRAScale: IPSECD_RA_CLIENTS road warriors (the engine as client, 4
 // addresses, 64 handshakes in flight on each) connect to one gateway with
 // a pool; all must come up with distinct leases. Then the gateway is
@@ -301,6 +325,7 @@ func TestRAScale(t *testing.T) {
 	d := startDaemon(t, p.a, raScaleGateway(cert, key, n))
 	time.Sleep(500 * time.Millisecond)
 	rss, cpu := d.rssKiB(), cpuTime(t, d.pid())
+	mem := raMemStats(t, p)
 
 	prof := os.Getenv(raProfileEnv)
 	profDone := make(chan struct{})
@@ -317,6 +342,7 @@ func TestRAScale(t *testing.T) {
 	<-profDone
 	time.Sleep(500 * time.Millisecond)
 	added := d.rssKiB() - rss
+	raLogMemStats(t, mem, raMemStats(t, p), n)
 	if prof != "" {
 		raSaveProfile(t, p, filepath.Join(prof, "connected.heap"), "heap")
 	}
