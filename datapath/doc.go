@@ -11,8 +11,9 @@
 // (routineReceive), which may open its batches on several goroutines (see
 // openers) and delivers them in arrival order. The Engine starts them all
 // and Wait waits for them all. A worker owns its buffers and batch state,
-// allocated once when it starts (batchBuffers); in steady state nothing is
-// allocated per packet. A failed read is logged at debug level (an
+// allocated once when it starts (batchBuffers; the packet buffers mapped
+// outside the Go heap on Linux, newSlab, and unmapped when the worker
+// ends); in steady state nothing is allocated per packet. A failed read is logged at debug level (an
 // interface queue counts it as a tx error too), and a worker pauses after
 // a run of them rather than spin (backoff). The interfaces and the underlay
 // only move batches: xfrmif.Interface's ReadQueue and WriteQueue, and the

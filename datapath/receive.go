@@ -17,6 +17,7 @@ type receiver struct {
 	r      Receiver
 	borrow borrowingReceiver // r, if it can lend its buffers; or nil
 	full   [][]byte          // every message's whole buffer, allocated once
+	free   func()            // frees full's slab
 	msgs   []underlay.Message
 	pkts   []sa.Packet
 	queue  []int    // each opened packet's interface queue (flowQueue)
@@ -28,11 +29,13 @@ type receiver struct {
 func newReceiver(e *Engine, r Receiver) *receiver {
 	batch := r.BatchSize()
 	borrow, _ := r.(borrowingReceiver)
+	full, free := batchBuffers(batch, e.recvBufSize)
 	return &receiver{
 		e:      e,
 		r:      r,
 		borrow: borrow,
-		full:   batchBuffers(batch, e.recvBufSize),
+		full:   full,
+		free:   free,
 		msgs:   make([]underlay.Message, batch),
 		pkts:   make([]sa.Packet, batch),
 		queue:  make([]int, batch),
@@ -46,6 +49,10 @@ func newReceiver(e *Engine, r Receiver) *receiver {
 func (e *Engine) routineReceive(ctx context.Context, r Receiver) {
 	defer e.wg.Done()
 	w := newReceiver(e, r)
+	// Last: once run returned, nothing reads or opens into the buffers
+	// (open waits for its helpers' chunks; writes to interfaces and
+	// netstack copy or finish within the call).
+	defer w.free()
 	w.open.start(e.sad, e.inboundWorkers, &e.wg)
 	defer w.open.stop()
 	run(ctx, w, e.log.WithField("socket", r.String()))

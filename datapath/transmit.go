@@ -34,6 +34,7 @@ type transmitter struct {
 
 	packetSize int      // the largest packet the buffers hold
 	full       [][]byte // every packet's whole buffer, allocated once, with the first traffic
+	free       func()   // frees full's slab; nil before
 	bufs       [][]byte // what the queue reads into: full, resliced
 	sizes      []int
 	pkts       []sa.Packet
@@ -64,7 +65,7 @@ func newTransmitter(e *Engine, ifc *xfrmif.Interface, q, packetSize int) *transm
 // buffer (64 KiB) too, and no bufs or sizes, which only ReadQueue fills.
 func (w *transmitter) allocate() {
 	batch := w.ifc.QueueBatchSize(w.q)
-	w.full = batchBuffers(batch, sa.Headroom+w.packetSize+sa.Tailroom)
+	w.full, w.free = batchBuffers(batch, sa.Headroom+w.packetSize+sa.Tailroom)
 	w.pkts = make([]sa.Packet, batch)
 	w.msgs = make([]underlay.Message, 0, batch)
 	if w.ifc.ReadsFrames(w.q) {
@@ -84,6 +85,9 @@ func (e *Engine) routineTransmit(ctx context.Context, ifc *xfrmif.Interface, q, 
 	defer ifcWorkers.wg.Done()
 	w := newTransmitter(e, ifc, q, packetSize)
 	run(ctx, w, e.log.WithField("interface", ifc.Name()).WithField("queue", q))
+	if w.free != nil {
+		w.free() // run returned: the sends and seals into full are done
+	}
 }
 
 // read reads a batch from the queue (counted there as tx).

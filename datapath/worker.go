@@ -104,14 +104,16 @@ func (b *backoff) pause() time.Duration {
 }
 
 // batchBuffers returns n buffers of size bytes each, carved from one
-// allocation when a worker starts, so that steady state allocates nothing.
-// Each is capped at its own size: an append (the TUN's GRO coalescing into
-// a buffer) cannot run into the next.
-func batchBuffers(n, size int) [][]byte {
-	mem := make([]byte, n*size)
-	bufs := make([][]byte, n)
+// slab (slab_linux.go) when a worker starts, so that steady state
+// allocates nothing, and the function that frees the slab once the
+// worker is done with every buffer. Each is capped at its own size: an
+// append (the TUN's GRO coalescing into a buffer) cannot run into the
+// next.
+func batchBuffers(n, size int) (bufs [][]byte, free func()) {
+	mem, free := newSlab(n * size)
+	bufs = make([][]byte, n)
 	for i := range bufs {
 		bufs[i] = mem[i*size : (i+1)*size : (i+1)*size]
 	}
-	return bufs
+	return bufs, free
 }

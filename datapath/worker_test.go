@@ -32,7 +32,8 @@ func TestBackoffPause(t *testing.T) {
 // TestBatchBuffers: each buffer is its own size and capacity, so that an
 // append within one cannot reach the next.
 func TestBatchBuffers(t *testing.T) {
-	bufs := batchBuffers(3, 100)
+	bufs, free := batchBuffers(3, 100)
+	defer free()
 	if len(bufs) != 3 {
 		t.Fatalf("%d buffers, want 3", len(bufs))
 	}
