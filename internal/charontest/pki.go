@@ -3,17 +3,12 @@
 package charontest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/ipsecd/ipsecd/internal/testpki"
 )
 
 // GatewayPKI is what charon as a remote-access gateway proves itself
@@ -32,54 +27,20 @@ type GatewayPKI struct {
 }
 
 // WriteGatewayPKI makes a GatewayPKI for id (the certificate's CN and
-// DNS name) under dir: ECDSA P-256, valid from an hour ago for a day.
+// DNS name) under dir (package testpki).
 func WriteGatewayPKI(t testing.TB, dir, id string) GatewayPKI {
 	t.Helper()
 	p := GatewayPKI{Dir: dir, CAFile: filepath.Join(dir, "x509ca", "ca.pem"), Cert: "gw.pem"}
-	from, until := time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "charontest CA"},
-		NotBefore: from, NotAfter: until, IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: id}, DNSNames: []string{id},
-		NotBefore: from, NotAfter: until, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{
-		{p.CAFile, p.CA},
-		{filepath.Join(dir, "x509", p.Cert), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})},
-		{filepath.Join(dir, "private", "gw.key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})},
-	} {
-		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+	for _, sub := range []string{"x509ca", "x509", "private"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
+	ca := testpki.NewCA(t, "charontest CA", testpki.Opts{})
+	gw := ca.Issue(t, id, testpki.Opts{})
+	ca.WriteCert(t, p.CAFile)
+	gw.WriteCert(t, filepath.Join(dir, "x509", p.Cert))
+	gw.WriteKey(t, filepath.Join(dir, "private", "gw.key"), testpki.PKCS8)
+	p.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.DER})
 	return p
 }
