@@ -29,7 +29,8 @@ var _ vici.Loader = (*backend)(nil)
 type viciLoaded struct {
 	conns   []loadedConn
 	secrets []loadedItem
-	pools   []config.Pool // vici_pools.go
+	pools   []config.Pool  // vici_pools.go
+	eap     *config.Config // secrets parsed, for their EAP passwords (vici_eap.go)
 }
 
 type loadedItem struct {
@@ -55,6 +56,9 @@ func (l *viciLoaded) wipe() {
 	}
 	for _, c := range l.conns {
 		c.cfg.WipeKeys()
+	}
+	if l.eap != nil {
+		l.eap.WipeKeys()
 	}
 }
 
@@ -167,6 +171,7 @@ func (b *backend) LoadShared(id string, item []byte) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.loaded.secrets = put(n.loaded.secrets, id, item)
+	n.syncViciEAPLocked() // vici_eap.go
 	return nil
 }
 
@@ -179,6 +184,7 @@ func (b *backend) UnloadShared(id string) error {
 	if n.loaded.secrets, ok = drop(n.loaded.secrets, id); !ok {
 		return fmt.Errorf("%w: no secret %q loaded over vici", control.ErrNotFound, id)
 	}
+	n.syncViciEAPLocked()
 	return nil
 }
 
@@ -191,6 +197,7 @@ func (b *backend) ClearShared() {
 		clear(s.item)
 	}
 	n.loaded.secrets = nil
+	n.syncViciEAPLocked()
 }
 
 // SharedIDs returns the ids of vici's secrets.
@@ -330,7 +337,8 @@ func clashFile(file *config.Config, c config.Connection) error {
 // file's win). n.mu is held, or IKE is being started.
 func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
 	ic := cfg.IKEConfig
-	pools := n.viciPools(cfg) // vici_pools.go
+	ic.Secrets = n.withViciEAP(ic.Secrets) // vici_eap.go
+	pools := n.viciPools(cfg)              // vici_pools.go
 	if len(n.loaded.conns) == 0 {
 		return ic.AddPools(pools)
 	}

@@ -272,3 +272,56 @@ func fmtPrefixes(ps []netip.Prefix) string {
 	}
 	return b.String()
 }
+
+// TestViciEAPSecrets: EAP passwords loaded over vici join the file's in
+// what IKE runs (its user store: IKEConfig.EAPUsers), the file's winning
+// an identity both have; unload-shared and clear-creds take them out.
+func TestViciEAPSecrets(t *testing.T) {
+	file, err := config.Parse("f.yaml", []byte("secrets: [{type: eap, ids: [alice], secret: file-pw}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	n := &Daemon{cfg: file, log: log}
+	b := (*backend)(n)
+	for id, item := range map[string]string{
+		"eap-bob":   `{type: eap, ids: ["bob"], secret: "0x626f622d7077"}`,
+		"eap-alice": `{type: eap, ids: ["alice"], secret: "0x7669636920707721"}`,
+		"ike-gw":    `{type: ike, ids: ["a.test", "b.test"], secret: "0x6869"}`,
+	} {
+		if err := b.LoadShared(id, []byte(item)); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	users := func() string {
+		var out []string
+		for id, pw := range n.ikeConfig(n.cfg).EAPUsers() {
+			out = append(out, id+"="+string(pw))
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	if got, want := users(), "alice=file-pw bob=bob-pw"; got != want {
+		t.Errorf("IKE's EAP users: %s; want %s (the file's alice)", got, want)
+	}
+	if err := b.UnloadShared("eap-bob"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := users(), "alice=file-pw"; got != want {
+		t.Errorf("after unloading bob: %s; want %s", got, want)
+	}
+	if err := b.LoadShared("eap-carol", []byte(`{type: eap, ids: ["carol"], secret: "0x6361726f6c"}`)); err != nil {
+		t.Fatal(err)
+	}
+	parsed := n.loaded.eap
+	b.ClearShared()
+	if got, want := users(), "alice=file-pw"; got != want {
+		t.Errorf("after clear-creds: %s; want %s", got, want)
+	}
+	for _, s := range parsed.Secrets {
+		if strings.Trim(string(s.Secret), "\x00") != "" {
+			t.Errorf("secret %v not zeroed after clear-creds", s.IDs)
+		}
+	}
+}

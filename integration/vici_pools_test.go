@@ -13,35 +13,47 @@ import (
 // swanctlLoadPools runs swanctl --load-pools against sock with
 // swanctl.conf text conf; it returns the output and the error.
 func swanctlLoadPools(t *testing.T, sock, conf string) (string, error) {
+	return swanctlLoad(t, sock, "--load-pools", conf)
+}
+
+// swanctlLoad runs swanctl's load command (--load-all, --load-pools, ...)
+// against sock with swanctl.conf text conf in a directory of its own.
+func swanctlLoad(t *testing.T, sock, load, conf string) (string, error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "swanctl.conf")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "swanctl.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("timeout", "30", "swanctl", "--load-pools", "--file", path, "--uri", "unix://"+sock).CombinedOutput()
+	cmd := exec.Command("timeout", "30", "swanctl", load, "--file", path, "--uri", "unix://"+sock)
+	cmd.Env = append(os.Environ(), "SWANCTL_DIR="+dir)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
 // TestViciLoadPools: the gateway's file names a pool it does not have
-// (rw), which swanctl 5.9.8 --load-pools loads over vici; charon as a
-// road warrior (EAP-MSCHAPv2) gets 10.3.0.1 from it, which
+// (rw), which swanctl 5.9.8 --load-all loads over vici with alice's EAP
+// password (the file has none for her); charon as a road warrior
+// (EAP-MSCHAPv2) logs in as alice and gets 10.3.0.1 from it, which
 // --list-pools --leases shows online under alice. While she is online,
 // swanctl --load-pools with other addrs is refused, and so is the
 // unload-pool of a swanctl.conf without the pool, as charon refuses
 // them; once she is gone the pool unloads.
 func TestViciLoadPools(t *testing.T) {
 	filePools := "pools:\n  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}\n"
+	alice := "  - {type: eap, ids: [alice], secret: alice-mschapv2-pw}\n"
 	rw, d, sock := viciRoadWarrior(t, func(gw string) string {
-		if !strings.Contains(gw, filePools) {
-			t.Fatalf("raGateway changed; its pools are not\n%s", filePools)
+		if !strings.Contains(gw, filePools) || !strings.Contains(gw, alice) {
+			t.Fatalf("raGateway changed; its pools are not\n%s\nor it has no\n%s", filePools, alice)
 		}
-		return strings.Replace(gw, filePools, "", 1)
+		return strings.Replace(strings.Replace(gw, filePools, "", 1), alice, "", 1)
 	})
 
 	pools := "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"
-	out, err := swanctlLoadPools(t, sock, pools)
-	if err != nil || !strings.Contains(out, "loaded pool 'rw'") || !strings.Contains(out, "successfully loaded 1 pools, 0 unloaded") {
-		t.Fatalf("swanctl --load-pools: %v\n%s", err, out)
+	out, err := swanctlLoad(t, sock, "--load-all", pools+"secrets {\n  eap-alice {\n    id = alice\n    secret = alice-mschapv2-pw\n  }\n}\n")
+	if err != nil || !strings.Contains(out, "loaded pool 'rw'") || !strings.Contains(out, "successfully loaded 1 pools, 0 unloaded") ||
+		!strings.Contains(out, "loaded eap secret 'eap-alice'") {
+		t.Fatalf("swanctl --load-all: %v\n%s", err, out)
 	}
 	rw.up(t, d, "connect", "alice", "10.3.0.1")
 	out = viciSwanctl(t, sock, "--list-pools", "--leases")

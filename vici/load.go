@@ -96,16 +96,18 @@ func getConns(r *request) *Message {
 	return NewMessage().Set("conns", nonNil(l.ViciConns()))
 }
 
-// loadShared takes an IKE pre-shared key: type IKE, data (the secret's
-// bytes), owners (the identities), and id, what unload-shared names it
-// by (swanctl sends the secret's section name).
+// loadShared takes an IKE pre-shared key or an EAP password: type IKE
+// or EAP, data (the secret's bytes), owners (the identities; an EAP
+// secret's are EAP identities), and id, what unload-shared names it by
+// (swanctl sends the secret's section name).
 func loadShared(r *request) *Message {
 	l, fail := r.loader()
 	if fail != nil {
 		return fail
 	}
-	if t := r.msg.String("type"); !strings.EqualFold(t, "IKE") {
-		return failure(fmt.Sprintf("load-shared: type %q is not supported; ipsecd takes IKE pre-shared keys only", t))
+	typ := strings.ToLower(r.msg.String("type"))
+	if typ != "ike" && typ != "eap" {
+		return failure(fmt.Sprintf("load-shared: type %q is not supported; ipsecd takes IKE pre-shared keys and EAP passwords (no XAuth, no private key passphrases)", r.msg.String("type")))
 	}
 	data := r.msg.String("data")
 	if data == "" {
@@ -119,7 +121,7 @@ func loadShared(r *request) *Message {
 	ids, _ := json.Marshal(nonNil(owners))
 	// The secret as hex, so that any bytes survive YAML; the text
 	// holding it is the backend's to drop once parsed.
-	item := []byte(fmt.Sprintf(`{ids: %s, secret: "0x%s"}`, ids, hex.EncodeToString([]byte(data))))
+	item := []byte(fmt.Sprintf(`{type: %s, ids: %s, secret: "0x%s"}`, typ, ids, hex.EncodeToString([]byte(data))))
 	if err := l.LoadShared(id, item); err != nil {
 		return failure(fmt.Sprintf("load-shared: %s: %v", id, err))
 	}

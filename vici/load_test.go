@@ -230,15 +230,27 @@ func TestLoadShared(t *testing.T) {
 	if _, err := sess.Call(context.Background(), "load-shared", m); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.secrets["ike-gw"], `{ids: ["a.test","b.test"], secret: "0x73336372226574 0a"}`; got != strings.ReplaceAll(want, " 0a", "0a") {
+	if got, want := f.secrets["ike-gw"], `{type: ike, ids: ["a.test","b.test"], secret: "0x73336372226574 0a"}`; got != strings.ReplaceAll(want, " 0a", "0a") {
 		t.Errorf("item %s, want %s", got, want)
 	}
 	resp, err := sess.Call(context.Background(), "get-shared", nil)
 	if err != nil || strings.Join(resp.Get("keys").([]string), ",") != "ike-gw" {
 		t.Errorf("get-shared: %v %v", resp, err)
 	}
-	if resp, err := sess.Call(context.Background(), "load-shared", msg(t, "type", "EAP", "data", "x")); err == nil {
-		t.Errorf("an EAP secret was taken: %v", resp)
+	// An EAP password (swanctl's secrets.eap-*), by EAP identity.
+	m = msg(t, "id", "eap-alice", "type", "EAP", "data", "pw")
+	m.Set("owners", []string{"alice"})
+	if _, err := sess.Call(context.Background(), "load-shared", m); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.secrets["eap-alice"], `{type: eap, ids: ["alice"], secret: "0x7077"}`; got != want {
+		t.Errorf("item %s, want %s", got, want)
+	}
+	for _, typ := range []string{"XAUTH", "PRIVATE_KEY_PASS", "NTLM"} {
+		resp, err := sess.Call(context.Background(), "load-shared", msg(t, "type", typ, "data", "x"))
+		if err == nil || !strings.Contains(fmt.Sprint(resp.Get("errmsg")), "takes IKE pre-shared keys and EAP passwords") {
+			t.Errorf("a %s secret: %v %v; want refused by name", typ, resp, err)
+		}
 	}
 	if _, err := sess.Call(context.Background(), "clear-creds", nil); err != nil || f.secrets != nil {
 		t.Errorf("clear-creds: %v, left %v", err, f.secrets)
