@@ -371,20 +371,16 @@ func containsConn(cs []*conn, name string) bool {
 	return false
 }
 
-// StatsFromSAD returns a Config.Stats that reads sad.
+// StatsFromSAD returns a Config.Stats that reads sad: an inbound SA by
+// SPI and destination (invalid: any), an outbound one by SPI and
+// destination. It costs one lookup, whatever the number of SAs (ike list
+// and RADIUS accounting ask for every child's).
 func StatsFromSAD(sad *sa.SAD) func(node.StateID) (sa.Stats, bool) {
 	return func(id node.StateID) (sa.Stats, bool) {
-		if id.Dir == sa.DirIn {
-			if s := sad.LookupIn(id.SPI, id.Dst); s != nil {
-				return s.Stats(), true
-			}
+		s := sad.Lookup(id.Dir, id.SPI, id.Dst)
+		if s == nil || (id.Dir != sa.DirIn && s.Dst() != id.Dst) {
 			return sa.Stats{}, false
 		}
-		for _, s := range sad.States() {
-			if s.Dir() == id.Dir && s.SPI() == id.SPI && s.Dst() == id.Dst {
-				return s.Stats(), true
-			}
-		}
-		return sa.Stats{}, false
+		return s.Stats(), true
 	}
 }
