@@ -28,7 +28,12 @@
 // vici's requests into what the daemon already does (Backend: the
 // control socket's ike commands and counters) and its answers into the
 // keys charon writes, so that swanctl --list-sas shows what it shows for
-// charon. A command ipsecd does not implement is answered success=no with
+// charon. What swanctl --load-all loads reaches the daemon as items of
+// its own config file, checked by its rules: connections and secrets
+// (load.go, Loader; their certificates and keys from the credential
+// store of creds.go, conn_creds.go) and address pools (pools_load.go,
+// PoolLoader); list-certs (certs_list.go) lists the store's certificates
+// and the connections'. A command ipsecd does not implement is answered success=no with
 // an errmsg that says so, never a silent success; an unknown one with
 // CMD_UNKNOWN, as charon does.
 //
