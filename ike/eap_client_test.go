@@ -147,14 +147,7 @@ func FuzzEAPOnlyClient(f *testing.F) {
 // keyed by the MSK.
 func fuzzEAPClientRounds(f *testing.F, ci, cr *Config) {
 	f.Fuzz(func(t *testing.T, step, first uint8, chain []byte) {
-		ini, msg, err := Initiate(ci, addrA, addrB, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, reply, err := Respond(cr, addrB, addrA, msg, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ini, res, reply := initPair(t, ci, cr)
 		req, err := ini.Handle(reply, t0)
 		for range step % 5 {
 			if err != nil || req == nil {

@@ -139,14 +139,7 @@ func TestEAPOnly(t *testing.T) {
 // "peer does not support it"), with AUTHENTICATION_FAILED.
 func TestEAPOnlyNeedsNotify(t *testing.T) {
 	ci, cr := eapOnlyConfigs(t, AuthEAPMSCHAPv2)
-	ini, msg, err := Initiate(ci, addrA, addrB, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, reply, err := Respond(cr, addrB, addrA, msg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ini, res, reply := initPair(t, ci, cr)
 	if _, err := ini.Handle(reply, t0); err != nil { // builds our request, which is not sent
 		t.Fatal(err)
 	}
@@ -214,14 +207,7 @@ func FuzzEAPOnlyGateway(f *testing.F) {
 	})
 	f.Add(uint8(message.TypeIDi), withAuth)
 	f.Fuzz(func(t *testing.T, first uint8, chain []byte) {
-		ini, msg, err := Initiate(ci, addrA, addrB, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, reply, err := Respond(cr, addrB, addrA, msg, t0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ini, res, reply := initPair(t, ci, cr)
 		if _, err := ini.Handle(reply, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -234,6 +220,21 @@ func FuzzEAPOnlyGateway(f *testing.F) {
 			t.Fatal("the gateway is established by one request")
 		}
 	})
+}
+
+// initPair runs IKE_SA_INIT's request from ci to cr and returns both SAs
+// and the responder's answer, not yet handled.
+func initPair(t testing.TB, ci, cr *Config) (ini, res *SA, reply []byte) {
+	t.Helper()
+	ini, msg, err := Initiate(ci, addrA, addrB, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, reply, err = Respond(cr, addrB, addrA, msg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ini, res, reply
 }
 
 // openResponse returns the payloads of a response sealed for ini.
