@@ -113,6 +113,13 @@ func (n *Daemon) Backend() control.Backend { return (*backend)(n) }
 // keeps them. It waits for the workers for a few seconds at most.
 func (n *Daemon) stop() error {
 	var errs []error
+	keep := false
+	if cfg := n.runningConfig(); cfg != nil { // nil in tests' hand-made nodes
+		keep = cfg.FailClosed.KeepOnStop
+	}
+	if keep {
+		n.routes.freeze() // a road warrior's guards stay with the others
+	}
 	n.stopIKE() // while the underlay still carries its deletes; the RADIUS client with it
 	n.stopPools()
 	if n.ctl != nil {
@@ -128,10 +135,6 @@ func (n *Daemon) stop() error {
 		errs = append(errs, n.core.Close())
 	}
 	// Guards last: they cover the prefixes until the routes are gone.
-	keep := false
-	if cfg := n.runningConfig(); cfg != nil { // nil in tests' hand-made nodes
-		keep = cfg.FailClosed.KeepOnStop
-	}
 	errs = append(errs, n.routes.close(keep, !n.started), n.guards.close(keep, !n.started))
 	return errors.Join(errs...)
 }

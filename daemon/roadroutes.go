@@ -52,13 +52,16 @@ type roadRoutes struct {
 	table  ruleTable
 
 	mu sync.Mutex
-	// mu guards: rules, leftover, throws, tables.
+	// mu guards: rules, leftover, throws, tables, frozen.
 	rules    map[tun.Rule]bool // installed or adopted
 	leftover map[tun.Rule]bool // adopted from a previous run
 	throws   map[tun.Throw]int // with the number of routes that need each
 	// tables holds the table each route went into, for its removal
 	// after a reload removed or replaced its interface.
 	tables map[routeID]uint32
+	// frozen: a stop with fail_closed.keep_on_stop is under way, and
+	// RemoveRoute leaves the guards and throw routes in the kernel.
+	frozen bool
 }
 
 // routeID is a road warrior's route as AddRoute was given it.
@@ -231,9 +234,10 @@ func (r *roadRoutes) RemoveRoute(rt ikenode.Route) error {
 	id := routeID{rt.IfID, rt.Prefix}
 	table, ok := r.tables[id]
 	delete(r.tables, id)
+	frozen := r.frozen
 	r.mu.Unlock()
-	if !ok {
-		return nil // AddRoute failed: nothing went in
+	if !ok || frozen {
+		return nil // AddRoute failed, or the stop keeps what went in
 	}
 	if ifc := r.reg.Lookup(rt.IfID); ifc != nil && ifc.Config().Table == table { // else gone, and its routes with it
 		errs = append(errs, ifc.RemoveDynamicRoute(rt.Prefix))
@@ -271,9 +275,23 @@ func (r *roadRoutes) removeThrow(th tun.Throw) error {
 	return r.table.RemoveThrow(th)
 }
 
-// close ends the rules' part in a stop: the throw routes go; the rules
-// go too unless keep (fail_closed.keep_on_stop, which keeps the guards
-// they lead to), and a start that failed leaves those it adopted.
+// freeze has RemoveRoute leave the guards and throw routes of the routes
+// it removes from now on: a stop with fail_closed.keep_on_stop keeps a
+// road warrior's guards with the others, so that what its tunnels
+// carried stays refused (with the gateway reachable) until the next
+// start, which removes them.
+func (r *roadRoutes) freeze() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frozen = true
+}
+
+// close ends the rules' part in a stop: the rules and throw routes go,
+// unless keep (fail_closed.keep_on_stop, which keeps the guards they
+// lead to); a start that failed leaves the rules it adopted.
 func (r *roadRoutes) close(keep, failedStart bool) error {
 	if r == nil {
 		return nil
@@ -282,15 +300,15 @@ func (r *roadRoutes) close(keep, failedStart bool) error {
 	defer r.mu.Unlock()
 	defer r.table.Close()
 	var errs []error
+	if keep {
+		if len(r.rules)+len(r.throws) != 0 {
+			r.log.Infof("road warrior: rules kept: %d, throw routes kept: %d (fail_closed.keep_on_stop); the next start adopts the rules its file names and removes the rest", len(r.rules), len(r.throws))
+		}
+		return nil
+	}
 	for th := range r.throws {
 		errs = append(errs, r.table.RemoveThrow(th))
 		delete(r.throws, th)
-	}
-	if keep {
-		if len(r.rules) != 0 {
-			r.log.Infof("road warrior: rules kept: %d (fail_closed.keep_on_stop); the next start adopts them", len(r.rules))
-		}
-		return errors.Join(errs...)
 	}
 	n := 0
 	for _, rule := range sortedRules(r.rules) {

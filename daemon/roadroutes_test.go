@@ -84,7 +84,8 @@ func (f *fakeRuleTable) state() string {
 // the gateway comes with one throw route, counted, and its guard, and is
 // refused into the main table; a reload moves the rule, and a route of
 // an interface a reload removed leaves its guard's table; a stop removes
-// the rest, or keeps the rules with keep_on_stop.
+// the rest, or with keep_on_stop keeps the rules, the throw route and
+// the road warrior's guards.
 func TestRoadRoutes(t *testing.T) {
 	rule := func(prio uint32, v6 bool) tun.Rule {
 		return tun.Rule{IPv6: v6, Priority: prio, Table: 220, NotMark: 0x100}
@@ -168,15 +169,26 @@ func TestRoadRoutes(t *testing.T) {
 			if got := gt.prefixes(); fmt.Sprint(got) != "[0.0.0.0/0 table 220]" {
 				t.Errorf("guards after the interface went and a route with it: %v, want 0.0.0.0/0's alone", got)
 			}
+			// The stop: IKE removes the children's routes first.
+			if keep {
+				r.freeze()
+			}
+			if err := r.RemoveRoute(all); err != nil {
+				t.Fatal(err)
+			}
 			if err := r.close(keep, false); err != nil {
 				t.Fatal(err)
 			}
-			want := ""
+			want, wantGuards := "", "[]"
 			if keep {
-				want = "ip -6 rule priority 221 not fwmark 0x100 lookup 220 proto 90; ip rule priority 221 not fwmark 0x100 lookup 220 proto 90"
+				want = "ip -6 rule priority 221 not fwmark 0x100 lookup 220 proto 90; ip rule priority 221 not fwmark 0x100 lookup 220 proto 90; throw 192.0.2.2/32 table 220 proto 90"
+				wantGuards = "[0.0.0.0/0 table 220]"
 			}
 			if got := f.state(); got != want || !f.closed {
 				t.Errorf("after the stop: %q (closed %v), want %q", got, f.closed, want)
+			}
+			if got := fmt.Sprint(gt.prefixes()); got != wantGuards {
+				t.Errorf("guards after the stop (before the guards' own close): %s, want %s", got, wantGuards)
 			}
 		})
 	}

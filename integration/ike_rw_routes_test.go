@@ -280,12 +280,15 @@ func TestRoadWarriorFullTunnel(t *testing.T) {
 // TestRoadWarriorFullTunnelNoMark: the full tunnel with an underlay that
 // marks nothing: the rule sends every packet to table 220, and the
 // throw route of the gateway alone keeps IKE and ESP outside the tunnel
-// they carry, across a child rekey.
+// they carry, across a child rekey. With fail_closed.keep_on_stop a
+// stop keeps the rules, the guards and the throw route: the internet
+// is refused, the gateway reached, until the next start brings the
+// tunnel back (one rule of each family, one throw route).
 func TestRoadWarriorFullTunnelNoMark(t *testing.T) {
 	charontest.Require(t)
 	n, caFile := newRWRoutesNet(t, "0.0.0.0/0")
 	n.a.mustRun(t, "ip", "route", "add", "default", "via", underlayB4)
-	d := startDaemon(t, n.a, rwRoutesConfig(caFile, ", table: 220, rule_priority: 220", "", "0.0.0.0/0"))
+	d := startDaemon(t, n.a, rwRoutesConfig(caFile, ", table: 220, rule_priority: 220", "", "0.0.0.0/0")+"fail_closed: {keep_on_stop: true}\n")
 	old := d.waitIKE("the full tunnel", anyChild)
 	mustHave(t, "ip rule", n.a.mustRun(t, "ip", "rule", "show"), []string{"220:\tfrom all lookup 220 proto 90"}, []string{"fwmark"})
 	mustHave(t, "the route to the gateway", n.a.mustRun(t, "ip", "route", "get", underlayB4), []string{"dev veth0"}, []string{"ipsec1"})
@@ -297,10 +300,22 @@ func TestRoadWarriorFullTunnelNoMark(t *testing.T) {
 	d.mustCtl(t, "ike", "rekey", "--child", "net")
 	d.waitIKE("the rekeyed child", func(_ control.IKESAInfo, c control.IKEChildInfo) bool { return c.SPIIn != old.Children[0].SPIIn })
 	ping(t, n.a, internetHost4, 3)
+
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if got := n.ours(t); got != "" {
-		t.Errorf("after a stop, ipsecd left:\n%s", got)
+	mustHave(t, "after a stop with keep_on_stop", n.ours(t), []string{"220:\tfrom all lookup 220 proto 90", "unreachable default table 220 proto 90", "throw 192.0.2.2 table 220 proto 90"}, nil)
+	if out, err := n.a.run("ping", "-n", "-c", "1", "-W", "1", internetHost4); err == nil {
+		t.Errorf("after a stop with keep_on_stop the internet host answered in clear:\n%s", out)
+	}
+	ping(t, n.a, underlayB4, 1)
+	d.start()
+	d.waitIKE("the full tunnel again", anyChild)
+	ping(t, n.a, internetHost4, 3)
+	got := n.ours(t)
+	for line, want := range map[string]int{"220:\tfrom all lookup 220 proto 90": 2, "throw 192.0.2.2 table 220 proto 90": 1} {
+		if c := strings.Count(got, line); c != want {
+			t.Errorf("after the restart: %d of %q, want %d (IPv4 and IPv6 rules, one throw route):\n%s", c, line, want, got)
+		}
 	}
 }
