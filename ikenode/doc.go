@@ -59,6 +59,12 @@
 // node raises acquires (Config.Trap); otherwise they act as none and
 // clear. See trap.go.
 //
+// A road warrior's routes (a connection with vips) follow its children:
+// each prefix of a child's negotiated remote traffic selectors is
+// routed into its interface from the virtual IP once the child is
+// installed, held by every child that has it, and removed with the last
+// (routes.go); the kernel's side is the Config.Router's.
+//
 // Time and the IKE port are injected (Config.Clock, Config.Transport):
 // the daemon's are the system clock and UDP sockets (UDP); the tests run
 // IKE daemons on a manual clock and an in-memory network.

@@ -95,7 +95,9 @@ func roadWarriorPair(t *testing.T, offer, ask string) (a, b *endpoint, ra, rb *f
 	ra = &fakeRouter{have: map[netip.Prefix]Route{}}
 	a = startDaemon(t, n, Config{IKE: &rwCfg.IKEConfig, RawESP: true, PeerPort: b.m.Port(), Router: ra,
 		Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
-	n.waitFor(t, "the child", func() bool { return matched(a.node, b.node, 1) && established(a) && established(b) && len(ra.changes()) > 0 })
+	n.waitFor(t, "the child", func() bool {
+		return matched(a.node, b.node, 1) && established(a) && established(b) && len(ra.changes()) > 0
+	})
 	return a, b, ra, rb
 }
 
