@@ -190,7 +190,7 @@ func (h *helperProc) finishJSON(t *testing.T, v any) {
 type (
 	udpSourceReport struct {
 		Sent      int64 `json:"sent"`
-		Retries   int64 `json:"retries"` // sends that met a full queue (ENOBUFS) and were retried
+		Retries   int64 `json:"retries"` // sends that met a full queue (ENOBUFS) or socket buffer and were retried
 		MaxLateMS int64 `json:"max_late_ms"`
 	}
 	udpSinkReport struct {
@@ -272,6 +272,9 @@ const udpSeqHeader = 16
 // device queue is retried, not lost: with IP_RECVERR set, Linux reports
 // ENOBUFS to a UDP sender instead of dropping the datagram silently
 // (udp_send_skb), so local queueing never passes for loss in the tunnel.
+// Told to stop, it ends at once, even while a send is being retried
+// (sendSeq): its helper's 30 s to finish once ran out on a loaded
+// machine, in the retries of a send that met a full queue.
 func udpSeqSource(dst string, rate, size int, stop <-chan struct{}) (udpSourceReport, error) {
 	var r udpSourceReport
 	c, err := net.Dial("udp", dst)
@@ -301,19 +304,39 @@ func udpSeqSource(dst string, rate, size int, stop <-chan struct{}) (udpSourceRe
 			return r, fmt.Errorf("still running after %v", helperMaxRun)
 		}
 		binary.BigEndian.PutUint64(buf[0:], seq)
-		for retry := 0; ; retry++ {
-			binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()))
-			_, err := c.Write(buf)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, syscall.ENOBUFS) || retry == 1000 {
-				return r, fmt.Errorf("datagram %d: %w", seq, err)
-			}
-			r.Retries++
-			time.Sleep(time.Millisecond)
+		if sent, err := sendSeq(c, buf, stop, &r); err != nil || !sent {
+			return r, err
 		}
 		r.Sent++
+	}
+}
+
+// sendSeq sends one datagram of udpSeqSource, stamped with the time,
+// until it goes or stop closes (sent false: it was not sent and is not
+// counted). A full device queue (ENOBUFS) or socket buffer (the write
+// would block past its deadline) is retried, counted in r.Retries, for
+// up to a minute: on a loaded machine a tunnel's TUN device may drain
+// slowly for seconds, and the source must still end when told.
+func sendSeq(c net.Conn, buf []byte, stop <-chan struct{}, r *udpSourceReport) (sent bool, err error) {
+	for first := time.Now(); ; {
+		binary.BigEndian.PutUint64(buf[8:], uint64(time.Now().UnixNano()))
+		c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err := c.Write(buf)
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, syscall.ENOBUFS) && !errors.Is(err, os.ErrDeadlineExceeded):
+			return false, fmt.Errorf("datagram %d: %w", binary.BigEndian.Uint64(buf), err)
+		case time.Since(first) > time.Minute:
+			return false, fmt.Errorf("datagram %d: not sent within a minute: %w", binary.BigEndian.Uint64(buf), err)
+		}
+		select {
+		case <-stop:
+			return false, nil
+		default:
+		}
+		r.Retries++
+		time.Sleep(time.Millisecond)
 	}
 }
 
