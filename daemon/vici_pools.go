@@ -48,16 +48,22 @@ func (b *backend) LoadPool(name string, item []byte) error {
 	pools := slices.Clone(n.loaded.pools)
 	i := slices.IndexFunc(pools, func(q config.Pool) bool { return q.Name == p.Name })
 	if i < 0 {
-		pools = append(pools, p)
-	} else {
-		if old := pools[i]; old.Addrs != p.Addrs {
-			if online := n.poolOnline(p.Name); online > 0 {
-				return fmt.Errorf("vici pool %s has %d online leases, unable to replace its addrs %s", p.Name, online, old.Addrs)
-			}
-		}
-		pools[i] = p
+		return n.applyPoolsLocked(append(pools, p))
 	}
-	return n.applyPoolsLocked(pools)
+	old := pools[i]
+	pools[i] = p
+	if old.Addrs == p.Addrs {
+		return n.applyPoolsLocked(pools) // the same pool, its leases kept
+	}
+	undo, online := n.retirePool(p.Name)
+	if online > 0 {
+		return fmt.Errorf("vici pool %s has %d online leases, unable to replace its addrs %s", p.Name, online, old.Addrs)
+	}
+	if err := n.applyPoolsLocked(pools); err != nil {
+		undo()
+		return err
+	}
+	return nil
 }
 
 // UnloadPool removes a pool of vici's, refused while a client is online
@@ -73,20 +79,28 @@ func (b *backend) UnloadPool(name string) error {
 	case i < 0:
 		return fmt.Errorf("%w: no pool %q loaded over vici", control.ErrNotFound, name)
 	}
-	if online := n.poolOnline(name); online > 0 {
+	undo, online := n.retirePool(name)
+	if online > 0 {
 		return fmt.Errorf("%s has %d online leases, unable to unload", name, online)
 	}
-	return n.applyPoolsLocked(slices.Delete(slices.Clone(n.loaded.pools), i, i+1))
+	if err := n.applyPoolsLocked(slices.Delete(slices.Clone(n.loaded.pools), i, i+1)); err != nil {
+		undo()
+		return err
+	}
+	return nil
 }
 
-// poolOnline returns the online leases of the running pool name.
-func (n *Daemon) poolOnline(name string) int {
+// retirePool stops the running pool name handing out addresses, for its
+// removal or replacement, unless a lease of it is online: then it
+// returns how many are (pool.Pool.Retire: no client takes an address
+// between the check and the removal). undo hands out addresses again.
+func (n *Daemon) retirePool(name string) (undo func(), online int) {
 	if set := n.pools.pools(); set != nil {
 		if p := set.Pool(name); p != nil {
-			return p.Stats().Online
+			return p.Unretire, p.Retire()
 		}
 	}
-	return 0
+	return func() {}, 0
 }
 
 // applyPoolsLocked makes pools vici's, the running pool set the file's

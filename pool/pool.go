@@ -15,6 +15,10 @@ import (
 // make it larger, or add one to the connection's pools.
 var ErrExhausted = errors.New("pool exhausted")
 
+// ErrRetired is wrapped by Acquire's error when the pool is retired
+// (Retire): on its way out.
+var ErrRetired = errors.New("pool retired")
+
 // ErrFamily is wrapped by Acquire's error when the requested address is
 // of the other family than the pool's.
 var ErrFamily = errors.New("pool: no address of the requested family")
@@ -33,6 +37,7 @@ type Pool struct {
 	offline list.List         // of *offlineLease, oldest first
 	online  int               // online leases (an address shared by two SAs counts twice)
 	gen     uint64            // bumped on every change, for Set.Flush
+	retired bool              // Retire: Acquire refuses
 }
 
 // entry is one identity's leases.
@@ -80,6 +85,9 @@ func (p *Pool) Acquire(id string, requested netip.Addr, peer netip.AddrPort) (ne
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.retired {
+		return netip.Addr{}, fmt.Errorf("%w: pool %s is being unloaded or replaced", ErrRetired, p.name)
+	}
 	e := p.byID[id]
 	if e != nil && len(e.offline) > 0 {
 		el := e.offline[0]
@@ -230,4 +238,27 @@ func family(is6 bool) string {
 		return "IPv6 addresses"
 	}
 	return "IPv4 addresses"
+}
+
+// Retire makes p hand out no more addresses, so that it can be removed
+// or replaced by other addresses with no lease online, as charon's vici
+// refuses otherwise: when a lease is online it leaves p as it was and
+// returns how many are; else it retires p and returns 0, and from then
+// on Acquire fails with ErrRetired until Unretire. Checking and retiring
+// under one lock, no client can take an address in between.
+func (p *Pool) Retire() (online int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.online > 0 {
+		return p.online
+	}
+	p.retired = true
+	return 0
+}
+
+// Unretire undoes Retire (the removal it prepared failed).
+func (p *Pool) Unretire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retired = false
 }

@@ -289,3 +289,38 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	}
 }
+
+// TestRetire: a pool with a lease online is not retired and says how
+// many; one with none hands out nothing once retired (so that it can be
+// removed with no client taking an address in between), and again once
+// unretired.
+func TestRetire(t *testing.T) {
+	r, err := ParseRange("10.3.0.0/30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New("rw", r)
+	peer := netip.MustParseAddrPort("192.0.2.1:500")
+	a, err := p.Acquire("alice", netip.IPv4Unspecified(), peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Retire(); n != 1 {
+		t.Fatalf("Retire with alice online: %d, want 1", n)
+	}
+	if _, err := p.Acquire("bob", netip.IPv4Unspecified(), peer); err != nil {
+		t.Fatalf("Acquire after a Retire that did not retire: %v", err)
+	}
+	p.Release("alice", a)
+	p.Release("bob", r.Addr(1))
+	if n := p.Retire(); n != 0 {
+		t.Fatalf("Retire with none online: %d, want 0", n)
+	}
+	if _, err := p.Acquire("carol", netip.IPv4Unspecified(), peer); !errors.Is(err, ErrRetired) || !strings.Contains(err.Error(), "pool rw") {
+		t.Fatalf("Acquire from a retired pool: %v; want ErrRetired naming it", err)
+	}
+	p.Unretire()
+	if _, err := p.Acquire("carol", netip.IPv4Unspecified(), peer); err != nil {
+		t.Fatalf("Acquire after Unretire: %v", err)
+	}
+}
