@@ -273,8 +273,10 @@ const udpSeqHeader = 16
 // ENOBUFS to a UDP sender instead of dropping the datagram silently
 // (udp_send_skb), so local queueing never passes for loss in the tunnel.
 // Told to stop, it ends at once, even while a send is being retried
-// (sendSeq): its helper's 30 s to finish once ran out on a loaded
-// machine, in the retries of a send that met a full queue.
+// (sendSeq). (Its helper once did not finish within 30 s of being told,
+// on a starved machine, why is not known: a TUN device orphans what it
+// queues, so a write into the tunnel does not wait for ipsecd, which a
+// 40 s SIGSTOP of ipsecd under the streams confirmed.)
 func udpSeqSource(dst string, rate, size int, stop <-chan struct{}) (udpSourceReport, error) {
 	var r udpSourceReport
 	c, err := net.Dial("udp", dst)
