@@ -132,7 +132,7 @@ func (b *backend) LoadConn(name string, item []byte, files map[string][]byte) er
 	} else {
 		conns[i] = loadedConn{name, cfg}
 	}
-	return n.applyViciLocked(conns)
+	return n.applyViciLocked(conns, name)
 }
 
 // UnloadConn removes a connection of vici's; its SAs are deleted.
@@ -147,7 +147,7 @@ func (b *backend) UnloadConn(name string) error {
 		}
 		return fmt.Errorf("%w: no connection %q loaded over vici", control.ErrNotFound, name)
 	}
-	return n.applyViciLocked(slices.Delete(slices.Clone(n.loaded.conns), i, i+1))
+	return n.applyViciLocked(slices.Delete(slices.Clone(n.loaded.conns), i, i+1), name)
 }
 
 // ViciConns returns the names of vici's connections.
@@ -211,14 +211,23 @@ func (b *backend) SharedIDs() []string {
 // applyViciLocked makes conns vici's connections and hands IKE the
 // result; the parsed configs of connections replaced or dropped are
 // zeroed once IKE runs the new ones (it holds copies of what it runs).
-// n.mu is held.
-func (n *Daemon) applyViciLocked(conns []loadedConn) error {
+// changed names the connections that differ from what IKE runs (a
+// load-conn's or unload-conn's one): IKE examines only those
+// (ikenode.Daemon.ReloadConns), so that loading the n-th connection costs
+// about what loading the first did; none: IKE examines every connection
+// (a change of the pools or users, which any may use). n.mu is held.
+func (n *Daemon) applyViciLocked(conns []loadedConn, changed ...string) error {
 	prev := n.loaded.conns
 	n.loaded.conns = conns
 	var err error
 	if m := n.ike.running(); m != nil {
 		var res ikenode.ReloadResult
-		if res, err = m.Reload(n.ikeConfig(n.cfg)); err == nil {
+		if len(changed) != 0 {
+			res, err = m.ReloadConns(n.ikeConfig(n.cfg, changed...), changed...)
+		} else {
+			res, err = m.Reload(n.ikeConfig(n.cfg))
+		}
+		if err == nil {
 			n.log.WithFields(map[string]any{"added": res.Added, "removed": res.Removed, "changed": res.Changed, "unchanged": res.Unchanged}).
 				Info("vici: connections loaded")
 		}
@@ -230,8 +239,12 @@ func (n *Daemon) applyViciLocked(conns []loadedConn) error {
 		n.loaded.conns = prev
 		kept, dropped = prev, conns
 	}
+	running := make(map[*config.Config]bool, len(kept))
+	for _, c := range kept {
+		running[c.cfg] = true
+	}
 	for _, old := range dropped {
-		if !slices.ContainsFunc(kept, func(c loadedConn) bool { return c.cfg == old.cfg }) {
+		if !running[old.cfg] {
 			old.cfg.WipeKeys()
 		}
 	}
@@ -334,11 +347,23 @@ func clashFile(file *config.Config, c config.Connection) error {
 
 // ikeConfig is what IKE runs: cfg's connections and pools, and vici's
 // (those whose names the file has not taken since they were loaded: the
-// file's win). n.mu is held, or IKE is being started.
-func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
+// file's win). With only, it holds just the connections of those names,
+// what ikenode.Daemon.ReloadConns takes: a vici load-conn then copies one
+// connection, not all (680 bytes each, which for the n-th of 2,000 loaded
+// one at a time cost more than the rest of the load). n.mu is held, or IKE
+// is being started.
+func (n *Daemon) ikeConfig(cfg *config.Config, only ...string) *config.IKEConfig {
 	ic := cfg.IKEConfig
 	ic.Secrets = n.withViciEAP(ic.Secrets) // vici_eap.go
 	pools := n.viciPools(cfg)              // vici_pools.go
+	if len(only) != 0 {
+		ic.Connections = nil
+		for _, c := range cfg.Connections {
+			if slices.Contains(only, c.Name) {
+				ic.Connections = append(ic.Connections, c)
+			}
+		}
+	}
 	if len(n.loaded.conns) == 0 {
 		return ic.AddPools(pools)
 	}
@@ -347,6 +372,9 @@ func (n *Daemon) ikeConfig(cfg *config.Config) *config.IKEConfig {
 	}
 	ic.Connections = slices.Clone(ic.Connections)
 	for _, lc := range n.loaded.conns {
+		if len(only) != 0 && !slices.Contains(only, lc.name) {
+			continue
+		}
 		c := lc.conn()
 		if err := clashFile(cfg, c); err != nil {
 			n.log.WithError(err).Warn("vici: the config file took this name: the connection loaded over vici is left out")

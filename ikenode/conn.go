@@ -99,20 +99,21 @@ func (c *conn) childNames() []string {
 
 // setConnections makes m's connections from ic (New, Reload).
 func (m *Daemon) setConnections(ic *config.IKEConfig, now time.Time) {
-	for _, c := range m.connsFrom(ic) {
+	for _, c := range m.connsFrom(ic, nil) {
 		m.conns[c.cfg.Name] = c
 		m.connOrder = append(m.connOrder, c.cfg.Name)
 	}
 }
 
-// connsFrom builds the connections of ic, in file order.
-func (m *Daemon) connsFrom(ic *config.IKEConfig) []*conn {
+// connsFrom builds the connections of ic, in file order: those only
+// names, or all when only is nil.
+func (m *Daemon) connsFrom(ic *config.IKEConfig, only map[string]bool) []*conn {
 	m.storePoolAttrs(ic) // vips.go: for the connections kept too
 	var out []*conn
 	settings := engineSettings(ic.IKE)
 	for i := range ic.Connections {
 		cn := ic.Connections[i]
-		if len(cn.Children) == 0 {
+		if len(cn.Children) == 0 || (only != nil && !only[cn.Name]) {
 			continue
 		}
 		ch := cn.Children[0]

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ipsecd/ipsecd/config"
 	"github.com/ipsecd/ipsecd/control"
 	"github.com/ipsecd/ipsecd/ike"
 	"github.com/ipsecd/ipsecd/ike/message"
@@ -285,90 +284,6 @@ func (m *Daemon) Rekey(t Target) error {
 		m.request(x, out)
 		return nil
 	})
-}
-
-// ReloadResult counts what Reload did with the connections.
-type ReloadResult struct {
-	Added, Removed, Changed, Unchanged int
-}
-
-// Reload applies a new config's IKE sections: a connection that is gone
-// or changed is terminated, a changed or new one is brought up as its
-// start_action says, an unchanged one is left as it is.
-func (m *Daemon) Reload(ic *config.IKEConfig) (ReloadResult, error) {
-	var res ReloadResult
-	err := m.do(func() {
-		now := m.clock.Now()
-		if p := ic.IKE.Port; p != m.Port() && m.Port() != 0 && len(m.cfg.Listen) == 0 {
-			m.log.Warnf("ike: port %d takes effect on restart; IKE stays on %d", p, m.Port())
-		}
-		m.cookies.Threshold = ic.IKE.CookieSetting()
-		m.limits = limitsOf(ic.IKE)
-		if m.resolveFile != ic.IKE.ResolveFile {
-			m.resolveFile = ic.IKE.ResolveFile
-			m.updateResolv() // resolv.go: our lines move
-		}
-		m.setEAPUsers(ic) // the next login asks the new users (eapusers.go)
-		fresh := m.connsFrom(ic)
-		keep := map[string]bool{}
-		var order []string
-		for _, c := range fresh {
-			order = append(order, c.cfg.Name)
-			old := m.conns[c.cfg.Name]
-			if old != nil && old.same(c) {
-				keep[c.cfg.Name] = true
-				clear(c.ec.PSK)
-				res.Unchanged++
-				continue
-			}
-			if old != nil {
-				res.Changed++
-			} else {
-				res.Added++
-			}
-		}
-		for _, name := range m.connOrder {
-			if keep[name] {
-				continue
-			}
-			old := m.conns[name]
-			if !containsConn(fresh, name) {
-				res.Removed++
-			}
-			delete(m.conns, name)
-			for _, x := range append([]*ikeSA(nil), m.sas...) {
-				if x.conn == old && !x.ended {
-					x.why = ReasonReload
-					if x.sa.State() == ike.StateEstablished {
-						x.terminated = true
-						m.deleteSA(x, now)
-					} else {
-						m.down(x, now)
-					}
-				}
-			}
-			clear(old.ec.PSK)
-			m.untrap(old)
-		}
-		m.connOrder = order
-		for _, c := range fresh {
-			if keep[c.cfg.Name] {
-				continue
-			}
-			m.conns[c.cfg.Name] = c
-			m.startConn(c, now)
-		}
-	})
-	return res, err
-}
-
-func containsConn(cs []*conn, name string) bool {
-	for _, c := range cs {
-		if c.cfg.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // StatsFromSAD returns a Config.Stats that reads sad: an inbound SA by

@@ -30,9 +30,9 @@ func manyConnsYAML(n int) string {
 	return b.String()
 }
 
-// BenchmarkReload1000 is a reload of 1,000 unchanged connections (what
-// every vici load-conn of one of them costs too).
-func BenchmarkReload1000(b *testing.B) {
+// startMany starts a daemon running the 1,000 connections of
+// manyConnsYAML, and returns it with their config.
+func startMany(b *testing.B) (*endpoint, *config.Config) {
 	cfg, err := config.Parse("many.yaml", []byte(manyConnsYAML(1000)))
 	if err != nil {
 		b.Fatal(err)
@@ -41,6 +41,13 @@ func BenchmarkReload1000(b *testing.B) {
 	e := startDaemon(b, newTestNet(), Config{IKE: &cfg.IKEConfig, RawESP: true, Listen: []netip.Addr{netip.MustParseAddr("127.0.0.1")}}, 0x1000)
 	b.ReportAllocs()
 	b.ResetTimer()
+	return e, cfg
+}
+
+// BenchmarkReload1000 is a reload of 1,000 unchanged connections (what
+// every vici load-conn of one of them cost too, before ReloadConns).
+func BenchmarkReload1000(b *testing.B) {
+	e, cfg := startMany(b)
 	for range b.N {
 		res, err := e.m.Reload(&cfg.IKEConfig)
 		if err != nil {
@@ -48,6 +55,21 @@ func BenchmarkReload1000(b *testing.B) {
 		}
 		if res.Unchanged != 1000 {
 			b.Fatalf("reload: %+v, want 1000 unchanged", res)
+		}
+	}
+}
+
+// BenchmarkReloadConns1000 is ReloadConns of one unchanged connection
+// beside 999 others: what a vici load-conn of it costs IKE.
+func BenchmarkReloadConns1000(b *testing.B) {
+	e, cfg := startMany(b)
+	for range b.N {
+		res, err := e.m.ReloadConns(&cfg.IKEConfig, "p500")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res != (ReloadResult{Unchanged: 1}) {
+			b.Fatalf("reload: %+v, want 1 unchanged", res)
 		}
 	}
 }
