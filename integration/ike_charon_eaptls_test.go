@@ -193,7 +193,8 @@ func eapTLSRoadWarrior(t *testing.T, pki map[string]string, remote string) strin
 // gateway's TLS certificate against its cacerts and its IKE identity,
 // proves carol.test with its certificate inside EAP, and keys its AUTH
 // with the TLS 1.2 MSK, which charon checks with its own; it gets
-// 10.3.0.7 and pings behind the gateway from it.
+// 10.3.0.7, pings behind the gateway from it and sends a checksummed
+// TCP stream.
 func TestIKEEAPTLSClient(t *testing.T) {
 	charontest.Require(t)
 	for _, gw := range []struct{ local, remote string }{{"pubkey", "pubkey"}, {"eap", "eap"}} {
@@ -222,6 +223,7 @@ func TestIKEEAPTLSClient(t *testing.T) {
 				t.Errorf("ike list: local virtual IPs %v, the gateway by %q; want 10.3.0.7 by %s", s.LocalVIPs, s.RemoteAuth, gw.remote)
 			}
 			ping(t, p.a, innerB4, 3)
+			tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
 			if log := ch.LogSince(0); !strings.Contains(log, "EAP method EAP_TLS succeeded, MSK established") || !strings.Contains(log, "authentication of 'carol.test' with EAP successful") {
 				t.Errorf("charon's log does not say EAP-TLS succeeded with an MSK and our AUTH verified")
 			}

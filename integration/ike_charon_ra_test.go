@@ -242,8 +242,8 @@ func thirdOnBridge(t *testing.T, p *pair) *netns {
 // TestIKEVirtualIPClient: the real binary as a road warrior of a charon
 // gateway (pre-shared keys both ways): it asks for an address (vips:
 // [0.0.0.0]), takes 10.3.0.7 and the DNS server from charon's pool, puts
-// the address on its interface (which has none of its own) and pings the
-// network behind the gateway from it; ike list shows the address and the
+// the address on its interface (which has none of its own), pings the
+// network behind the gateway from it and sends a checksummed TCP stream; ike list shows the address and the
 // DNS server; the address leaves the interface with the IKE SA.
 func TestIKEVirtualIPClient(t *testing.T) {
 	charontest.Require(t)
@@ -277,6 +277,7 @@ secrets:
 		t.Errorf("ike list: local virtual IPs %v, DNS %v, local_ts %v; want 10.3.0.7, 10.3.0.53, 10.3.0.7/32", s.LocalVIPs, s.DNS, s.Children[0].LocalTS)
 	}
 	ping(t, p.a, innerB4, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
 	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-vips=[10.3.0.7]") {
 		t.Errorf("charon does not list our virtual IP:\n%s", list)
 	}

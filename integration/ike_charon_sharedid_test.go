@@ -15,7 +15,7 @@ import (
 
 // pskGateway is ipsecd's config as a gateway of road warriors that all
 // prove one IKE identity, rw.test, with one pre-shared key, and get an
-// address of pool rw.
+// address of pool rw and its DNS server.
 func pskGateway() string {
 	return fmt.Sprintf(`log: {level: debug}
 metrics: %s
@@ -23,7 +23,7 @@ underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [10.3.0.0/24]}
 pools:
-  - {name: rw, addrs: 10.3.0.0/24}
+  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53]}
 connections:
   - name: rw
     proposals: [aes256-sha256-x25519]
@@ -119,7 +119,8 @@ func (w *pskWarrior) gone(t *testing.T, d *daemon, what string) {
 //     first was online when it asked), and 10.3.0.1 goes offline.
 //   - unique = never on both clients (charon then sends no
 //     INITIAL_CONTACT): both stay online with 10.3.0.1 and 10.3.0.2 and
-//     ping through the gateway; the first hangs up and comes back with
+//     the pool's DNS server, and ping and send a checksummed TCP stream
+//     through the gateway; the first hangs up and comes back with
 //     10.3.0.1 again while the second keeps 10.3.0.2.
 //   - unique: never on the gateway's connection (swanctl's), the clients
 //     back to sending INITIAL_CONTACT: the gateway ignores it, both stay
@@ -172,6 +173,14 @@ func TestIKECharonPSKSharedID(t *testing.T) {
 	}
 	ping(t, p.b, "198.51.100.1", 2)
 	ping(t, c, "198.51.100.1", 2)
+	// A checksummed stream from each client's address, at once up.
+	tcpTransfer(t, p.b, p.a, "198.51.100.1", 1<<20)
+	tcpTransfer(t, c, p.a, "198.51.100.1", 1<<20)
+	for _, w := range []*pskWarrior{first, second} {
+		if !strings.Contains(w.ch.LogSince(0), "processing INTERNAL_IP4_DNS attribute") {
+			t.Errorf("charon at %s received no DNS server", w.addr)
+		}
+	}
 	leases("both online", "10.3.0.1", "online", "10.3.0.2", "online")
 
 	// The first comes back: the identity's offline lease, its own again.

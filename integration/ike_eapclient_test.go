@@ -62,7 +62,8 @@ func charonGatewayDir(t *testing.T) (caFile, cert, dir string) {
 // TestIKEEAPClient: the real binary is the road warrior of a charon 5.9.8
 // gateway (a.test by its certificate, EAP-MSCHAPv2 for alice, a pool):
 // it checks charon's certificate, runs EAP-MSCHAPv2 as alice, gets
-// 10.3.0.7 and pings behind the gateway from it; charon lists alice as
+// 10.3.0.7, pings behind the gateway from it and sends a checksummed
+// TCP stream; charon lists alice as
 // the EAP identity. The DNS server and domain go before the lines of
 // resolve_file, ike list shows them, and they leave with the IKE SA. With a wrong password the IKE SA fails, counted, the
 // log naming alice and not the password.
@@ -89,6 +90,7 @@ func TestIKEEAPClient(t *testing.T) {
 		t.Errorf("ike list: local virtual IPs %v, local_ts %v; want 10.3.0.7", s.LocalVIPs, s.Children[0].LocalTS)
 	}
 	ping(t, p.a, innerB4, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
 	const ours = "nameserver 10.3.0.53 # by ipsecd\nsearch corp.example # by ipsecd\n"
 	if got, _ := os.ReadFile(resolv); string(got) != ours+theirs {
 		t.Errorf("resolve_file holds\n%s\nwant\n%s", got, ours+theirs)
