@@ -68,8 +68,9 @@ func radiusGatewayConn(local, cert, key, localTS, remoteTS string) string {
 // bytes and packets each way and cause User-Request. Then a wrong
 // password: Access-Reject, charon's IKE_AUTH fails with
 // AUTHENTICATION_FAILED, counted with reason radius_reject, and no SA
-// stays; the daemon's stop sends
-// Accounting-Off.
+// stays. Then EAP-TLS with FreeRADIUS's certificate for alice: the
+// address from RADIUS again, a ping, and a Start and Stop of its own
+// session in the detail file. The daemon's stop sends Accounting-Off.
 func TestIKECharonRADIUS(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
@@ -216,7 +217,21 @@ func TestIKECharonRADIUS(t *testing.T) {
 	if out, err := ch.Swanctl("--terminate", "--ike", "test", "--timeout", "10"); err != nil {
 		t.Fatalf("swanctl --terminate: %v\n%s", err, out)
 	}
-	waitDetail(t, fr, 5) // its Start and Stop
+	// Its Start and Stop, of their own session, with the address RADIUS
+	// gave and the ping's packets.
+	recs = waitDetail(t, fr, 5)
+	tlsBegin, tlsStop := recs[3], recs[4]
+	if tlsBegin["Acct-Status-Type"] != "Start" || tlsStop["Acct-Status-Type"] != "Stop" {
+		t.Fatalf("EAP-TLS: accounting records %v; want its Start and Stop", recs[3:])
+	}
+	for _, r := range []map[string]string{tlsBegin, tlsStop} {
+		if r["User-Name"] != "alice" || r["Framed-IP-Address"] != "10.3.0.200" || r["Acct-Session-Id"] != tlsBegin["Acct-Session-Id"] || r["Acct-Session-Id"] == begin["Acct-Session-Id"] {
+			t.Errorf("EAP-TLS: %s record: User-Name %q, Framed-IP-Address %q, Acct-Session-Id %q; want alice, 10.3.0.200, a session other than the first's", r["Acct-Status-Type"], r["User-Name"], r["Framed-IP-Address"], r["Acct-Session-Id"])
+		}
+	}
+	if n, _ := strconv.Atoi(tlsStop["Acct-Output-Packets"]); n < 2 || tlsStop["Acct-Terminate-Cause"] != "User-Request" {
+		t.Errorf("EAP-TLS: Stop: Acct-Output-Packets %q, Acct-Terminate-Cause %q; want the 2 pings at least and User-Request", tlsStop["Acct-Output-Packets"], tlsStop["Acct-Terminate-Cause"])
+	}
 
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
