@@ -99,15 +99,10 @@ func TestIKECharonEAPMD5DualStack(t *testing.T) {
 func TestIKEEAPMD5DualStackClient(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
-	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
 	p.b.mustRun(t, "ip", "addr", "add", innerB6+"/128", "dev", "lo")
-	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	caFile, cert, dir := charonGatewayDir(t)
-	ch := charontest.Start(t, p.b.name, "")
-	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-md5", EAPID: "alice"},
-		LocalTS: "203.0.113.0/24, 2001:db8:b::/64", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw, rw6", EAPSecret: "alice-md5-pw",
-		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n  }\n  rw6 {\n    addrs = fd00:3::7/128\n    dns = fd00:3::53\n  }\n}\n"}.String(), dir)
+	caFile, ch := startCharonEAPGateway(t, p, charontest.Conn{Remote: charontest.Peer{Auth: "eap-md5", EAPID: "alice"},
+		LocalTS: "203.0.113.0/24, 2001:db8:b::/64", Pools: "rw, rw6", EAPSecret: "alice-md5-pw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n  }\n  rw6 {\n    addrs = fd00:3::7/128\n    dns = fd00:3::53\n  }\n}\n"})
 
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	cfg := eapRoadWarrior(caFile, "alice-md5-pw", resolv)

@@ -59,6 +59,24 @@ func charonGatewayDir(t *testing.T) (caFile, cert, dir string) {
 	return caFile, cert, dir
 }
 
+// startCharonEAPGateway starts charon in p.b as the EAP gateway a.test
+// (by its certificate, at underlayB4) of a road warrior at underlayA4,
+// with conn's remote peer, local_ts, pools and secret; innerB4 is on
+// p.b's lo, behind it. It returns the CA file of the gateway's
+// certificate and charon.
+func startCharonEAPGateway(t *testing.T, p *pair, conn charontest.Conn) (string, *charontest.Charon) {
+	t.Helper()
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	caFile, cert, dir := charonGatewayDir(t)
+	ch := charontest.Start(t, p.b.name, "")
+	conn.LocalAddrs, conn.RemoteAddrs, conn.Proposals, conn.Encap = underlayB4, underlayA4, "aes256-sha256-x25519", true
+	conn.Local = charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}
+	conn.RemoteTS, conn.ESP = "dynamic", "aes128gcm16"
+	ch.LoadDir(conn.String(), dir)
+	return caFile, ch
+}
+
 // TestIKEEAPClient: the real binary is the road warrior of a charon 5.9.8
 // gateway (a.test by its certificate, EAP-MSCHAPv2 for alice, a pool):
 // it checks charon's certificate, runs EAP-MSCHAPv2 as alice, gets
@@ -70,14 +88,9 @@ func charonGatewayDir(t *testing.T) (caFile, cert, dir string) {
 func TestIKEEAPClient(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
-	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
-	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	caFile, cert, dir := charonGatewayDir(t)
-	ch := charontest.Start(t, p.b.name, "")
-	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},
-		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw", EAPSecret: "alice-mschapv2-pw",
-		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"}.String(), dir)
+	caFile, ch := startCharonEAPGateway(t, p, charontest.Conn{Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "alice"},
+		LocalTS: "203.0.113.0/24", Pools: "rw", EAPSecret: "alice-mschapv2-pw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"})
 
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	const theirs = "# the host's\nnameserver 192.0.2.53\n"
