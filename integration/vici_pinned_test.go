@@ -53,6 +53,9 @@ func TestViciLoadAllPinned(t *testing.T) {
 					t.Errorf("swanctl %v: ipsecd's\n%s\ncharon's (%v)\n%s", args, ours, err, theirs)
 				}
 			}
+			if conns := viciSwanctl(t, sock, "--list-conns"); !strings.Contains(conns, "certs: CN=a.test") || !strings.Contains(conns, "certs: CN=b.test") {
+				t.Errorf("swanctl --list-conns does not name our certificate and the pinned one by subject, as charon's:\n%s", conns)
+			}
 			all := viciSwanctl(t, sock, "--list-certs", "--utc", "--short")
 			if strings.Count(all, "subject:") != 3 || !strings.Contains(all, "has private key") {
 				t.Errorf("swanctl --list-certs --short (ipsecd: the CA, a.test with its key, b.test pinned):\n%s", all)

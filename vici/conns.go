@@ -1,11 +1,14 @@
 package vici
 
 import (
+	"crypto/x509"
 	"net/netip"
 	"strconv"
 	"strings"
 
 	"github.com/ipsecd/ipsecd/config"
+	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/ike/message"
 )
 
 // listConns streams one list-conn event per connection of the config
@@ -42,7 +45,11 @@ func connSection(c config.Connection) *Message {
 	if c.DPDDelay > 0 {
 		m.Set("dpd_delay", strconv.FormatInt(int64(c.DPDDelay.Seconds()), 10))
 	}
-	m.Set("local-1", authSection(c.Local, c.Local.Cert)).Set("remote-1", authSection(c.Remote, ""))
+	own := c.Local.Certs
+	if len(own) > 1 {
+		own = own[:1] // the rest is its chain, which charon does not list
+	}
+	m.Set("local-1", authSection(c.Local, own)).Set("remote-1", authSection(c.Remote, c.Remote.Certs))
 	children := NewMessage()
 	for _, ch := range c.Children {
 		mode := "TUNNEL"
@@ -78,15 +85,12 @@ func dpdAction(a config.DPDAction) string {
 }
 
 // authSection writes an endpoint's auth as list-conn's local-N and
-// remote-N sections: cert is the endpoint's certificate file, if any.
-func authSection(e config.Endpoint, cert string) *Message {
+// remote-N sections, as charon does: certs (ours, or the peer's pinned)
+// and cacerts by subject.
+func authSection(e config.Endpoint, certs []*x509.Certificate) *Message {
 	id := e.ID
 	if id == "" {
 		id = "%any"
-	}
-	certs := []string{}
-	if cert != "" {
-		certs = append(certs, cert)
 	}
 	m := NewMessage().Set("id", id).Set("class", authClass(string(e.Auth)))
 	if method, ok := strings.CutPrefix(string(e.Auth), "eap-"); ok {
@@ -95,7 +99,17 @@ func authSection(e config.Endpoint, cert string) *Message {
 			m.Set("eap_id", e.EAPID)
 		}
 	}
-	return m.Set("groups", []string{}).Set("cert_policy", []string{}).Set("certs", certs).Set("cacerts", nonNil(e.CACerts))
+	return m.Set("groups", []string{}).Set("cert_policy", []string{}).Set("certs", subjects(certs)).Set("cacerts", subjects(e.CACertList))
+}
+
+// subjects writes certificates as charon's list-conn does: by subject
+// DN, as strongSwan prints one.
+func subjects(cs []*x509.Certificate) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, ike.NewIdentity(message.IDDN, c.RawSubject).String())
+	}
+	return out
 }
 
 // authClass writes an auth method as charon's auth_class_names.

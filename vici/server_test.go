@@ -2,7 +2,13 @@ package vici_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -446,7 +452,7 @@ func TestListConnsAndPolicies(t *testing.T) {
 	f := &fakeIKE{conns: []config.Connection{{
 		Name: "gw", RemoteAddrs: []netip.Addr{netip.MustParseAddr("198.51.100.2")}, LocalAny: true, RekeyTime: 4 * time.Hour,
 		Local:  config.Endpoint{Auth: "psk", ID: "gw.example.net"},
-		Remote: config.Endpoint{Auth: "pubkey", ID: "peer.example.net", CACerts: []string{"ca.pem"}},
+		Remote: config.Endpoint{Auth: "pubkey", ID: "peer.example.net", CACerts: []string{"ca.pem"}, CACertList: []*x509.Certificate{listCA(t)}},
 		Children: []config.Child{{Name: "net", IfID: 7, LocalTS: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/24")},
 			RemoteTS: []netip.Prefix{netip.MustParsePrefix("10.2.0.0/24")}, RekeyTime: time.Hour, LifeTime: 66 * time.Minute,
 			StartAction: config.StartActionTrap, DPDAction: config.DPDActionClear}},
@@ -460,7 +466,7 @@ func TestListConnsAndPolicies(t *testing.T) {
 		"gw.unique=UNIQUE_NO gw.local-1.id=gw.example.net gw.local-1.class=pre-shared key gw.local-1.groups=[] " +
 		"gw.local-1.cert_policy=[] gw.local-1.certs=[] gw.local-1.cacerts=[] gw.remote-1.id=peer.example.net " +
 		"gw.remote-1.class=public key gw.remote-1.groups=[] gw.remote-1.cert_policy=[] gw.remote-1.certs=[] " +
-		"gw.remote-1.cacerts=[ca.pem] gw.children.net.mode=TUNNEL gw.children.net.rekey_time=3600 " +
+		"gw.remote-1.cacerts=[O=ipsecd, CN=list test CA] gw.children.net.mode=TUNNEL gw.children.net.rekey_time=3600 " +
 		"gw.children.net.rekey_bytes=0 gw.children.net.rekey_packets=0 gw.children.net.dpd_action=none " +
 		"gw.children.net.close_action=none gw.children.net.local-ts=[10.1.0.0/24] gw.children.net.remote-ts=[10.2.0.0/24] " +
 		"gw.children.net.if_id_in=7 gw.children.net.if_id_out=7"
@@ -495,14 +501,42 @@ func TestListSAsRoadWarrior(t *testing.T) {
 			t.Errorf("no %q in %s", want, got)
 		}
 	}
-	f := &fakeIKE{conns: []config.Connection{{Name: "rw", Local: config.Endpoint{Auth: "pubkey", ID: "vpn.example.net", Cert: "gw.pem"},
+	f := &fakeIKE{conns: []config.Connection{{Name: "rw", Local: config.Endpoint{Auth: "pubkey", ID: "vpn.example.net", Cert: "gw.pem",
+		Certs: []*x509.Certificate{selfSigned(t, listKey(t), false), listCA(t)}},
 		Remote: config.Endpoint{Auth: "eap-mschapv2", EAPID: "%any"}}}}
 	_, sess = serve(t, f, nil)
 	got = strings.Join(flat(streamed(t, sess, "list-conns", "list-conn", nil)[0], ""), " ")
-	for _, want := range []string{"rw.local-1.class=public key", "rw.local-1.certs=[gw.pem]",
+	for _, want := range []string{"rw.local-1.class=public key", "rw.local-1.certs=[CN=vici test]",
 		"rw.remote-1.id=%any rw.remote-1.class=EAP rw.remote-1.eap-type=EAP_MSCHAPV2 rw.remote-1.eap_id=%any"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in %s", want, got)
 		}
 	}
+}
+
+// listKey is a key for the certificates list-conns writes by subject.
+func listKey(t *testing.T) *ecdsa.PrivateKey {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// listCA is a CA whose subject has two attributes, which charon writes
+// in the certificate's order, separated by ", ".
+func listCA(t *testing.T) *x509.Certificate {
+	t.Helper()
+	key := listKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{Organization: []string{"ipsecd"}, CommonName: "list test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
