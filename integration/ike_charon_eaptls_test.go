@@ -25,42 +25,61 @@ func eapTLSGateway(cert, key, caFile, local, remote string) string {
 	return strings.Replace(cfg, "remote: {auth: eap-mschapv2}", "remote: {auth: "+remote+"}", 1)
 }
 
-// newCertRoadWarrior starts charon in ns (at addr, routed through the
-// gateway at underlayA4) with a connection "test" of local auth auth: for
-// eap-tls its certificate and key (in the swanctl directory's private/),
-// for eap-mschapv2 alice's password; remote auth remote (pubkey, or eap
-// for EAP-only) of the gateway a.test of caFile's CA. extra goes into
-// strongswan.conf's charon section.
-func newCertRoadWarrior(t *testing.T, ns *netns, addr, auth, remote, id, cert, key, caFile, extra string) *roadWarrior {
+// startCharon starts a charon in a namespace: charontest.Start (Debian
+// 12's 5.9.8) or charontest.StartSid (strongSwan 6.1 in the sid chroot).
+type startCharon func(t testing.TB, ns, extra string) *charontest.Charon
+
+// newCertRoadWarrior starts charon by start in ns (at addr, routed
+// through the gateway at underlayA4) with a connection "test" of local
+// auth auth: for eap-tls its certificate and key, for eap-mschapv2
+// alice's password; remote auth remote (pubkey, or eap for EAP-only) of
+// the gateway a.test of caFile's CA. extra goes into strongswan.conf's
+// charon section. The files are copied into charon's own swanctl
+// directory (x509/rw.pem, private/rw.key, x509ca/ca.pem), which a
+// chrooted charon sees too.
+func newCertRoadWarrior(t *testing.T, start startCharon, ns *netns, addr, auth, remote, id, cert, key, caFile, extra string) *roadWarrior {
 	t.Helper()
 	ns.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-	ch := charontest.Start(t, ns.name, extra)
-	local := charontest.Peer{Auth: auth, ID: id, Certs: cert}
-	conn := charontest.Conn{LocalAddrs: addr, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-		Local: local, Remote: charontest.Peer{Auth: remote, ID: "a.test", CACerts: caFile},
-		VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16"}
-	if auth == "eap-mschapv2" {
-		conn.Local = charontest.Peer{Auth: auth, ID: id, EAPID: "alice"}
-		conn.EAPSecret = "alice-mschapv2-pw"
-	}
-	dir := filepath.Join(t.TempDir(), "swanctl")
-	for _, sub := range []string{"x509ca", "private"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			t.Fatal(err)
-		}
+	ch := start(t, ns.name, extra)
+	dir := swanctlDir(t, ch)
+	local := charontest.Peer{Auth: auth, ID: id}
+	if cert != "" {
+		copyFile(t, cert, filepath.Join(dir, "x509", "rw.pem"))
+		local.Certs = "rw.pem"
 	}
 	if key != "" {
 		copyFile(t, key, filepath.Join(dir, "private", "rw.key"))
 	}
-	if remote == "eap" {
-		// remote cacerts would constrain the gateway's round to a
-		// certificate, which EAP-only does not use: the CA is trusted
-		// for the TLS server certificate from x509ca/ instead.
-		conn.Remote.CACerts = ""
-		copyFile(t, caFile, filepath.Join(dir, "x509ca", "ca.pem"))
+	// The CA verifies the gateway's certificate: named by remote
+	// cacerts for a certificate AUTH; for EAP-only, whose gateway sends
+	// none, trusted from x509ca/ alone (remote cacerts would demand a
+	// certificate AUTH).
+	copyFile(t, caFile, filepath.Join(dir, "x509ca", "ca.pem"))
+	gw := charontest.Peer{Auth: remote, ID: "a.test"}
+	if remote != "eap" {
+		gw.CACerts = "ca.pem"
+	}
+	conn := charontest.Conn{LocalAddrs: addr, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: local, Remote: gw, VIPs: "0.0.0.0", RemoteTS: "198.51.100.0/24", ESP: "aes128gcm16"}
+	if auth == "eap-mschapv2" {
+		conn.Local = charontest.Peer{Auth: auth, ID: id, EAPID: "alice"}
+		conn.EAPSecret = "alice-mschapv2-pw"
 	}
 	ch.LoadDir(conn.String(), dir)
 	return &roadWarrior{ns: ns, ch: ch, conn: conn, dir: dir}
+}
+
+// swanctlDir makes a swanctl directory (x509, x509ca, private) under
+// charon's own directory, the one a chrooted charon sees.
+func swanctlDir(t *testing.T, ch *charontest.Charon) string {
+	t.Helper()
+	dir := filepath.Join(ch.Dir, "swanctl")
+	for _, sub := range []string{"x509", "x509ca", "private"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // copyFile copies src to dst (0600).
@@ -108,13 +127,14 @@ func waitMetrics(t *testing.T, ns *netns, want ...string) {
 // refused with AUTHENTICATION_FAILED, counted, and logged by identity and
 // method. Not TLS 1.3: charon 5.9.8 with tls.version_max = 1.3 follows a
 // draft before RFC 9190 (it crashes on the success indication of §2.5 and
-// derives another MSK), so the ike/eap tests alone cover it.
+// derives another MSK); TestIKECharon61EAPTLS covers TLS 1.3 with
+// strongSwan 6.1, which follows the RFC.
 func TestIKECharonEAPTLS(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
 	dir := t.TempDir()
 	pki := writePKI(t, dir, "ipsecd RA test CA", false, pkiLeaf{"gw", "a.test"}, pkiLeaf{"carol", "carol.test"})
-	rw := newCertRoadWarrior(t, p.b, underlayB4, "eap-tls", "pubkey", "carol.test", pki["carol.pem"], pki["carol.key"], pki["ca.pem"], "")
+	rw := newCertRoadWarrior(t, charontest.Start, p.b, underlayB4, "eap-tls", "pubkey", "carol.test", pki["carol.pem"], pki["carol.key"], pki["ca.pem"], "")
 	d := startDaemon(t, p.a, eapTLSGateway(pki["gw.pem"], pki["gw.key"], pki["ca.pem"], "pubkey", "eap-tls"))
 
 	rw.up(t, d, "EAP-TLS", "carol.test", "10.3.0.1")
@@ -132,7 +152,8 @@ func TestIKECharonEAPTLS(t *testing.T) {
 
 	// mallory.test of another CA: refused.
 	other := writePKI(t, t.TempDir(), "another CA", false, pkiLeaf{"mallory", "mallory.test"})
-	rw.conn.Local.ID, rw.conn.Local.Certs = "mallory.test", other["mallory.pem"]
+	rw.conn.Local.ID = "mallory.test"
+	copyFile(t, other["mallory.pem"], filepath.Join(rw.dir, "x509", "rw.pem"))
 	copyFile(t, other["mallory.key"], filepath.Join(rw.dir, "private", "rw.key"))
 	rw.ch.LoadDir(rw.conn.String(), rw.dir)
 	from := rw.ch.LogSize()
@@ -161,7 +182,7 @@ func TestIKECharonEAPOnly(t *testing.T) {
 	charontest.Require(t)
 	p := newPair(t)
 	pki := writePKI(t, t.TempDir(), "ipsecd RA test CA", false, pkiLeaf{"gw", "a.test"}, pkiLeaf{"carol", "carol.test"})
-	rw := newCertRoadWarrior(t, p.b, underlayB4, "eap-tls", "eap", "carol.test", pki["carol.pem"], pki["carol.key"], pki["ca.pem"], "")
+	rw := newCertRoadWarrior(t, charontest.Start, p.b, underlayB4, "eap-tls", "eap", "carol.test", pki["carol.pem"], pki["carol.key"], pki["ca.pem"], "")
 	d := startDaemon(t, p.a, eapTLSGateway(pki["gw.pem"], pki["gw.key"], pki["ca.pem"], "eap", "eap-tls"))
 	rw.up(t, d, "EAP-only", "carol.test", "10.3.0.1")
 	ping(t, p.b, "198.51.100.1", 3)
@@ -197,38 +218,52 @@ func eapTLSRoadWarrior(t *testing.T, pki map[string]string, remote string) strin
 // TCP stream.
 func TestIKEEAPTLSClient(t *testing.T) {
 	charontest.Require(t)
-	for _, gw := range []struct{ local, remote string }{{"pubkey", "pubkey"}, {"eap", "eap"}} {
-		t.Run("gateway "+gw.local, func(t *testing.T) {
-			p := newPair(t)
-			p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
-			p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
-			pki := writePKI(t, t.TempDir(), "ipsecd RA test CA", false, pkiLeaf{"gw", "a.test"}, pkiLeaf{"carol", "carol.test"})
-			dir := filepath.Join(t.TempDir(), "swanctl")
-			for _, sub := range []string{"x509ca", "private"} {
-				if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-					t.Fatal(err)
-				}
-			}
-			copyFile(t, pki["gw.key"], filepath.Join(dir, "private", "gw.key"))
-			copyFile(t, pki["ca.pem"], filepath.Join(dir, "x509ca", "ca.pem"))
-			ch := charontest.Start(t, p.b.name, "")
-			ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
-				Local: charontest.Peer{Auth: gw.local, ID: "a.test", Certs: pki["gw.pem"]}, Remote: charontest.Peer{Auth: "eap-tls"},
-				LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
-				PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n  }\n}\n"}.String(), dir)
-
-			d := startDaemon(t, p.a, eapTLSRoadWarrior(t, pki, gw.remote))
-			s := d.waitIKE("the child of 10.3.0.7", anyChild)
-			if fmt.Sprint(s.LocalVIPs) != "[10.3.0.7]" || s.RemoteAuth != gw.remote {
-				t.Errorf("ike list: local virtual IPs %v, the gateway by %q; want 10.3.0.7 by %s", s.LocalVIPs, s.RemoteAuth, gw.remote)
-			}
-			ping(t, p.a, innerB4, 3)
-			tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
+	for _, gw := range []string{"pubkey", "eap"} {
+		t.Run("gateway "+gw, func(t *testing.T) {
+			ch, _ := eapTLSClient(t, charontest.Start, "", gw)
 			if log := ch.LogSince(0); !strings.Contains(log, "EAP method EAP_TLS succeeded, MSK established") || !strings.Contains(log, "authentication of 'carol.test' with EAP successful") {
 				t.Errorf("charon's log does not say EAP-TLS succeeded with an MSK and our AUTH verified")
 			}
 		})
 	}
+}
+
+// eapTLSClient starts a charon gateway by start (extra in its
+// strongswan.conf) of remote auth eap-tls and local auth gwAuth (pubkey,
+// or eap for EAP-only) in B, and the real binary in A as its EAP-TLS
+// road warrior carol.test (remote auth gwAuth too); it waits for the
+// child of 10.3.0.7, checks ike list, pings behind the gateway and sends
+// a checksummed 1 MiB TCP stream there.
+func eapTLSClient(t *testing.T, start startCharon, extra, gwAuth string) (*charontest.Charon, *daemon) {
+	t.Helper()
+	p, ch, d := startEAPTLSClient(t, start, extra, gwAuth)
+	s := d.waitIKE("the child of 10.3.0.7", anyChild)
+	if fmt.Sprint(s.LocalVIPs) != "[10.3.0.7]" || s.RemoteAuth != gwAuth {
+		t.Errorf("ike list: local virtual IPs %v, the gateway by %q; want 10.3.0.7 by %s", s.LocalVIPs, s.RemoteAuth, gwAuth)
+	}
+	ping(t, p.a, innerB4, 3)
+	tcpTransfer(t, p.a, p.b, innerB4, 1<<20)
+	return ch, d
+}
+
+// startEAPTLSClient starts eapTLSClient's gateway and road warrior; the
+// road warrior initiates at once.
+func startEAPTLSClient(t *testing.T, start startCharon, extra, gwAuth string) (*pair, *charontest.Charon, *daemon) {
+	t.Helper()
+	p := newPair(t)
+	p.b.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	p.b.mustRun(t, "ip", "route", "add", "default", "via", underlayA4)
+	pki := writePKI(t, t.TempDir(), "ipsecd RA test CA", false, pkiLeaf{"gw", "a.test"}, pkiLeaf{"carol", "carol.test"})
+	ch := start(t, p.b.name, extra)
+	dir := swanctlDir(t, ch)
+	copyFile(t, pki["gw.pem"], filepath.Join(dir, "x509", "gw.pem"))
+	copyFile(t, pki["gw.key"], filepath.Join(dir, "private", "gw.key"))
+	copyFile(t, pki["ca.pem"], filepath.Join(dir, "x509ca", "ca.pem"))
+	ch.LoadDir(charontest.Conn{LocalAddrs: underlayB4, RemoteAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: gwAuth, ID: "a.test", Certs: "gw.pem"}, Remote: charontest.Peer{Auth: "eap-tls"},
+		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.7/32\n  }\n}\n"}.String(), dir)
+	return p, ch, startDaemon(t, p.a, eapTLSRoadWarrior(t, pki, gwAuth))
 }
 
 // TestIKEEAPOnlyMSCHAPv2Client: the real binary as an EAP-MSCHAPv2 road
