@@ -36,7 +36,10 @@
 //     PRF(master, "client EAP encryption", randoms), 64 bytes, computed
 //     here (tls12msk.go) from crypto/tls's key log and the ServerHello,
 //     since crypto/tls exports nothing from a TLS 1.2 peer without the
-//     Extended Master Secret, such as strongSwan 5.9.8. The IKE engine
+//     Extended Master Secret, such as strongSwan 5.9.8. strongSwan 6.1
+//     derives the same MSKs and sends and demands the same success
+//     indication, in both roles (integration's TestIKECharon61EAPTLS).
+//     The IKE engine
 //     may hold both certificates to its own identity rule
 //     (TLSServerConfig.VerifyPeer, TLSClientConfig.VerifyServer).
 //
