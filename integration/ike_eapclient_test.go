@@ -154,3 +154,85 @@ func TestIKEEAPClient(t *testing.T) {
 		t.Errorf("ipsecd's log does not name alice and the method, or names the password:\n%s", log)
 	}
 }
+
+// TestIKEEAPClientsLeases: two real binaries, in B and C, are EAP-MSCHAPv2
+// road warriors (alice and bob) of one charon 5.9.8 gateway in A (a.test
+// by its certificate, the pool 10.3.0.0/24 with a DNS server): up at
+// once, each has an address of its own with the DNS server and pings
+// 203.0.113.1 behind the gateway from it, alice also sending a
+// checksummed TCP stream; bob reconnects after alice left and gets his
+// own address again, not the next free one, and pings from it. (The ping
+// failed before RemoveDynamicAddress put the interface's routes back:
+// removing bob's virtual IP, his interface's only IPv4 address, made
+// Linux flush its configured route to 203.0.113.0/24, and "No route to
+// host" after the reconnect.)
+func TestIKEEAPClientsLeases(t *testing.T) {
+	charontest.Require(t)
+	p := newPair(t)
+	c := thirdOnBridge(t, p)
+	p.a.mustRun(t, "ip", "addr", "add", innerB4+"/32", "dev", "lo")
+	// kernel-libipsec routes each client's virtual IP into its TUN and
+	// needs a route towards the clients to do it.
+	p.a.mustRun(t, "ip", "route", "add", "default", "via", underlayB4)
+	caFile, cert, dir := charonGatewayDir(t)
+	ch := charontest.Start(t, p.a.name, "")
+	ch.LoadDir(charontest.Conn{LocalAddrs: underlayA4, Proposals: "aes256-sha256-x25519", Encap: true,
+		Local: charontest.Peer{Auth: "pubkey", ID: "a.test", Certs: cert}, Remote: charontest.Peer{Auth: "eap-mschapv2", EAPID: "%any"},
+		LocalTS: "203.0.113.0/24", RemoteTS: "dynamic", ESP: "aes128gcm16", Pools: "rw",
+		PoolsConf: "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n  }\n}\n"}.String()+
+		"secrets {\n  eap-alice {\n    id = alice\n    secret = alice-mschapv2-pw\n  }\n  eap-bob {\n    id = bob\n    secret = bob-mschapv2-pw\n  }\n}\n", dir)
+
+	// client is eapRoadWarrior at addr as user, towards the gateway in A.
+	client := func(ns *netns, addr, user string) *daemon {
+		cfg := eapRoadWarrior(caFile, user+"-mschapv2-pw", t.TempDir()+"/resolv.conf")
+		for _, r := range [][2]string{
+			{"local_addrs: [" + underlayA4 + "]", "local_addrs: [" + addr + "]"},
+			{"remote_addrs: [" + underlayB4 + "]", "remote_addrs: [" + underlayA4 + "]"},
+			{"id: roadwarrior.test, eap_id: alice}", "id: " + user + ".test, eap_id: " + user + "}"},
+			{"ids: [alice]", "ids: [" + user + "]"},
+		} {
+			if !strings.Contains(cfg, r[0]) {
+				t.Fatalf("eapRoadWarrior lacks %s", r[0])
+			}
+			cfg = strings.Replace(cfg, r[0], r[1], 1)
+		}
+		return startDaemon(t, ns, cfg)
+	}
+	// up waits for d's child and checks its virtual IP and DNS server.
+	up := func(d *daemon, what, vip string) {
+		t.Helper()
+		s := d.waitIKE(what, anyChild)
+		if fmt.Sprint(s.LocalVIPs, s.DNS) != "["+vip+"] [10.3.0.53]" {
+			t.Fatalf("%s: ike list: virtual IPs %v, DNS %v; want %s and 10.3.0.53", what, s.LocalVIPs, s.DNS, vip)
+		}
+	}
+	alice := client(p.b, underlayB4, "alice")
+	up(alice, "alice", "10.3.0.1")
+	bob := client(c, "192.0.2.3", "bob")
+	up(bob, "bob", "10.3.0.2")
+	ping(t, p.b, innerB4, 2)
+	ping(t, c, innerB4, 2)
+	tcpTransfer(t, p.b, p.a, innerB4, 1<<20)
+	if list, _ := ch.Swanctl("--list-sas", "--raw"); !strings.Contains(list, "remote-eap-id=alice") || !strings.Contains(list, "remote-eap-id=bob") {
+		t.Errorf("charon does not list both EAP identities:\n%s", list)
+	}
+
+	// gone waits until d lists no IKE SA.
+	gone := func(d *daemon, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(d.ikeList()) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the IKE SA is still listed after 10 s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	alice.mustCtl(t, "ike", "terminate", "--ike", "office")
+	gone(alice, "alice, terminated")
+	bob.mustCtl(t, "ike", "terminate", "--ike", "office")
+	gone(bob, "bob, terminated")
+	bob.mustCtl(t, "ike", "initiate", "--ike", "office")
+	up(bob, "bob, back", "10.3.0.2")
+	ping(t, c, innerB4, 2)
+}

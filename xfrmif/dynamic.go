@@ -1,6 +1,7 @@
 package xfrmif
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -18,7 +19,33 @@ func (ifc *Interface) AddDynamicAddress(p netip.Prefix) (added bool, err error) 
 // RemoveDynamicAddress takes p, which AddDynamicAddress added, off the
 // interface; an address the config holds (since a reload) stays.
 func (ifc *Interface) RemoveDynamicAddress(p netip.Prefix) error {
-	return ifc.removeDynamic(p, "removing", func(c *Config) []netip.Prefix { return c.Addresses }, ifc.link.RemoveAddress)
+	err := ifc.removeDynamic(p, "removing", func(c *Config) []netip.Prefix { return c.Addresses }, ifc.link.RemoveAddress)
+	if err != nil || !p.Addr().Unmap().Is4() {
+		return err
+	}
+	// Removing a device's last IPv4 address makes Linux flush every IPv4
+	// route through it (fib_disable_ip), the config's too: a road
+	// warrior whose interface has no address but its virtual IP lost
+	// them when its IKE SA went, and they stayed lost when it came back.
+	// Put them back, as Reconfigure does; AddRoute replaces, so a route
+	// still there is left as it is.
+	return ifc.reapplyIPv4Routes()
+}
+
+// reapplyIPv4Routes adds the config's IPv4 routes again.
+func (ifc *Interface) reapplyIPv4Routes() error {
+	ifc.mu.Lock()
+	defer ifc.mu.Unlock()
+	if ifc.closed.Load() {
+		return nil
+	}
+	var errs []error
+	for _, r := range ifc.cfg.Routes {
+		if r.Addr().Unmap().Is4() {
+			errs = append(errs, ifc.link.AddRoute(r))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // AddDynamicRoute routes p into the interface beside its config's
