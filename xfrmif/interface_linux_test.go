@@ -295,6 +295,35 @@ func TestReconfigureAddressKeepsRoutes(t *testing.T) {
 	}
 }
 
+// TestDynamicAddressKeepsRoutes: a road warrior's interface with no
+// address of its own takes a virtual IP and gives it back; that was its
+// last IPv4 address, and Linux flushed the config's route with it, so
+// RemoveDynamicAddress must put the route back for the next virtual IP.
+func TestDynamicAddressKeepsRoutes(t *testing.T) {
+	ns := netnstest.New(t, "xfrmif")
+	cfg := Config{Name: "ipsec1", IfID: 1, MTU: 1400, Routes: prefixes("198.51.100.0/24")}
+	var ifc *Interface
+	err := ns.Do(func() (err error) { ifc, err = Create(cfg); return err })
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		vip := netip.MustParsePrefix("10.3.0.7/32")
+		if _, err := ifc.AddDynamicAddress(vip); err != nil {
+			t.Fatal(err)
+		}
+		if err := ifc.RemoveDynamicAddress(vip); err != nil {
+			t.Fatal(err)
+		}
+		if out := ns.IP(t, "-4", "route", "show", "dev", "ipsec1"); !strings.Contains(out, "198.51.100.0/24") {
+			t.Fatalf("round %d: the config's route is gone with the virtual IP:\n%s", round, out)
+		}
+	}
+}
+
 // TestSyncGuardedOrder checks the order SyncGuarded promises, on which
 // both the fail-closed guards and start-up time rest: when guard runs,
 // every new device exists, is up and has its MTU and transmit queue
