@@ -262,6 +262,20 @@ func TestSyncTUN(t *testing.T) {
 	}
 }
 
+// createIn creates the interface of cfg in ns, closed when the test ends.
+func createIn(t *testing.T, ns *netnstest.NS, cfg Config) *Interface {
+	t.Helper()
+	var ifc *Interface
+	err := ns.Do(func() (err error) { ifc, err = Create(cfg); return err })
+	if ifc != nil {
+		t.Cleanup(func() { ifc.Close() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ifc
+}
+
 // TestReconfigureAddressKeepsRoutes replaces an interface's only IPv4
 // address: Linux flushes every IPv4 route through a device when its last
 // IPv4 address goes, so Reconfigure must put the kept routes back.
@@ -272,14 +286,7 @@ func TestReconfigureAddressKeepsRoutes(t *testing.T) {
 		Addresses: prefixes("192.0.2.1/24", "2001:db8:1::1/64"),
 		Routes:    prefixes("198.51.100.0/24", "2001:db8:2::/64"),
 	}
-	var ifc *Interface
-	err := ns.Do(func() (err error) { ifc, err = Create(cfg); return err })
-	if ifc != nil {
-		t.Cleanup(func() { ifc.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifc := createIn(t, ns, cfg)
 	cfg.Addresses = prefixes("192.0.2.7/24", "2001:db8:1::1/64")
 	if err := ifc.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
@@ -302,14 +309,7 @@ func TestReconfigureAddressKeepsRoutes(t *testing.T) {
 func TestDynamicAddressKeepsRoutes(t *testing.T) {
 	ns := netnstest.New(t, "xfrmif")
 	cfg := Config{Name: "ipsec1", IfID: 1, MTU: 1400, Routes: prefixes("198.51.100.0/24")}
-	var ifc *Interface
-	err := ns.Do(func() (err error) { ifc, err = Create(cfg); return err })
-	if ifc != nil {
-		t.Cleanup(func() { ifc.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	ifc := createIn(t, ns, cfg)
 	for round := range 2 {
 		vip := netip.MustParsePrefix("10.3.0.7/32")
 		if _, err := ifc.AddDynamicAddress(vip); err != nil {
