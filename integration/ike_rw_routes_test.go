@@ -129,7 +129,7 @@ func (n *rwRoutesNet) ours(t *testing.T) string {
 // that prefix is routed into ipsec1 from the virtual IP 10.3.0.7,
 // guarded, and pings to the host there go through ESP, while traffic to
 // the gateway itself stays outside; when the IKE SA ends the route and
-// its guard go.
+// its guard go, and a reconnect brings them back.
 func TestRoadWarriorSplitTunnel(t *testing.T) {
 	charontest.Require(t)
 	n, caFile := newRWRoutesNet(t, "203.0.113.0/24")
@@ -159,6 +159,20 @@ func TestRoadWarriorSplitTunnel(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after the terminate A still routes 203.0.113.0/24:\n%s", out)
 		}
+	}
+
+	// A reconnect: the route and its guard come back, and the pings go
+	// through ESP again.
+	d.mustCtl(t, "ike", "initiate", "--ike", "office")
+	d.waitIKE("the child of 10.3.0.7 again", anyChild)
+	mustHave(t, "ip route show dev ipsec1 after the reconnect", n.a.mustRun(t, "ip", "route", "show", "dev", "ipsec1"), []string{"203.0.113.0/24 proto static scope link src 10.3.0.7"}, nil)
+	before = childPackets(t, d)
+	ping(t, n.a, internetHost4, 2)
+	if got := childPackets(t, d) - before; got < 2 {
+		t.Errorf("after the reconnect the child carried %d packets of the pings, want 2 or more", got)
+	}
+	if strings.Contains(d.log.String(), "removing the child's route") {
+		t.Errorf("the daemon warned removing a route")
 	}
 }
 
