@@ -108,8 +108,8 @@ type Connection struct {
 	Encap       bool          // force ESP in UDP (swanctl's encap = yes)
 	DPDDelay    time.Duration // 0: no liveness checks
 	RekeyTime   time.Duration // of the IKE SA
-	// Unique is swanctl's unique: what a peer's INITIAL_CONTACT does
-	// to the other IKE SAs of its identity.
+	// Unique is swanctl's unique: what a peer's new IKE SA does to the
+	// other IKE SAs of its identity.
 	Unique        Unique
 	Local, Remote Endpoint
 	Children      []Child
@@ -190,8 +190,11 @@ type Child struct {
 	Line         int
 }
 
-// Unique is a connection's unique (swanctl's uniqueness policy), as far
-// as ipsecd has it: keep and replace are not there yet.
+// Unique is a connection's unique (swanctl's uniqueness policy): what
+// happens to the other IKE SAs of a peer's identity when it
+// authenticates. The identity is its EAP identity with EAP, else its IKE
+// identity, towards the same local identity, over the same address
+// family, on the same connection.
 type Unique string
 
 // The values of unique.
@@ -204,6 +207,14 @@ const (
 	// UniqueNever: INITIAL_CONTACT is neither acted on nor sent, so
 	// that clients sharing an identity (one group PSK) all stay up.
 	UniqueNever Unique = "never"
+	// UniqueKeep: a new IKE SA of an identity that holds one is refused
+	// with AUTHENTICATION_FAILED, unless it carries INITIAL_CONTACT
+	// (which drops the old one, as with no).
+	UniqueKeep Unique = "keep"
+	// UniqueReplace: a new IKE SA of an identity that holds one
+	// replaces it: the old one is deleted (with a Delete to its peer,
+	// none after INITIAL_CONTACT) and its virtual IPs go to the new one.
+	UniqueReplace Unique = "replace"
 )
 
 // StartAction is a child's start_action (swanctl's): what the daemon

@@ -197,11 +197,7 @@ func (d *decoder) connections(n *yaml.Node, ic *IKEConfig, ifaces map[uint32]boo
 			cn.RekeyTime, _ = d.duration(v, join(f, "rekey_time"))
 		}
 		if v := m["unique"]; v != nil {
-			if v.Value == "keep" || v.Value == "replace" {
-				d.errorf(v, join(f, "unique"), "%s is not supported yet; no (the default: a peer's INITIAL_CONTACT drops the other IKE SAs of its identity) or never (clients sharing an identity all stay up)", v.Value)
-			} else {
-				cn.Unique, _ = oneOfTyped(d, v, join(f, "unique"), UniqueNo, UniqueNever)
-			}
+			cn.Unique, _ = oneOfTyped(d, v, join(f, "unique"), UniqueNo, UniqueNever, UniqueKeep, UniqueReplace)
 		}
 		for _, side := range []struct {
 			key   string

@@ -119,14 +119,17 @@ func TestIKEParseGood(t *testing.T) {
 	}
 }
 
-// TestIKEUnique: unique: never is kept; the default is no.
+// TestIKEUnique: unique: never, keep and replace are kept; the default
+// is no.
 func TestIKEUnique(t *testing.T) {
-	c, err := Load(writeConfig(t, ikeEdit(t, "encap: true", "encap: true\n    unique: never")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u := c.Connections[0].Unique; u != UniqueNever {
-		t.Errorf("unique %q; want never", u)
+	for _, want := range []Unique{UniqueNever, UniqueKeep, UniqueReplace} {
+		c, err := Load(writeConfig(t, ikeEdit(t, "encap: true", "encap: true\n    unique: "+string(want))))
+		if err != nil {
+			t.Fatalf("unique %s: %v", want, err)
+		}
+		if u := c.Connections[0].Unique; u != want {
+			t.Errorf("unique %q; want %s", u, want)
+		}
 	}
 }
 
@@ -181,8 +184,7 @@ func TestIKEErrors(t *testing.T) {
 		{"more ts than a TS payload holds", "remote_ts: [10.20.0.0/24]", "remote_ts: [" + strings.Join(tooMany, ", ") + "]",
 			"25: connections[0].children[0].remote_ts: 256 prefixes; at most 255, what a TS payload carries"},
 		{"unknown connection key", "encap: true", "encapp: true", "15: connections[0].encapp: unknown field; did you mean encap?"},
-		{"unique keep", "encap: true", "unique: keep", "15: connections[0].unique: keep is not supported yet; no (the default: a peer's INITIAL_CONTACT drops the other IKE SAs of its identity) or never (clients sharing an identity all stay up)"},
-		{"unique bad", "encap: true", "unique: yes", `15: connections[0].unique: want no or never, got "yes"`},
+		{"unique bad", "encap: true", "unique: yes", `15: connections[0].unique: want no, never, keep or replace, got "yes"`},
 		{"unknown child key", "mode: tunnel", "mod: tunnel", "23: connections[0].children[0].mod: unknown field; did you mean mode?"},
 		{"unknown ike key", "port: 500", "prot: 500", "5: ike.prot: unknown field; did you mean port?"},
 		{"unknown endpoint key", "{auth: psk, id: a.example.net}", "{auth: psk, id: a.example.net, certs: x}", "18: connections[0].local.certs: unknown field; did you mean cert?"},

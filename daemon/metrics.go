@@ -78,6 +78,9 @@ var (
 	descIKEEAPFailures = prometheus.NewDesc("ipsecd_ike_eap_failures_total",
 		"EAP logins that failed, by reason: unknown_user, wrong_password, method_refused, tls (the gateway's own check), rejected (ours, as a client, refused by the gateway), radius_reject (an Access-Reject), radius_timeout (no RADIUS server answered), radius_bad_authenticator (RADIUS answers failed their authenticators: a wrong shared secret), radius_malformed, protocol (the client's EAP broke the method), other.",
 		[]string{"reason"}, nil)
+	descIKEUnique = prometheus.NewDesc("ipsecd_ike_unique_total",
+		"A connection's unique at work, by action: refused (a new IKE SA whose identity held one, unique: keep), replaced (an old IKE SA a new one of its identity replaced, unique: replace).",
+		[]string{"action"}, nil)
 	descPoolAddresses = prometheus.NewDesc("ipsecd_pool_addresses",
 		"Addresses of a virtual IP pool by state: online (leased to a client that is connected), offline (kept for a client that left, until the pool needs it), free (never handed out, or free again).",
 		[]string{"pool", "state"}, nil)
@@ -179,7 +182,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descInterfacePackets, descInterfaceBytes, descInterfaceErrors, descInterfaceDrops, descQueuePackets,
 		descBuildInfo,
 		descIKESAs, descIKEChildSAs, descIKEExchanges, descIKERetransmissions, descIKEAuthFailures, descIKEDropped,
-		descIKEEAP, descIKEEAPFailures, descPoolAddresses, descRADIUS,
+		descIKEEAP, descIKEEAPFailures, descIKEUnique, descPoolAddresses, descRADIUS,
 	} {
 		ch <- d
 	}
@@ -250,6 +253,8 @@ func collectIKE(ch chan<- prometheus.Metric, sas []control.IKESAInfo, ctr ikenod
 	for reason, v := range ctr.EAPFailures {
 		emit(ch, descIKEEAPFailures, prometheus.CounterValue, v, reason)
 	}
+	emit(ch, descIKEUnique, prometheus.CounterValue, ctr.UniqueRefused, "refused")
+	emit(ch, descIKEUnique, prometheus.CounterValue, ctr.UniqueReplaced, "replaced")
 }
 
 // collectSA reads one snapshot of s's counters for all of its metrics.

@@ -189,11 +189,17 @@ func (s *SA) responderAuth(ps []message.Payload) ([]message.Payload, error) {
 // up, the peer's INITIAL_CONTACT reported, its CFG_REQUEST answered
 // (cp.go) and its first child accepted, appended to reply.
 func (s *SA) establish(ps, reply []message.Payload, identity string) ([]message.Payload, error) {
+	_, contact := notifyOf(ps, message.InitialContact)
+	if s.cfg.Admit != nil && !s.cfg.Admit(s, contact) {
+		err := fmt.Errorf("%w: %w", ErrAuthFailed, ErrDuplicate)
+		s.fail(err)
+		return []message.Payload{notify(message.AuthenticationFailed, nil)}, err
+	}
 	s.state = StateEstablished
 	s.events = append(s.events, Event{Kind: EventIKEUp})
 	// Only an authenticated request may have the daemon delete SAs. In
 	// a response it is ignored, as charon does.
-	if _, ok := notifyOf(ps, message.InitialContact); ok {
+	if contact {
 		s.events = append(s.events, Event{Kind: EventInitialContact, Peer: s.peerID})
 	}
 	cp, err := s.answerCP(ps, identity)

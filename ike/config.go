@@ -98,6 +98,16 @@ type Config struct {
 	// INITIAL_CONTACT is reported as EventInitialContact whatever this
 	// says.
 	HasContact func(local, remote Identity) bool
+	// Admit, when set, is asked by a responder once the peer
+	// authenticated, before its IKE_AUTH answer establishes the SA
+	// (after the last EAP round with EAP): false refuses the SA with
+	// AUTHENTICATION_FAILED alone (ErrDuplicate), as strongSwan's
+	// unique = keep refuses a second IKE SA of one identity.
+	// initialContact says whether the request carried INITIAL_CONTACT.
+	// The daemon may end its other SAs here (unique = replace), so that
+	// their leases are free for this SA's configuration payload, which
+	// is answered after the call.
+	Admit func(sa *SA, initialContact bool) bool
 	// EAPSecret returns the secret of an EAP identity (a user's
 	// password), false for one it does not know: what a RemoteAuth of
 	// EAP checks the peer against. The engine reads the bytes during

@@ -148,6 +148,12 @@ func (s *SA) vipSelectors() []message.Selector {
 	return out
 }
 
+// ReleaseLeases gives the SA's leases back before it ends, once: the
+// daemon calls it when it replaced the SA (unique = replace) and
+// removed its children, so that the peer's new SA gets the same
+// addresses. VirtualIPs still lists them.
+func (s *SA) ReleaseLeases() { s.releaseLeases() }
+
 // releaseLeases gives the SA's leases back (it ended), once; VirtualIPs
 // still lists them, for the events that say it ended.
 func (s *SA) releaseLeases() {

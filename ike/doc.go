@@ -62,7 +62,11 @@
 // IKE_AUTH (§2.4), reported as EventInitialContact: the daemon deletes
 // its other IKE SAs of the same connection with that peer. We send it
 // when Config.HasContact says the daemon holds no other IKE SA with the
-// peer. The package does not install anything itself.
+// peer. Before a responder's IKE_AUTH answer establishes an SA,
+// Config.Admit may refuse it with AUTHENTICATION_FAILED (ErrDuplicate:
+// the daemon's unique = keep) or end the user's other SAs so that their
+// virtual IPs go to this one (unique = replace). The package does not
+// install anything itself.
 //
 // Remote access: EAP in IKE_AUTH (§2.16) as the gateway (eap.go, and
 // eaprelay.go for RADIUS) and as the client (eap_client.go), with

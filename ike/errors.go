@@ -17,6 +17,10 @@ var (
 	ErrProtocol          = errors.New("ike: peer violated the protocol")
 	ErrChildFailed       = errors.New("ike: IKE SA up, CHILD_SA refused")
 	ErrUnsupportedChange = errors.New("ike: exchange not supported yet")
+	// ErrDuplicate (wrapped with ErrAuthFailed) ends a responder's SA
+	// that Config.Admit refused: its peer's identity holds another IKE
+	// SA that stays (unique = keep).
+	ErrDuplicate = errors.New("ike: the identity holds an IKE SA already (unique: keep)")
 )
 
 func dropped(format string, args ...any) error {

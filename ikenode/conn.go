@@ -130,6 +130,7 @@ func (m *Daemon) connsFrom(ic *config.IKEConfig, only map[string]bool) []*conn {
 			// we always hold one.
 			ec.HasContact = func(ike.Identity, ike.Identity) bool { return true }
 		}
+		ec.Admit = m.admit // unique: keep and replace (unique.go)
 		ec.VirtualIPs = m.vipsFor(&cn)
 		if cn.Remote.Auth == ike.AuthEAPRADIUS {
 			if m.cfg.RADIUS == nil {

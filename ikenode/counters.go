@@ -32,6 +32,7 @@ type counters struct {
 	blocked, halfOpenFull                  atomic.Uint64
 	queueDrops, sendErrors, sent           atomic.Uint64
 	childrenInstalled, childrenRemoved     atomic.Uint64
+	uniqueRefused, uniqueReplaced          atomic.Uint64
 	// eap counts EAP logins of road warriors by method (eapMethods) and
 	// outcome: [0] succeeded, [1] failed.
 	eap [len(eapMethods)][2]atomic.Uint64
@@ -116,6 +117,10 @@ type Counters struct {
 	QueueDrops, Sent, SendErrors uint64
 	// ChildrenInstalled and ChildrenRemoved count CHILD_SA pairs.
 	ChildrenInstalled, ChildrenRemoved uint64
+	// UniqueRefused counts new IKE SAs refused because their identity
+	// held one (unique: keep); UniqueReplaced the old IKE SAs a new one
+	// of their identity replaced (unique: replace).
+	UniqueRefused, UniqueReplaced uint64
 	// EAP counts road warriors' EAP logins by method ("EAP-MSCHAPv2",
 	// "EAP-MD5", "EAP-TLS") and outcome: [0] succeeded, [1] failed (a
 	// wrong password, an unknown user, a method refused, an
@@ -136,6 +141,7 @@ func (m *Daemon) Counters() Counters {
 		Blocked: c.blocked.Load(), HalfOpenFull: c.halfOpenFull.Load(),
 		QueueDrops: c.queueDrops.Load(), Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(),
 		ChildrenInstalled: c.childrenInstalled.Load(), ChildrenRemoved: c.childrenRemoved.Load(),
+		UniqueRefused: c.uniqueRefused.Load(), UniqueReplaced: c.uniqueReplaced.Load(),
 	}
 	out.EAP = map[string][2]uint64{}
 	for i, m := range eapMethods {

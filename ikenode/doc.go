@@ -19,7 +19,9 @@
 // the daemon hold is bounded (limits.go): half-open responder SAs from
 // one address (ike.block_threshold) and in all (ike.init_limit_half_open)
 // before they authenticate, the IKE SAs of one connection with one peer
-// identity (ike.max_ike_sas_per_peer) after.
+// identity (ike.max_ike_sas_per_peer) after. A connection's unique keep
+// and replace act as a peer authenticates (unique.go), INITIAL_CONTACT
+// when its SA is up (contact.go).
 //
 // A connection has several children (swanctl's), all under its one IKE
 // SA: the first in IKE_AUTH, each other by its own CREATE_CHILD_SA, queued

@@ -34,6 +34,7 @@ const (
 	ReasonTimeout        = "timeout"         // the peer stopped answering (DPD or retransmissions)
 	ReasonInitialContact = "initial contact" // the peer restarted: it sent INITIAL_CONTACT on a new IKE SA
 	ReasonLimit          = "limit"           // more IKE SAs with the peer than ike.max_ike_sas_per_peer
+	ReasonReplaced       = "replaced"        // a new IKE SA of its identity replaced it (unique: replace)
 	ReasonSessionTimeout = "session timeout" // RADIUS's Session-Timeout passed
 	ReasonIdleTimeout    = "idle timeout"    // no traffic for RADIUS's Idle-Timeout
 	ReasonAuthFailed     = "authentication failed"

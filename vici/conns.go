@@ -27,13 +27,13 @@ func listConns(r *request) *Message {
 }
 
 // connSection writes a connection as charon 5.9's list-conn does, key
-// for key (reauth_time 0: ipsecd does not reauthenticate; unique no or
-// never, the policies ipsecd has), with if_id_in and if_id_out where a
-// child has an if_id.
+// for key (reauth_time 0: ipsecd does not reauthenticate; unique as
+// charon names its policies, UNIQUE_NO to UNIQUE_REPLACE), with if_id_in
+// and if_id_out where a child has an if_id.
 func connSection(c config.Connection) *Message {
-	unique := "UNIQUE_NO"
-	if c.Unique == config.UniqueNever {
-		unique = "UNIQUE_NEVER"
+	unique := "UNIQUE_" + strings.ToUpper(string(c.Unique))
+	if c.Unique == "" {
+		unique = "UNIQUE_NO"
 	}
 	m := NewMessage().
 		Set("local_addrs", addrs(c.LocalAddrs, c.LocalAny)).

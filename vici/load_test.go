@@ -100,7 +100,9 @@ func swanctlConn(t *testing.T, edit func(conn, child *govici.Message)) *govici.M
 
 // TestLoadConnUnique: unique = never reaches the config file's unique
 // (clients sharing an identity all stay up); no, charon's default, is
-// left out; keep is refused by the config, naming it.
+// left out; keep and replace are taken (TestConnSectionUnique: listed as
+// charon lists them);
+// another value is refused by the config, naming the choices.
 func TestLoadConnUnique(t *testing.T) {
 	f := &fakeLoader{}
 	_, sess := serve(t, f, nil)
@@ -119,8 +121,17 @@ func TestLoadConnUnique(t *testing.T) {
 	if u := cfg.Connections[0].Unique; u != config.UniqueNever {
 		t.Errorf("unique %q; want never", u)
 	}
-	if _, err := config.Parse("vici", []byte(strings.Replace(doc, `unique: "never"`, `unique: "keep"`, 1))); err == nil || !strings.Contains(err.Error(), "keep is not supported yet") {
-		t.Errorf("unique keep: %v; want refused by name", err)
+	for _, u := range []config.Unique{config.UniqueKeep, config.UniqueReplace} {
+		cfg, err := config.Parse("vici", []byte(strings.Replace(doc, `unique: "never"`, `unique: "`+string(u)+`"`, 1)))
+		if err != nil {
+			t.Fatalf("unique %s: %v", u, err)
+		}
+		if got := cfg.Connections[0].Unique; got != u {
+			t.Errorf("unique %q; want %s", got, u)
+		}
+	}
+	if _, err := config.Parse("vici", []byte(strings.Replace(doc, `unique: "never"`, `unique: "yes"`, 1))); err == nil || !strings.Contains(err.Error(), "want no, never, keep or replace") {
+		t.Errorf("unique yes: %v; want refused by name", err)
 	}
 }
 
