@@ -43,6 +43,7 @@ func (d *decoder) ikeSections(m map[string]*yaml.Node, c *Config, ifaces map[uin
 	}
 	if v := m["connections"]; v != nil {
 		d.connections(v, ic, ifaces, len(d.errs) > poolErrs)
+		d.unreachableDNS(ic) // pools.go
 	}
 	d.eapRADIUSUsed(m["eap_radius"], ic)
 }

@@ -119,6 +119,54 @@ func (d *decoder) pools(n *yaml.Node, ic *IKEConfig) {
 	}
 }
 
+// cgnat is RFC 6598's shared address space, private in practice.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// unreachableDNS warns of a pool's DNS server that the clients of a
+// connection using the pool cannot reach: a private address (or one of
+// the pool's addrs) that no child's local_ts covers, so the client's
+// query would leave the tunnel for a network where the server is not. A
+// public server is reached outside the tunnel, and needs no local_ts.
+// A DNS server in the pool's addrs is not refused: the pool never hands
+// it out (PoolSet), and the gateway itself may hold it (its resolver on
+// 10.3.0.1 of a pool 10.3.0.0/24, a child's local_ts 10.3.0.1/32), as
+// strongSwan's pools allow.
+func (d *decoder) unreachableDNS(ic *IKEConfig) {
+	for i, cn := range ic.Connections {
+		for j, name := range cn.Pools {
+			pi := slices.IndexFunc(ic.Pools, func(p Pool) bool { return p.Name == name })
+			if pi < 0 {
+				continue // vici's, unknown yet
+			}
+			p := ic.Pools[pi]
+			for k, a := range p.DNS {
+				_, inPool := p.Addrs.Offset(a)
+				if !inPool && !a.IsPrivate() && !cgnat.Contains(a) || childrenCover(cn.Children, a) {
+					continue
+				}
+				w := fmt.Sprintf("%s: pool %s's DNS server %s (%s) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts",
+					index(join(index("connections", i), "pools"), j), p.Name, a, index(join(index("pools", pi), "dns"), k))
+				if inPool {
+					w += fmt.Sprintf(" (it is in the pool's own addrs %s, which never hands it out)", p.Addrs)
+				}
+				d.warnings = append(d.warnings, w)
+			}
+		}
+	}
+}
+
+// childrenCover reports whether a child's local_ts holds a.
+func childrenCover(children []Child, a netip.Addr) bool {
+	for _, ch := range children {
+		for _, ts := range ch.LocalTS {
+			if ts.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // overlaps reports whether ranges a and b share an address.
 func overlaps(a, b pool.Range) bool {
 	if a.Is6() != b.Is6() || a.Size == 0 || b.Size == 0 {
@@ -213,11 +261,12 @@ func (d *decoder) vips(n *yaml.Node, field string) []netip.Addr {
 }
 
 // PoolSet returns the pools of c as package pool hands out their
-// addresses (an empty set without pools).
+// addresses (an empty set without pools); a pool's DNS servers in its
+// addrs are never handed out.
 func (c *IKEConfig) PoolSet() *pool.Set {
 	ps := make([]*pool.Pool, len(c.Pools))
 	for i, p := range c.Pools {
-		ps[i] = pool.New(p.Name, p.Addrs)
+		ps[i] = pool.New(p.Name, p.Addrs, p.DNS...) // never a client's address
 	}
 	s, err := pool.NewSet(ps...)
 	if err != nil {

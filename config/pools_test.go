@@ -1,13 +1,16 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ipsecd/ipsecd/ike"
+	"github.com/ipsecd/ipsecd/pool"
 )
 
 func raEdit(t *testing.T, old, new string) string {
@@ -31,10 +34,10 @@ func TestPoolsParseGood(t *testing.T) {
 		t.Fatalf("got %d pools, want 2", len(c.Pools))
 	}
 	rw, rw6 := c.Pools[0], c.Pools[1]
-	if got := fmt.Sprintln(rw.Name, rw.Addrs, rw.Addrs.Size, rw.DNS, rw.SplitInclude, rw.DNSDomains, rw.Line); got != "rw 10.3.0.0/24 254 [10.3.0.53] [10.4.0.0/16] [corp.example] 4\n" {
+	if got := fmt.Sprintln(rw.Name, rw.Addrs, rw.Addrs.Size, rw.DNS, rw.SplitInclude, rw.DNSDomains, rw.Line); got != "rw 10.3.0.0/24 254 [10.4.0.53] [10.4.0.0/16] [corp.example] 4\n" {
 		t.Errorf("pool rw: got %s", got)
 	}
-	if got := fmt.Sprintln(rw6.Name, rw6.Addrs.First, rw6.Addrs.Size, rw6.DNS); got != "rw6 fd00:3::10 240 [fd00:3::53]\n" {
+	if got := fmt.Sprintln(rw6.Name, rw6.Addrs.First, rw6.Addrs.Size, rw6.DNS); got != "rw6 fd00:3::10 240 [fd00:4::53]\n" {
 		t.Errorf("pool rw6: got %s", got)
 	}
 	gw, client := c.Connections[0], c.Connections[1]
@@ -78,7 +81,7 @@ func TestPoolsErrors(t *testing.T) {
 		{"overlap", `"fd00:3::10-fd00:3::ff"`, "10.3.0.200-10.3.1.10", "10: pools[1].addrs: 10.3.0.200-10.3.1.10 overlaps pool rw (10.3.0.0/24): two clients could get one address"},
 		{"duplicate name", "{name: rw6,", "{name: rw,", `10: pools[1].name: "rw" is already the name of pools[0]`},
 		{"bad name", "{name: rw6,", "{name: \"rw 6\",", `10: pools[1].name: "rw 6": want letters, digits, '.', '_' and '-', starting with a letter or digit, at most 64`},
-		{"bad dns", "dns: [10.3.0.53]", "dns: [10.3.0.530]", `6: pools[0].dns[0]: want an IP address, got "10.3.0.530"`},
+		{"bad dns", "dns: [10.4.0.53]", "dns: [10.3.0.530]", `6: pools[0].dns[0]: want an IP address, got "10.3.0.530"`},
 		{"bad domain", "dns_domains: [corp.example]", "dns_domains: [corp..example]", `8: pools[0].dns_domains[0]: "corp..example": label "" is not letters, digits and inner hyphens, of at most 63`},
 		{"split host bits", "split_include: [10.4.0.0/16]", "split_include: [10.4.0.1/16]", "7: pools[0].split_include[0]: 10.4.0.1/16 has host bits set; did you mean 10.4.0.0/16?"},
 		{"radius", "radius: false", "radius: true", "9: pools[0].radius: true needs eap_radius: (the servers whose Access-Accept assigns the address)"},
@@ -87,7 +90,7 @@ func TestPoolsErrors(t *testing.T) {
 		{"pool twice", "pools: [rw, rw6]", "pools: [rw, rw]", `15: connections[0].pools[1]: pool "rw" is named twice`},
 		{"empty pools", "pools: [rw, rw6]", "pools: []", "15: connections[0].pools: empty; want names of pools"},
 		{"dynamic without pools", "    pools: [rw, rw6]\n", "", "18: connections[0].children[0].remote_ts[0]: dynamic stands for the clients' virtual IPs and needs the connection's pools; give pools: [NAME], or write the prefixes"},
-		{"dynamic in local_ts", "local_ts: [10.4.0.0/16]", "local_ts: [dynamic]", "19: connections[0].children[0].local_ts[0]: dynamic in local_ts stands for the virtual IPs the gateway gives us and needs the connection's vips; give vips: [0.0.0.0], or write the prefixes"},
+		{"dynamic in local_ts", "local_ts: [10.4.0.0/16,", "local_ts: [dynamic,", "19: connections[0].children[0].local_ts[0]: dynamic in local_ts stands for the virtual IPs the gateway gives us and needs the connection's vips; give vips: [0.0.0.0], or write the prefixes"},
 		{"bad vip", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, any]", `23: connections[1].vips[1]: want an IP address, got "any"`},
 		{"vip twice", `vips: [0.0.0.0, "::"]`, "vips: [0.0.0.0, 0.0.0.0]", "23: connections[1].vips[1]: 0.0.0.0 is given twice"},
 	} {
@@ -235,5 +238,78 @@ func TestEAPClientConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("local %s: %v, want %s", tt.local, err, tt.want)
 		}
+	}
+}
+
+// TestPoolSetNeverLeasesDNS: a pool whose DNS server lies in its addrs
+// never hands that address to a client; the client would take over the
+// server's address.
+func TestPoolSetNeverLeasesDNS(t *testing.T) {
+	c, err := Parse("x.yaml", []byte("pools:\n  - {name: rw, addrs: 10.3.0.0/29, dns: [10.3.0.3, 10.3.0.5, 192.0.2.53]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := c.PoolSet()
+	var got []string
+	for i := range 4 {
+		a, _, err := set.Acquire([]string{"rw"}, fmt.Sprint("user", i), netip.IPv4Unspecified(), netip.MustParseAddrPort("198.51.100.1:4500"))
+		if err != nil {
+			t.Fatalf("Acquire %d: %v", i, err)
+		}
+		got = append(got, a.String())
+	}
+	if want := "[10.3.0.1 10.3.0.2 10.3.0.4 10.3.0.6]"; fmt.Sprint(got) != want {
+		t.Errorf("leased %v, want %s: the DNS servers 10.3.0.3 and 10.3.0.5 left out", got, want)
+	}
+	_, _, err = set.Acquire([]string{"rw"}, "user4", netip.IPv4Unspecified(), netip.MustParseAddrPort("198.51.100.1:4500"))
+	if !errors.Is(err, pool.ErrExhausted) || !strings.Contains(err.Error(), "all 4 addresses") {
+		t.Errorf("a fifth client: %v, want the pool exhausted after its 4 addresses", err)
+	}
+}
+
+// TestUnreachableDNSWarning: a pool's private DNS server that no child's
+// local_ts covers on a connection using the pool is warned of, naming
+// the connection's pool and the pool's dns item; one covered, or public
+// (reached outside the tunnel), is not.
+func TestUnreachableDNSWarning(t *testing.T) {
+	for _, tt := range []struct {
+		name, dns, localTS string
+		want               string // "" for no warning
+	}{
+		{"in the pool, outside local_ts", "10.3.0.53", "10.4.0.0/24",
+			"connections[0].pools[0]: pool rw's DNS server 10.3.0.53 (pools[0].dns[0]) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts (it is in the pool's own addrs 10.3.0.0/24, which never hands it out)"},
+		{"private, outside local_ts", "192.168.1.53", "10.4.0.0/24",
+			"connections[0].pools[0]: pool rw's DNS server 192.168.1.53 (pools[0].dns[0]) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts"},
+		{"IPv6 ULA, no IPv6 local_ts", `"fd00:4::53"`, "10.4.0.0/24",
+			"connections[0].pools[0]: pool rw's DNS server fd00:4::53 (pools[0].dns[0]) is in no child's local_ts"},
+		{"behind the gateway", "10.4.0.53", "10.4.0.0/24", ""},
+		{"the gateway's own, in the pool", "10.3.0.1", "10.4.0.0/24, 10.3.0.1/32", ""},
+		{"public", "192.0.2.53", "10.4.0.0/24", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text := strings.NewReplacer("DNS", tt.dns, "LOCALTS", tt.localTS).Replace(`pools:
+  - {name: rw, addrs: 10.3.0.0/24, dns: [DNS]}
+connections:
+  - name: rw
+    proposals: [aes256-sha256-x25519]
+    pools: [rw]
+    local:  {auth: psk, id: vpn.example.net}
+    remote: {auth: psk, id: "%any"}
+    children:
+      - {name: net, if_id: 1, local_ts: [LOCALTS], remote_ts: [dynamic], esp_proposals: [aes128gcm16]}
+secrets:
+  - {ids: [vpn.example.net], secret: "a long enough test secret"}
+interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [10.4.0.1/24]}
+`)
+			c, err := Parse("x.yaml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(c.Warnings, "\n")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("warnings %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

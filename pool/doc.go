@@ -5,6 +5,8 @@
 // A Pool is a Range of IPv4 or IPv6 addresses: a prefix (10.3.0.0/24,
 // whose network and last address are not handed out) or a range
 // (10.3.0.10-10.3.0.200, every address of it), at most MaxSize addresses.
+// The addresses New is given as reserved (the pool's DNS servers) are
+// never handed out, nor restored from a leases file.
 // Leases are kept per identity, a string the caller chooses (the EAP
 // identity when there is one, else the IKE identity):
 //

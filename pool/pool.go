@@ -28,6 +28,9 @@ var ErrFamily = errors.New("pool: no address of the requested family")
 type Pool struct {
 	name string
 	r    Range
+	// reserved are the offsets in r never handed out (the pool's own DNS
+	// servers, New), sorted.
+	reserved []uint32
 
 	mu sync.Mutex
 	// mu guards:
@@ -59,10 +62,30 @@ type offlineLease struct {
 	off uint32
 }
 
-// New returns an empty pool named name over r.
-func New(name string, r Range) *Pool {
-	return &Pool{name: name, r: r, byID: map[string]*entry{}}
+// New returns an empty pool named name over r. The addresses of r among
+// reserved (the DNS servers the pool names to its clients) are never
+// handed out: a client given one would take over the server's address.
+// Those outside r do not matter.
+func New(name string, r Range, reserved ...netip.Addr) *Pool {
+	p := &Pool{name: name, r: r, byID: map[string]*entry{}}
+	for _, a := range reserved {
+		if off, ok := r.Offset(a); ok {
+			p.reserved = append(p.reserved, off)
+		}
+	}
+	slices.Sort(p.reserved)
+	p.reserved = slices.Compact(p.reserved)
+	return p
 }
+
+// isReserved reports whether the address at off is never handed out.
+func (p *Pool) isReserved(off uint32) bool {
+	_, found := slices.BinarySearch(p.reserved, off)
+	return found
+}
+
+// size is how many addresses the pool hands out.
+func (p *Pool) size() uint32 { return p.r.Size - uint32(len(p.reserved)) }
 
 // Name returns the pool's name.
 func (p *Pool) Name() string { return p.name }
@@ -112,7 +135,7 @@ func (p *Pool) Acquire(id string, requested netip.Addr, peer netip.AddrPort) (ne
 	}
 	el := p.offline.Front()
 	if el == nil {
-		return netip.Addr{}, fmt.Errorf("%w: pool %s: all %d addresses are leased to clients online", ErrExhausted, p.name, p.r.Size)
+		return netip.Addr{}, fmt.Errorf("%w: pool %s: all %d addresses are leased to clients online", ErrExhausted, p.name, p.size())
 	}
 	old := el.Value.(*offlineLease).e
 	old.offline = slices.DeleteFunc(old.offline, func(x *list.Element) bool { return x == el })
@@ -129,9 +152,21 @@ func (p *Pool) Acquire(id string, requested netip.Addr, peer netip.AddrPort) (ne
 // span is the offsets from, from+1, ..., to-1.
 type span struct{ from, to uint32 }
 
-// newLocked takes an offset no lease holds: a gap that restore left, or
-// the next never handed out.
+// newLocked takes an offset no lease holds and none reserved: a gap that
+// restore left, or the next never handed out. Each reserved offset is
+// passed over once, as neither source goes back.
 func (p *Pool) newLocked() (uint32, bool) {
+	for {
+		off, ok := p.nextLocked()
+		if !ok || !p.isReserved(off) {
+			return off, ok
+		}
+	}
+}
+
+// nextLocked takes the next offset of the gaps or of those never handed
+// out, reserved or not.
+func (p *Pool) nextLocked() (uint32, bool) {
 	if n := len(p.free); n > 0 {
 		sp := &p.free[n-1]
 		off := sp.from
@@ -221,7 +256,7 @@ func (p *Pool) Leases() []Lease {
 
 // Stats counts a pool's addresses.
 type Stats struct {
-	Size    uint32 // addresses the pool hands out
+	Size    uint32 // addresses the pool hands out (its reserved ones not)
 	Online  int    // leases in use (an address shared by two SAs counts twice)
 	Offline int    // leases kept for identities that are not online
 }
@@ -230,7 +265,7 @@ type Stats struct {
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Size: p.r.Size, Online: p.online, Offline: p.offline.Len()}
+	return Stats{Size: p.size(), Online: p.online, Offline: p.offline.Len()}
 }
 
 func family(is6 bool) string {

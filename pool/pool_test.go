@@ -324,3 +324,45 @@ func TestRetire(t *testing.T) {
 		t.Fatalf("Acquire after Unretire: %v", err)
 	}
 }
+
+// TestReservedNeverHandedOut: the reserved addresses (the pool's DNS
+// servers) are passed over among the gaps a leases file left and among
+// those never handed out, a lease of one in the file is dropped, and a
+// reload that reserves an address takes its lease away.
+func TestReservedNeverHandedOut(t *testing.T) {
+	r, _ := ParseRange("10.3.0.0/29") // 10.3.0.1-10.3.0.6
+	dns := []netip.Addr{netip.MustParseAddr("10.3.0.2"), netip.MustParseAddr("10.3.0.5"), netip.MustParseAddr("192.0.2.53")}
+	dir := t.TempDir()
+	data := `{"version":1,"pools":[{"name":"rw","addrs":"10.3.0.0/29","leases":[{"id":"old","addr":"10.3.0.2"},{"id":"a","addr":"10.3.0.4"}]}]}`
+	os.WriteFile(filepath.Join(dir, FileName), []byte(data), 0o600)
+	s, _ := NewSet(New("rw", r, dns...))
+	if n, err := s.Load(dir); err != nil || n != 1 {
+		t.Fatalf("Load: %d, %v; want 1 (the lease of the DNS server's 10.3.0.2 dropped)", n, err)
+	}
+	p := s.Pool("rw")
+	if st := p.Stats(); st.Size != 4 {
+		t.Errorf("Stats().Size = %d, want 4 (6 less the 2 reserved)", st.Size)
+	}
+	var got []string
+	for _, id := range []string{"a", "old", "b", "c"} {
+		got = append(got, acquire(t, p, id).String())
+	}
+	if want := "[10.3.0.4 10.3.0.1 10.3.0.3 10.3.0.6]"; fmt.Sprint(got) != want {
+		t.Errorf("leased %v, want %s", got, want)
+	}
+	if _, err := p.Acquire("d", any4, peer1); !errors.Is(err, ErrExhausted) || !strings.Contains(err.Error(), "all 4 addresses") {
+		t.Errorf("with a, old, b and c online: %v, want ErrExhausted naming 4 addresses", err)
+	}
+	// A reload that reserves 10.3.0.4 too: a's lease is gone, and no
+	// one gets it.
+	p.Release("a", netip.MustParseAddr("10.3.0.4"))
+	s.Replace(New("rw", r, append(dns, netip.MustParseAddr("10.3.0.4"))...))
+	for _, l := range s.Pool("rw").Leases() {
+		if l.Addr == netip.MustParseAddr("10.3.0.4") {
+			t.Errorf("after the reload reserved 10.3.0.4: a lease %+v", l)
+		}
+	}
+	if a, err := s.Pool("rw").Acquire("a", any4, peer1); err == nil {
+		t.Errorf("a got %s from a pool whose every address is leased or reserved", a)
+	}
+}

@@ -50,10 +50,11 @@ func (s *Set) Pools() []*Pool {
 	return slices.Clone(s.pools)
 }
 
-// Replace makes pools the set's (a reload). A pool of the same name and
-// range as one the set has is replaced by that one, leases and all; one
-// whose range changed takes over the old pool's leases that are in its
-// new range; the leases of a pool that is gone are dropped.
+// Replace makes pools the set's (a reload). A pool of the same name,
+// range and reserved addresses as one the set has is replaced by that
+// one, leases and all; one whose range or reserved addresses changed
+// takes over the old pool's leases that are in its new range and not
+// reserved; the leases of a pool that is gone are dropped.
 func (s *Set) Replace(pools ...*Pool) error {
 	names := map[string]bool{}
 	for _, p := range pools {
@@ -70,7 +71,7 @@ func (s *Set) Replace(pools ...*Pool) error {
 		switch {
 		case old == nil:
 			out[i] = p
-		case old.r.First == p.r.First && old.r.Size == p.r.Size:
+		case old.r.First == p.r.First && old.r.Size == p.r.Size && slices.Equal(old.reserved, p.reserved):
 			out[i] = old
 		default:
 			p.restore(old.Leases())

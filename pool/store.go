@@ -151,7 +151,8 @@ func readFile(path string) ([]byte, error) {
 
 // restore gives an empty p the leases ls (in the order they went
 // offline), each offline unless Online, and returns how many it took: a
-// lease outside p's range, or of an address taken already, is left out.
+// lease outside p's range, of a reserved address (a DNS server now) or
+// of an address taken already, is left out.
 // The addresses below the highest lease that no lease holds become free.
 func (p *Pool) restore(ls []Lease) int {
 	p.mu.Lock()
@@ -162,7 +163,7 @@ func (p *Pool) restore(ls []Lease) int {
 	taken := map[uint32]bool{}
 	for _, l := range ls {
 		off, ok := p.r.Offset(l.Addr)
-		if !ok || taken[off] {
+		if !ok || taken[off] || p.isReserved(off) {
 			continue
 		}
 		taken[off] = true
