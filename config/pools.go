@@ -147,7 +147,7 @@ func (d *decoder) unreachableDNS(ic *IKEConfig) {
 				w := fmt.Sprintf("%s: pool %s's DNS server %s (%s) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts",
 					index(join(index("connections", i), "pools"), j), p.Name, a, index(join(index("pools", pi), "dns"), k))
 				if inPool {
-					w += fmt.Sprintf(" (it is in the pool's own addrs %s, which never hands it out)", p.Addrs)
+					w += fmt.Sprintf(" (it is one of the pool's own addrs %s, which the pool never hands out)", p.Addrs)
 				}
 				d.warnings = append(d.warnings, w)
 			}

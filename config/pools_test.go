@@ -277,7 +277,7 @@ func TestUnreachableDNSWarning(t *testing.T) {
 		want               string // "" for no warning
 	}{
 		{"in the pool, outside local_ts", "10.3.0.53", "10.4.0.0/24",
-			"connections[0].pools[0]: pool rw's DNS server 10.3.0.53 (pools[0].dns[0]) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts (it is in the pool's own addrs 10.3.0.0/24, which never hands it out)"},
+			"connections[0].pools[0]: pool rw's DNS server 10.3.0.53 (pools[0].dns[0]) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts (it is one of the pool's own addrs 10.3.0.0/24, which the pool never hands out)"},
 		{"private, outside local_ts", "192.168.1.53", "10.4.0.0/24",
 			"connections[0].pools[0]: pool rw's DNS server 192.168.1.53 (pools[0].dns[0]) is in no child's local_ts: its clients cannot reach it through the tunnel; give a DNS server behind the gateway, in a local_ts"},
 		{"IPv6 ULA, no IPv6 local_ts", `"fd00:4::53"`, "10.4.0.0/24",

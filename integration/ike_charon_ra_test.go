@@ -17,7 +17,8 @@ import (
 
 // raGateway is ipsecd's config as a remote-access gateway: certificate,
 // a pool, EAP-MSCHAPv2 users, and the network behind it (198.51.100.0/24,
-// on its interface) routed from the pool's clients.
+// on its interface, with the pool's DNS server) routed from the pool's
+// clients.
 func raGateway(cert, key string) string {
 	return fmt.Sprintf(`log: {level: debug}
 metrics: %s
@@ -25,7 +26,7 @@ underlay: {udp: "0.0.0.0:4500"}
 interfaces:
   - {name: ipsec1, if_id: 1, addresses: [198.51.100.1/24], routes: [10.3.0.0/24]}
 pools:
-  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}
+  - {name: rw, addrs: 10.3.0.0/24, dns: [198.51.100.53], dns_domains: [corp.example]}
 connections:
   - name: rw
     proposals: [aes256-sha256-x25519]

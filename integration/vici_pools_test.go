@@ -40,7 +40,7 @@ func swanctlLoad(t *testing.T, sock, load, conf string) (string, error) {
 // unload-pool of a swanctl.conf without the pool, as charon refuses
 // them; once she is gone the pool unloads.
 func TestViciLoadPools(t *testing.T) {
-	filePools := "pools:\n  - {name: rw, addrs: 10.3.0.0/24, dns: [10.3.0.53], dns_domains: [corp.example]}\n"
+	filePools := "pools:\n  - {name: rw, addrs: 10.3.0.0/24, dns: [198.51.100.53], dns_domains: [corp.example]}\n"
 	alice := "  - {type: eap, ids: [alice], secret: alice-mschapv2-pw}\n"
 	rw, d, sock := viciRoadWarrior(t, func(gw string) string {
 		if !strings.Contains(gw, filePools) || !strings.Contains(gw, alice) {
@@ -49,7 +49,7 @@ func TestViciLoadPools(t *testing.T) {
 		return strings.Replace(strings.Replace(gw, filePools, "", 1), alice, "", 1)
 	})
 
-	pools := "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 10.3.0.53\n    25 = corp.example\n  }\n}\n"
+	pools := "pools {\n  rw {\n    addrs = 10.3.0.0/24\n    dns = 198.51.100.53\n    25 = corp.example\n  }\n}\n"
 	out, err := swanctlLoad(t, sock, "--load-all", pools+"secrets {\n  eap-alice {\n    id = alice\n    secret = alice-mschapv2-pw\n  }\n}\n")
 	if err != nil || !strings.Contains(out, "loaded pool 'rw'") || !strings.Contains(out, "successfully loaded 1 pools, 0 unloaded") ||
 		!strings.Contains(out, "loaded eap secret 'eap-alice'") {

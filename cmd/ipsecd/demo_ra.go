@@ -36,9 +36,6 @@ var (
 	demoRAClientTmpl  = template.Must(template.New("ra-client").Parse(demoRAClientTemplate))
 )
 
-// demoRADNS is the DNS server the gateway's pool names.
-const demoRADNS = "10.3.0.53"
-
 // demoRAEnd is an endpoint of the remote-access demo with the files of
 // its certificate, key and the run's CA, for its template.
 type demoRAEnd struct {
@@ -68,8 +65,9 @@ func runDemoRemoteAccess(size int64, other bool) int {
 // demoRemoteAccess is `ipsecd demo --remote-access`: a gateway and a road
 // warrior, each an `ipsecd run` in a network namespace joined by a veth
 // pair. The road warrior asks for a virtual IP, gets one of the
-// gateway's pool with its DNS server, and from it pings 10.4.0.1 behind
-// the gateway and sends it a checksummed TCP stream. It logs in as alice
+// gateway's pool with its DNS server (demoRADNS), resolves a name through
+// that server, and from it pings 10.4.0.1 behind the gateway and sends it
+// a checksummed TCP stream. It logs in as alice
 // with EAP-MSCHAPv2, the gateway with its certificate: both, and the
 // password, made fresh for the run. It prints what happened as a story, and "0 lost" only when
 // neither end's Xfrm counters dropped a packet.
@@ -112,7 +110,7 @@ func demoRemoteAccess(size int64) error {
 	if err := demoStart(ctx, self, dir, render, gw, rw); err != nil {
 		return err
 	}
-	fmt.Printf("  gateway: underlay %s:4500, pool %s/24 with DNS %s, %s/24 behind it (its ipsec1 %s stands for the host there)\n", gw.Local, gw.Remote, demoRADNS, gw.Net, gw.Inner)
+	fmt.Printf("  gateway: underlay %s:4500, pool %s/24 with DNS %s, %s/24 behind it (its ipsec1 %s stands for the host there, %s for the DNS server)\n", gw.Local, gw.Remote, demoRADNS, gw.Net, gw.Inner, demoRADNS)
 	fmt.Printf("  road warrior: underlay %s:4500, ipsec1 without an address, %s/24 routed into it\n", rw.Local, rw.Remote)
 	fmt.Println()
 
@@ -146,6 +144,19 @@ func demoRemoteAccess(size int64) error {
 		fmt.Println("  " + line)
 	}
 	fmt.Printf("The road warrior holds virtual IP %s on its ipsec1, and the gateway named DNS server %s.\n", rw.Inner, strings.Join(sa.DNS, ", "))
+	if len(sa.DNS) == 0 {
+		return errors.New("the gateway named no DNS server")
+	}
+	stopDNS, err := demoRAServeDNS(gw)
+	if err != nil {
+		return err
+	}
+	defer stopDNS()
+	names, err := demoRAResolve(ctx, rw, sa.DNS[0])
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s resolved through DNS server %s, in the tunnel: %v\n", demoRADNSName, sa.DNS[0], names)
 	ping, err := demoRAPing(rw, gw.Inner)
 	if err != nil {
 		return err

@@ -18,7 +18,8 @@ import (
 // TestDemoRemoteAccess runs `ipsecd demo --remote-access --mib 4` as
 // root: a gateway and a road warrior in network namespaces. The story
 // must name alice's EAP-MSCHAPv2 login as the gateway saw it, her lease
-// of the pool, the DNS server she got, three pings answered, the stream
+// of the pool, the DNS server she got and a name it resolved through
+// the tunnel, three pings answered, the stream
 // whole and 0 lost, and leave no namespace, no certificate and no
 // password behind.
 func TestDemoRemoteAccess(t *testing.T) {
@@ -43,10 +44,11 @@ func TestDemoRemoteAccess(t *testing.T) {
 	for _, want := range []string{
 		"the road warrior logged in with EAP-MSCHAPv2 as 'alice' (the gateway's ike list: remote EAP identity 'alice')",
 		"waiting for its IKE SA, its virtual IP and the address on its ipsec1 ... up in ",
-		"The road warrior holds virtual IP " + lease[1] + " on its ipsec1, and the gateway named DNS server 10.3.0.53.",
+		"The road warrior holds virtual IP " + lease[1] + " on its ipsec1, and the gateway named DNS server 10.4.0.53.",
+		"intranet.corp.example resolved through DNS server 10.4.0.53, in the tunnel: [10.4.0.1]",
 		"ping 10.4.0.1 from " + lease[1] + ": 3 packets transmitted, 3 received, 0% packet loss",
 		"TCP road warrior " + lease[1] + " → gateway 10.4.0.1:5201: 4 MiB in ",
-		"local virtual IPs " + lease[1] + ", DNS 10.3.0.53",
+		"local virtual IPs " + lease[1] + ", DNS 10.4.0.53",
 		"\n0 lost: every ping answered",
 	} {
 		if !strings.Contains(text, want) {

@@ -125,14 +125,13 @@ func password(t *testing.T, root string) string {
 
 // gateway runs examples/remote-access.yaml on a netstack at addr:4500,
 // with root's certificate and password, until the test ends, serving
-// DNS and HTTP as serve does. Its DNS server moves from 10.3.0.53 to
-// 10.4.0.53, the netstack's own beside 10.4.0.1, which the road
-// warrior's child reaches.
+// DNS and HTTP as serve does. Its DNS server 10.4.0.53 becomes the
+// netstack's own beside 10.4.0.1, which the road warrior's child
+// reaches.
 func gateway(t *testing.T, addr netip.Addr, root string) (sum string, from <-chan net.Addr) {
 	cfg := shipped(t, "../remote-access.yaml", filepath.Join(root, "remote-access.yaml"), map[string]string{
 		`udp: "0.0.0.0:4500"`:      fmt.Sprintf(`udp: "%s:4500"`, addr),
 		"addresses: [10.4.0.1/24]": "addresses: [10.4.0.1/24, 10.4.0.53/32]",
-		"dns: [10.3.0.53]":         "dns: [10.4.0.53]",
 	})
 	gw, err := stackike.New(stackike.Config{File: cfg})
 	if err != nil {

@@ -1,7 +1,8 @@
 // Package dnstest is a DNS server for tests: it answers A and AAAA
 // queries over UDP from a table of names, so that a resolver sent
 // through a tunnel (a road warrior's, asking its gateway's DNS server)
-// can be checked end to end.
+// can be checked end to end, and for `ipsecd demo --remote-access`,
+// whose road warrior resolves a name through its gateway's DNS server.
 package dnstest
 
 import (
