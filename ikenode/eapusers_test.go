@@ -29,21 +29,9 @@ connections:
 secrets:
 %[2]s`
 	gw := func(users string) string { return fmt.Sprintf(gwYAML, dir, users) }
-	const clientYAML = `interfaces:
-  - {name: ipsec1, if_id: 1, addresses: [%[2]s.1/24], routes: [10.2.0.0/24]}
-connections:
-  - name: rw
-    local_addrs: [%[1]s]
-    remote_addrs: [127.0.0.2]
-    proposals: [aes128gcm16-prfsha256-x25519]
-    local: {auth: eap-mschapv2, id: %[3]s.test, eap_id: %[3]s}
-    remote: {auth: pubkey, id: gw.test, cacerts: [%[4]s/ca.pem]}
-    children:
-      - {name: net, if_id: 1, local_ts: [%[2]s.0/24], remote_ts: [10.2.0.0/24], esp_proposals: [aes128gcm16]}
-secrets:
-  - {type: eap, ids: [%[3]s], secret: %[5]s}
-`
-	client := func(addr, net, user, pw string) string { return fmt.Sprintf(clientYAML, addr, net, user, dir, pw) }
+	client := func(addr, net, user, pw string) string {
+		return eapClientYAML(addr, net, user+".test", user, pw, dir, "", "none")
+	}
 
 	b := startOn(t, n, parseYAML(t, gw("  - {type: eap, ids: [alice], secret: alice-pw-1}\n")), 0, 0x2000, "127.0.0.2")
 	alice := startOn(t, n, parseYAML(t, client("127.0.0.1", "10.1.1", "alice", "alice-pw-1")), b.m.Port(), 0x1000, "127.0.0.1")
@@ -125,4 +113,28 @@ secrets:
 	if got := gwSA("alice"); got.SPIInitiator != aliceSA.SPIInitiator || got.SPIResponder != aliceSA.SPIResponder {
 		t.Fatalf("alice's IKE SA %s/%s became %s/%s", aliceSA.SPIInitiator, aliceSA.SPIResponder, got.SPIInitiator, got.SPIResponder)
 	}
+}
+
+// eapClientYAML is an EAP-MSCHAPv2 road warrior at addr (its network
+// net.0/24) of gateway gw.test at 127.0.0.2, whose CA is dir/ca.pem: IKE
+// identity id, EAP identity user with password pw; unique, when set, is
+// its connection's, start its child's start_action.
+func eapClientYAML(addr, net, id, user, pw, dir, unique, start string) string {
+	if unique != "" {
+		unique = "\n    unique: " + unique
+	}
+	return fmt.Sprintf(`interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [%[2]s.1/24], routes: [10.2.0.0/24]}
+connections:
+  - name: rw
+    local_addrs: [%[1]s]
+    remote_addrs: [127.0.0.2]
+    proposals: [aes128gcm16-prfsha256-x25519]%[7]s
+    local: {auth: eap-mschapv2, id: %[3]s, eap_id: %[4]s}
+    remote: {auth: pubkey, id: gw.test, cacerts: [%[6]s/ca.pem]}
+    children:
+      - {name: net, if_id: 1, local_ts: [%[2]s.0/24], remote_ts: [10.2.0.0/24], esp_proposals: [aes128gcm16], start_action: %[8]s}
+secrets:
+  - {type: eap, ids: [%[4]s], secret: %[5]s}
+`, addr, net, id, user, pw, dir, unique, start)
 }

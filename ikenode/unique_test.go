@@ -152,3 +152,55 @@ func TestUnique(t *testing.T) {
 		})
 	}
 }
+
+// TestUniqueEAPIdentity: with EAP, uniqueness compares the EAP identity,
+// not the IKE identity (road warriors name themselves as they like, or
+// by an address behind a NAT). Under unique: replace, bob's login with
+// the IKE identity alice's client used leaves alice's IKE SA up; alice's
+// login from another client with another IKE identity replaces her
+// first IKE SA, and bob's stays.
+func TestUniqueEAPIdentity(t *testing.T) {
+	n := newTestNet()
+	dir := t.TempDir()
+	pki(t, dir, "gw.test")
+	gw := fmt.Sprintf(`interfaces:
+  - {name: ipsec1, if_id: 1, addresses: [10.2.0.1/24], routes: [10.1.0.0/16]}
+connections:
+  - name: rw
+    local_addrs: [127.0.0.2]
+    proposals: [aes128gcm16-prfsha256-x25519]
+    unique: replace
+    local: {auth: pubkey, id: gw.test, cert: %[1]s/gw.test.pem, key: %[1]s/gw.test.key}
+    remote: {auth: eap-mschapv2}
+    children:
+      - {name: net, if_id: 1, local_ts: [10.2.0.0/24], remote_ts: [10.1.0.0/16], esp_proposals: [aes128gcm16]}
+secrets:
+  - {type: eap, ids: [alice], secret: alice-pw}
+  - {type: eap, ids: [bob], secret: bob-pw}
+`, dir)
+	// client logs in from addr as IKE identity id with EAP identity
+	// user; it sends no INITIAL_CONTACT (unique: never), so that the
+	// gateway's replace alone acts.
+	client := func(addr, net, id, user string) string {
+		return eapClientYAML(addr, net, id, user, user+"-pw", dir, "never", "start")
+	}
+	upFrom := func(b *endpoint, addr string) bool {
+		return slices.ContainsFunc(bySource(b, addr), func(s control.IKESAInfo) bool { return s.State == "ESTABLISHED" })
+	}
+	b := startOn(t, n, parseYAML(t, gw), 0, 0x2000, "127.0.0.2")
+	startOn(t, n, parseYAML(t, client("127.0.0.1", "10.1.1", "phone.test", "alice")), b.m.Port(), 0x1000, "127.0.0.1")
+	n.waitFor(t, "alice's first IKE SA", func() bool { return upFrom(b, "127.0.0.1") })
+	startOn(t, n, parseYAML(t, client("127.0.0.4", "10.1.4", "phone.test", "bob")), b.m.Port(), 0x4000, "127.0.0.4")
+	n.waitFor(t, "bob's IKE SA", func() bool { return upFrom(b, "127.0.0.4") })
+	if !upFrom(b, "127.0.0.1") || b.m.Counters().UniqueReplaced != 0 {
+		t.Fatalf("bob, with alice's IKE identity, replaced her IKE SA; only the EAP identity names the user")
+	}
+	startOn(t, n, parseYAML(t, client("127.0.0.3", "10.1.3", "laptop.test", "alice")), b.m.Port(), 0x3000, "127.0.0.3")
+	n.waitFor(t, "alice's second IKE SA to replace her first", func() bool { return upFrom(b, "127.0.0.3") && !upFrom(b, "127.0.0.1") })
+	if !upFrom(b, "127.0.0.4") {
+		t.Errorf("bob's IKE SA went with alice's")
+	}
+	if got := b.m.Counters().UniqueReplaced; got != 1 {
+		t.Errorf("replaced %d; want 1", got)
+	}
+}
