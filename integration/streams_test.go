@@ -161,19 +161,24 @@ func startHelperProc(t *testing.T, ns *netns, mode string, listening bool, args 
 	return h
 }
 
-// finish closes the helper's standard input, waits up to 30 s for it to
-// exit with status 0 and returns what it printed after "listening".
+// finish closes the helper's standard input, waits up to 30 s of
+// running time (awaitRunning: a stall of the machine does not count,
+// helperMaxRun in all) for it to exit with status 0 and returns what it
+// printed after "listening".
 func (h *helperProc) finish(t *testing.T) string {
 	t.Helper()
 	h.stdin.Close()
-	select {
-	case err := <-h.done:
-		h.done <- err
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", h.name, err, h.stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not finish within 30 s of its input closing\n%s", h.name, h.stderr.String())
+	err, ok, stalled := awaitRunning(h.done, 30*time.Second, helperMaxRun)
+	if !ok {
+		t.Fatalf("%s did not finish within 30 s of its input closing (the machine stalled %v meanwhile, not counted)\n%s",
+			h.name, stalled.Round(time.Millisecond), h.stderr.String())
+	}
+	h.done <- err
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", h.name, err, h.stderr.String())
+	}
+	if stalled > 0 {
+		t.Logf("%s: the machine stalled %v while it finished", h.name, stalled.Round(time.Millisecond))
 	}
 	return strings.TrimPrefix(h.stdout.String(), "listening\n")
 }
