@@ -163,8 +163,8 @@ type Daemon struct {
 	// keepalive is the NAT keepalive interval (keepaliveEvery; tests
 	// shorten it).
 	keepalive time.Duration
-	// linger is how long a deleted child's inbound SA stays
-	// (DefaultLinger; tests set 0).
+	// linger is how long a rekeyed child's inbound SA stays after its
+	// delete (DefaultLinger; tests set 0); lingerFor bounds the others'.
 	linger time.Duration
 
 	closeOnce sync.Once

@@ -985,6 +985,46 @@ func TestLinger(t *testing.T) {
 	}
 }
 
+// TestLingerDefault: with the daemon's own linger, a rekeyed child's old
+// inbound SA stays as long as strongSwan's delete_rekeyed_delay (5 s),
+// for what a stalled peer sent on it late; a child deleted without a
+// replacement keeps its inbound SA at most deletedLinger (2 s).
+func TestLingerDefault(t *testing.T) {
+	a, b := pairUp(t, sideOpts{start: "start"}, sideOpts{})
+	a.net.waitFor(t, "the first child", func() bool { return matched(a.node, b.node, 1) })
+	if err := b.m.do(func() { b.m.linger = DefaultLinger }); err != nil {
+		t.Fatal(err)
+	}
+	oldIn, _ := b.node.snapshot()
+	if err := a.m.Rekey(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	a.net.waitFor(t, "B's new outbound SA", func() bool { _, out := b.node.snapshot(); _, ok := out[0x1002]; return ok && len(out) == 1 })
+	inboundAfter := func(what string, d time.Duration, want int) map[uint32]sa.Config {
+		t.Helper()
+		b.net.advance(t, d)
+		in, _ := b.node.snapshot()
+		if len(in) != want {
+			t.Errorf("%s: B has %d inbound SAs, want %d", what, len(in), want)
+		}
+		return in
+	}
+	in := inboundAfter("4.5 s after the rekey", 4500*time.Millisecond, 2)
+	for spi := range oldIn {
+		if _, ok := in[spi]; !ok {
+			t.Errorf("4.5 s after the rekey B removed the old inbound SA %08x, want it kept 5 s", spi)
+		}
+	}
+	inboundAfter("5.5 s after the rekey", time.Second, 1)
+
+	if err := a.m.Terminate(Target{Child: "net"}); err != nil {
+		t.Fatal(err)
+	}
+	a.net.waitFor(t, "B's outbound SA gone", func() bool { _, out := b.node.snapshot(); return len(out) == 0 })
+	inboundAfter("1.5 s after the child's delete", 1500*time.Millisecond, 1)
+	inboundAfter("2.5 s after the child's delete", time.Second, 0)
+}
+
 // TestRedundantChild: the redundant child of simultaneous rekeys (the
 // engine says so, InboundOnly, and then deletes it) gets its inbound SA
 // and no outbound SA: nothing is sent on it.

@@ -162,7 +162,7 @@ func (m *Daemon) childDown(c *ike.Child) {
 	if old == nil {
 		return
 	}
-	m.removeChild(c, old, m.linger)
+	m.removeChild(c, old, m.lingerFor(c))
 	if old.outbound && c.RekeyedBy() == ike.SideNone {
 		// Not replaced (child_rekeyed said so), nor redundant or
 		// never carrying our traffic (nothing announced it).
@@ -208,9 +208,27 @@ func (m *Daemon) removeStates(ids ...node.StateID) {
 	}
 }
 
-// DefaultLinger is how long the inbound SA of a child the peer deleted
-// stays: packets that left the peer before its delete are still opened.
-const DefaultLinger = 2 * time.Second
+// DefaultLinger is how long the inbound SA of a rekeyed child stays
+// after its delete: packets the peer sent on it before it switched to
+// the new SA are still opened, with the old SA's selectors and replay
+// window. It is strongSwan's delete_rekeyed_delay (5 s): a peer on a
+// loaded machine may send them late (charon's socket was seen holding
+// datagrams for over a second while it was stalled), and a stall of our
+// own may leave them in the underlay's queue while the timer runs.
+const DefaultLinger = 5 * time.Second
+
+// deletedLinger bounds the linger of a child deleted without a
+// replacement: its traffic ends with it, so only what crossed the
+// delete on the wire needs opening.
+const deletedLinger = 2 * time.Second
+
+// lingerFor is how long c's inbound SA stays once c is deleted.
+func (m *Daemon) lingerFor(c *ike.Child) time.Duration {
+	if c.RekeyedBy() != ike.SideNone {
+		return m.linger
+	}
+	return min(m.linger, deletedLinger)
+}
 
 // lingering is an inbound SA to remove at a time.
 type lingering struct {

@@ -190,12 +190,13 @@ func (r *ikeRig) charonChildren() []childSPIs {
 	return cs
 }
 
-// waitUp waits up to 10 s for one IKE SA with one child on both sides
+// waitUp waits up to 20 s for one IKE SA with one child on both sides
 // whose SPIs match (ipsecd's in is charon's out), other than old, and
-// returns ipsecd's.
+// returns ipsecd's. After a rekey that is 5 s or more: ipsecd keeps
+// the old inbound SA that long (ikenode.DefaultLinger).
 func (r *ikeRig) waitUp(t *testing.T, what string, old childSPIs) childSPIs {
 	t.Helper()
-	return r.waitUpWithin(t, what, old, 10*time.Second)
+	return r.waitUpWithin(t, what, old, 20*time.Second)
 }
 
 // waitUpWithin is waitUp with a bound of timeout.

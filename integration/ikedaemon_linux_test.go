@@ -205,8 +205,9 @@ func testIKEDaemons(t *testing.T, raw bool) {
 	}
 }
 
-// bothEmpty waits until neither daemon lists an IKE SA or holds an SA of
-// ipsec1 (IKE's; ipsec2 has the file's).
+// bothEmpty waits up to 20 s for each daemon to list no IKE SA and hold
+// no SA of ipsec1 (IKE's; ipsec2 has the file's): a child rekeyed just
+// before keeps its old inbound SA 5 s (ikenode.DefaultLinger).
 func bothEmpty(t *testing.T, ds ...*daemon) {
 	t.Helper()
 	ikeStates := func(d *daemon) int {
@@ -219,11 +220,11 @@ func bothEmpty(t *testing.T, ds ...*daemon) {
 		return n
 	}
 	for _, d := range ds {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(20 * time.Second)
 		for len(d.ikeList()) != 0 || ikeStates(d) != 0 {
 			if time.Now().After(deadline) {
 				out, _ := d.ctl("ike", "list")
-				t.Fatalf("in %s: SAs left after 10 s:\n%s\n%v", d.ns.name, out, d.states())
+				t.Fatalf("in %s: SAs left after 20 s:\n%s\n%v", d.ns.name, out, d.states())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
