@@ -36,11 +36,12 @@ fuzztime=${FUZZTIME:-5s}
 # package, with a database sqlite3 makes);
 # python3's plistlib reads back the Apple profiles ipsecd profile writes;
 # openssl makes the remote-access example's gateway certificate in
-# examples/genkeys.sh, which the example tests run.
+# examples/genkeys.sh, which the example tests run; sh (dash) and sleep
+# pause a process and its helper in integration's TestAwaitRunningStall.
 testcmds="ip:iproute2 ping:iputils-ping nft:nftables tcpdump:tcpdump iperf3:iperf3 wg:wireguard-tools
 podman:podman runc:runc git:git setcap:libcap2-bin systemd-analyze:systemd setpriv:util-linux sysctl:procps kill:procps pgrep:procps bash:bash ss:iproute2 timeout:coreutils
 swanctl:strongswan-swanctl nsenter:util-linux unshare:util-linux tshark:tshark conntrack:conntrack
-debootstrap:debootstrap chroot:coreutils mount:mount freeradius:freeradius sqlite3:sqlite3 python3:python3 openssl:openssl"
+debootstrap:debootstrap chroot:coreutils mount:mount freeradius:freeradius sqlite3:sqlite3 python3:python3 openssl:openssl sh:dash sleep:coreutils"
 # Packages without a command of their own: scapy (the independent ESP
 # implementation, run with /usr/bin/python3) and the cryptography module
 # its ESP layer uses; strongSwan's charon (/usr/lib/ipsec/charon, not on
