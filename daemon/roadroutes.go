@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -176,13 +177,10 @@ func (r *roadRoutes) sync(want []tun.Rule) error {
 	return errors.Join(errs...)
 }
 
+// sortedRules returns the rules of set in the order of their text, as
+// sortedGuards (guards.go) does the guards.
 func sortedRules(set map[tun.Rule]bool) []tun.Rule {
-	var out []tun.Rule
-	for rule := range set {
-		out = append(out, rule)
-	}
-	slices.SortFunc(out, func(a, b tun.Rule) int { return strings.Compare(a.String(), b.String()) })
-	return out
+	return slices.SortedFunc(maps.Keys(set), func(a, b tun.Rule) int { return strings.Compare(a.String(), b.String()) })
 }
 
 // ErrGatewayInTunnel is AddRoute's error for a route that holds the
