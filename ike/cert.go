@@ -259,14 +259,18 @@ func (s *SA) trusted(leaf *x509.Certificate, chain []*x509.Certificate) error {
 		}
 		return nil
 	}
-	roots, inter := x509.NewCertPool(), x509.NewCertPool()
-	for _, ca := range s.cfg.CACerts {
-		roots.AddCert(ca)
-	}
-	for _, c := range chain {
-		inter.AddCert(c)
-	}
-	_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: s.now,
+	_, err := leaf.Verify(x509.VerifyOptions{Roots: certPool(s.cfg.CACerts), Intermediates: certPool(chain), CurrentTime: s.now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
 	return err
+}
+
+// certPool returns certs as a pool: the trust anchors, or the
+// intermediates a peer sent, of a certificate check here or in EAP-TLS
+// (eap_methods.go).
+func certPool(certs []*x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	for _, c := range certs {
+		p.AddCert(c)
+	}
+	return p
 }

@@ -101,11 +101,3 @@ func tlsCertificate(c *Config) tls.Certificate {
 	}
 	return tc
 }
-
-func certPool(cas []*x509.Certificate) *x509.CertPool {
-	p := x509.NewCertPool()
-	for _, ca := range cas {
-		p.AddCert(ca)
-	}
-	return p
-}
