@@ -32,6 +32,11 @@ func awaitRunning(done <-chan error, bound, limit time.Duration) (err error, ok 
 	for {
 		select {
 		case err := <-done:
+			// done may win the select against the tick that would show a
+			// stall just ended: count the gap since the last tick too.
+			if gap := time.Since(last); gap > stallGap {
+				stalled += gap - stallTick
+			}
 			return err, true, stalled
 		case <-tick.C:
 		}
